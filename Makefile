@@ -1,0 +1,48 @@
+# icepark: two commands set everything up.
+#   make test   creates the venv, installs everything (the reference engine too) and runs
+#               ruff, mypy and the whole test suite
+#   make demo   runs the main job on the embedded default catalog (./warehouse)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+REF_VENV ?= .venv-ref
+SHARED ?= ../shared
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.icepark-installed
+
+.PHONY: test demo install reference lint typecheck pytest bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# The Java reference engine (Iceberg 1.10.2 on Spark 3.5), for the interop tests.
+reference:
+	@if [ -x $(SHARED)/reference-iceberg/setup.sh ]; then \
+	  bash $(SHARED)/reference-iceberg/setup.sh $(abspath $(REF_VENV)); \
+	else echo "no $(SHARED)/reference-iceberg: interop tests will be skipped"; fi
+
+lint: $(STAMP)
+	$(BIN)/ruff check icepark tests bench scripts
+	$(BIN)/ruff format --check icepark
+
+typecheck: $(STAMP)
+	$(BIN)/mypy icepark
+
+pytest: $(STAMP) reference
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+demo: $(STAMP)
+	$(BIN)/python -m icepark.demo
+
+bench: $(STAMP) reference
+	$(BIN)/python -m bench.run
+
+clean:
+	rm -rf $(VENV) $(REF_VENV) .services warehouse .pytest_cache .mypy_cache .ruff_cache

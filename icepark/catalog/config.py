@@ -1,0 +1,118 @@
+"""Finding the catalog: arguments, then environment, then ``~/.icepark.yaml``, then defaults.
+
+With nothing configured, ``load_catalog()`` is the embedded default: a SQLite catalog at
+``./warehouse/catalog.db`` with its warehouse in ``./warehouse``.
+
+``~/.icepark.yaml`` (or the file named by ``ICEPARK_CONFIG``) may hold flat properties for
+the default catalog, or named catalogs::
+
+    default-catalog: lake
+    catalogs:
+      lake:
+        uri: postgresql://user@db/iceberg
+        warehouse: s3://bucket/warehouse
+        s3.endpoint: http://127.0.0.1:9000
+      scratch:
+        type: filesystem
+        warehouse: /data/scratch
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from icepark.catalog.base import Catalog
+from icepark.errors import CatalogConfigError
+
+__all__ = ["load_catalog", "catalog_properties", "DEFAULT_WAREHOUSE", "ENV_URI", "ENV_WAREHOUSE"]
+
+DEFAULT_WAREHOUSE = "warehouse"
+DEFAULT_CATALOG_NAME = "default"
+ENV_URI = "ICEPARK_CATALOG_URI"
+ENV_WAREHOUSE = "ICEPARK_WAREHOUSE"
+ENV_TYPE = "ICEPARK_CATALOG_TYPE"
+ENV_NAME = "ICEPARK_CATALOG"
+ENV_CONFIG = "ICEPARK_CONFIG"
+
+_SQL_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb")
+
+
+def _config_file() -> dict[str, Any]:
+    path = Path(os.environ.get(ENV_CONFIG) or Path.home() / ".icepark.yaml")
+    if not path.is_file():
+        return {}
+    try:
+        loaded = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise CatalogConfigError(f"Cannot read catalog configuration {path}: {exc}") from exc
+    if not isinstance(loaded, dict):
+        raise CatalogConfigError(f"Catalog configuration {path} must be a mapping")
+    return loaded
+
+
+def _is_local(location: str) -> bool:
+    return "://" not in location or location.startswith("file:")
+
+
+def _absolute(location: str) -> str:
+    if location.startswith("file:"):
+        location = location[len("file:") :].lstrip("/")
+        location = "/" + location
+    return str(Path(location).expanduser().resolve()) if _is_local(location) else location
+
+
+def catalog_properties(name: str | None = None, **overrides: Any) -> tuple[str, dict[str, str]]:
+    """The catalog's name and merged properties, without opening it."""
+    config = _config_file()
+    name = name or os.environ.get(ENV_NAME) or config.get("default-catalog") or DEFAULT_CATALOG_NAME
+    props: dict[str, str] = {}
+    named = config.get("catalogs") or {}
+    if name in named:
+        props.update({k: str(v) for k, v in (named[name] or {}).items()})
+    elif name == (config.get("default-catalog") or DEFAULT_CATALOG_NAME):
+        props.update({k: str(v) for k, v in config.items() if k not in ("catalogs", "default-catalog")})
+    elif named:
+        raise CatalogConfigError(f"No catalog named {name!r} in the configuration: {sorted(named)}")
+    for env, key in ((ENV_URI, "uri"), (ENV_WAREHOUSE, "warehouse"), (ENV_TYPE, "type")):
+        if os.environ.get(env):
+            props[key] = os.environ[env]
+    props.update({k: str(v) for k, v in overrides.items() if v is not None})
+    warehouse = props.get("warehouse")
+    if not warehouse:
+        warehouse = DEFAULT_WAREHOUSE
+    props["warehouse"] = _absolute(warehouse)
+    kind = props.get("type", "").lower()
+    if not kind:
+        uri = props.get("uri", "")
+        kind = "sql" if not uri or uri.split(":", 1)[0].split("+", 1)[0] in _SQL_SCHEMES else ""
+        if not kind:
+            raise CatalogConfigError(f"Cannot tell the catalog type from uri {uri!r}; set 'type'")
+        props["type"] = kind
+    if kind == "sql" and not props.get("uri"):
+        base = props["warehouse"] if _is_local(props["warehouse"]) else _absolute(DEFAULT_WAREHOUSE)
+        props["uri"] = f"sqlite:///{base}/catalog.db"
+    return name, props
+
+
+def load_catalog(name: str | None = None, **properties: Any) -> Catalog:
+    """Open a catalog: ``load_catalog()`` is the embedded SQLite default in ``./warehouse``.
+
+    Keyword arguments are catalog properties (``uri``, ``warehouse``, ``type``, ``s3.*``
+    given as a dict via ``properties={...}`` when their names are not identifiers).
+    """
+    extra = properties.pop("properties", None) or {}
+    name, props = catalog_properties(name, **{**extra, **properties})
+    kind = props["type"].lower()
+    if kind == "sql":
+        from icepark.catalog.sql import SqlCatalog
+
+        return SqlCatalog(name, props)
+    if kind in ("filesystem", "hadoop", "file"):
+        from icepark.catalog.filesystem import FileSystemCatalog
+
+        return FileSystemCatalog(name, props)
+    raise CatalogConfigError(f"Unknown catalog type {kind!r} (use sql or filesystem)")

@@ -1,0 +1,106 @@
+"""The errors icepark raises: one root, split by what the caller can do about them."""
+
+from __future__ import annotations
+
+__all__ = [
+    "IceparkError",
+    "ValidationError",
+    "InvalidSchemaError",
+    "InvalidTransformError",
+    "InvalidMetadataError",
+    "UnsupportedFormatVersionError",
+    "InvalidAvroFileError",
+    "InvalidValueError",
+    "CommitFailedError",
+    "CommitStateUnknownError",
+    "RequirementFailedError",
+    "NoSuchNamespaceError",
+    "NamespaceAlreadyExistsError",
+    "NamespaceNotEmptyError",
+    "NoSuchTableError",
+    "TableAlreadyExistsError",
+    "FileAlreadyExistsError",
+    "NoSuchFileError",
+    "CatalogConfigError",
+    "UnsupportedOperationError",
+]
+
+
+class IceparkError(Exception):
+    """Root of every error icepark raises on purpose."""
+
+
+class ValidationError(IceparkError, ValueError):
+    """Input that breaks a rule of the Iceberg spec or of the operation asked for."""
+
+
+class InvalidSchemaError(ValidationError):
+    """A schema, type or field that the spec does not allow."""
+
+
+class InvalidTransformError(ValidationError):
+    """An unknown transform, or a transform applied to a type it does not accept."""
+
+
+class InvalidValueError(ValidationError):
+    """A single value that cannot be read or written for its type."""
+
+
+class InvalidMetadataError(ValidationError):
+    """A table metadata file (or document) that is malformed or inconsistent."""
+
+
+class UnsupportedFormatVersionError(InvalidMetadataError):
+    """A format version above the highest this implementation supports."""
+
+
+class InvalidAvroFileError(ValidationError):
+    """A manifest or manifest list that is not a valid Iceberg Avro file."""
+
+
+class CommitFailedError(IceparkError):
+    """A commit was refused because the table changed underneath it; retrying may succeed."""
+
+
+class RequirementFailedError(CommitFailedError):
+    """A TableRequirement did not hold against the current metadata."""
+
+
+class CommitStateUnknownError(IceparkError):
+    """The outcome of a commit is unknown: never clean up files after this."""
+
+
+class NoSuchNamespaceError(IceparkError, LookupError):
+    """The namespace does not exist."""
+
+
+class NamespaceAlreadyExistsError(IceparkError):
+    """The namespace exists already."""
+
+
+class NamespaceNotEmptyError(IceparkError):
+    """The namespace still holds tables."""
+
+
+class NoSuchTableError(IceparkError, LookupError):
+    """The table does not exist."""
+
+
+class TableAlreadyExistsError(IceparkError):
+    """A table of that name exists already."""
+
+
+class FileAlreadyExistsError(IceparkError, FileExistsError):
+    """A file that must be created fresh exists already."""
+
+
+class NoSuchFileError(IceparkError, FileNotFoundError):
+    """A file that must exist does not."""
+
+
+class CatalogConfigError(IceparkError, ValueError):
+    """A catalog configuration that cannot be used."""
+
+
+class UnsupportedOperationError(IceparkError):
+    """The operation is not supported here (by this catalog, format version, ...)."""

@@ -1,0 +1,47 @@
+"""File access for table files: local paths and S3, chosen by the location's scheme."""
+
+from __future__ import annotations
+
+from icepark.io.fileio import (
+    IO_IMPL,
+    LOCAL_FSYNC,
+    LOCAL_SCHEMES,
+    S3_ACCESS_KEY_ID,
+    S3_CONNECT_TIMEOUT,
+    S3_ENDPOINT,
+    S3_PATH_STYLE_ACCESS,
+    S3_REGION,
+    S3_REQUEST_TIMEOUT,
+    S3_SCHEMES,
+    S3_SECRET_ACCESS_KEY,
+    S3_SESSION_TOKEN,
+    FileEntry,
+    FileIO,
+    InputFile,
+    OutputFile,
+    OutputStream,
+    PyArrowFileIO,
+    load_file_io,
+)
+
+__all__ = [
+    "FileIO",
+    "InputFile",
+    "OutputFile",
+    "OutputStream",
+    "FileEntry",
+    "PyArrowFileIO",
+    "load_file_io",
+    "IO_IMPL",
+    "S3_ENDPOINT",
+    "S3_ACCESS_KEY_ID",
+    "S3_SECRET_ACCESS_KEY",
+    "S3_SESSION_TOKEN",
+    "S3_REGION",
+    "S3_PATH_STYLE_ACCESS",
+    "S3_CONNECT_TIMEOUT",
+    "S3_REQUEST_TIMEOUT",
+    "LOCAL_FSYNC",
+    "LOCAL_SCHEMES",
+    "S3_SCHEMES",
+]

@@ -1,0 +1,736 @@
+"""Reading and writing table files (metadata, manifests, data) wherever they live.
+
+A :class:`FileIO` hands out :class:`InputFile` and :class:`OutputFile` objects for locations
+given as strings. :class:`PyArrowFileIO`, the default, is built on ``pyarrow.fs`` and picks the
+filesystem from the location's scheme:
+
+* bare paths (``/abs/path``, relative paths are made absolute), ``file:/abs/path`` (as Java
+  writes them), ``file:///abs/path`` and ``file://localhost/abs/path``: the local filesystem;
+* ``s3://bucket/key``, ``s3a://`` and ``s3n://``: Amazon S3 or an S3-compatible store.
+
+Creating a file without ``overwrite`` must never replace an existing one:
+
+* locally it is atomic and race-free: the bytes go to a hidden temporary file in the target's
+  folder, which is then hard-linked to the target name (``link`` fails if the name exists) and
+  unlinked. Of any number of concurrent creators exactly one wins, and a reader never sees a
+  partly written file. ``overwrite=True`` publishes with an atomic ``rename`` instead.
+* on S3 a plain PUT cannot be made conditional here, so it is best effort: the object's
+  existence is checked when the stream is created and again just before the upload. Two writers
+  racing within that window can both "succeed" (the last one wins). What makes commits safe on
+  S3 is the catalog's compare-and-swap of the metadata pointer, not the file system. The bytes
+  are spooled (memory, then a local temporary file) and uploaded on ``close()``, so an aborted
+  write leaves nothing behind.
+
+A stream used as a context manager is published when the block ends normally and discarded when
+it raises. Missing files raise :class:`~icepark.errors.NoSuchFileError`, files that exist already
+raise :class:`~icepark.errors.FileAlreadyExistsError`, both naming the location.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import os
+import tempfile
+import threading
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import IO, Any, BinaryIO
+from urllib.parse import urlsplit
+
+from icepark.errors import (
+    CatalogConfigError,
+    FileAlreadyExistsError,
+    NoSuchFileError,
+    ValidationError,
+)
+
+__all__ = [
+    "FileIO",
+    "InputFile",
+    "OutputFile",
+    "OutputStream",
+    "FileEntry",
+    "PyArrowFileIO",
+    "load_file_io",
+    "IO_IMPL",
+    "S3_ENDPOINT",
+    "S3_ACCESS_KEY_ID",
+    "S3_SECRET_ACCESS_KEY",
+    "S3_SESSION_TOKEN",
+    "S3_REGION",
+    "S3_PATH_STYLE_ACCESS",
+    "S3_CONNECT_TIMEOUT",
+    "S3_REQUEST_TIMEOUT",
+    "LOCAL_FSYNC",
+    "LOCAL_SCHEMES",
+    "S3_SCHEMES",
+]
+
+IO_IMPL = "io-impl"
+"""Property naming the FileIO class to use, as ``package.module.ClassName``."""
+_PY_IO_IMPL = "py-io-impl"  # PyIceberg's name for the same property, accepted too
+
+S3_ENDPOINT = "s3.endpoint"
+S3_ACCESS_KEY_ID = "s3.access-key-id"
+S3_SECRET_ACCESS_KEY = "s3.secret-access-key"
+S3_SESSION_TOKEN = "s3.session-token"
+S3_REGION = "s3.region"
+_CLIENT_REGION = "client.region"
+S3_PATH_STYLE_ACCESS = "s3.path-style-access"
+S3_CONNECT_TIMEOUT = "s3.connect-timeout"
+S3_REQUEST_TIMEOUT = "s3.request-timeout"
+LOCAL_FSYNC = "local.fsync"
+"""``true`` to fsync local files before publishing them (durability across power loss)."""
+
+LOCAL_SCHEMES = frozenset({"", "file"})
+S3_SCHEMES = frozenset({"s3", "s3a", "s3n"})
+
+_COPY_CHUNK = 8 * 1024 * 1024
+_SPOOL_IN_MEMORY = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One file found by :meth:`FileIO.list_prefix`."""
+
+    location: str
+    size: int
+    last_modified_ms: int | None = None
+
+
+class OutputStream(io.BufferedIOBase, ABC):
+    """A writable binary stream whose bytes become visible only when it is closed.
+
+    ``close()`` publishes the file (and may raise :class:`FileAlreadyExistsError`);
+    ``abort()`` throws the bytes away. Used as a context manager it publishes on a normal exit
+    and aborts when the block raises. A stream dropped without being closed is aborted.
+    """
+
+    def __init__(self, location: str) -> None:
+        super().__init__()
+        self.location = location
+        self._position = 0
+
+    # -- what subclasses provide ------------------------------------------------------------
+    @abstractmethod
+    def _write(self, data: memoryview) -> None:
+        """Append the bytes to the pending file."""
+
+    @abstractmethod
+    def _publish(self) -> None:
+        """Make the written bytes visible at the location."""
+
+    @abstractmethod
+    def _discard(self) -> None:
+        """Throw the pending bytes away; must not raise for the common cases."""
+
+    def _flush(self) -> None:
+        """Push buffered bytes down (optional)."""
+
+    # -- io API -----------------------------------------------------------------------------
+    def writable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return False
+
+    def seekable(self) -> bool:
+        return False
+
+    def write(self, data: Any, /) -> int:
+        if self.closed:
+            raise ValueError(f"write to a closed stream: {self.location}")
+        view = memoryview(data).cast("B")
+        self._write(view)
+        self._position += len(view)
+        return len(view)
+
+    def tell(self) -> int:
+        return self._position
+
+    def flush(self) -> None:
+        if self.closed:
+            raise ValueError(f"flush of a closed stream: {self.location}")
+        self._flush()
+
+    def close(self) -> None:
+        """Publish the file at its location; a no-op when closed already."""
+        if self.closed:
+            return
+        try:
+            self._publish()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._discard()
+            raise
+        finally:
+            super().close()
+
+    def abort(self) -> None:
+        """Discard what was written; the location is left as it was."""
+        if self.closed:
+            return
+        try:
+            self._discard()
+        finally:
+            super().close()
+
+    def __enter__(self) -> OutputStream:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def __del__(self) -> None:
+        # Never publish a stream that nobody closed: its content may be incomplete.
+        with contextlib.suppress(Exception):
+            self.abort()
+
+
+class InputFile(ABC):
+    """A file to read, which need not exist when this object is made."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+
+    @abstractmethod
+    def exists(self) -> bool:
+        """True if a file (not a folder) exists at the location."""
+
+    @abstractmethod
+    def length(self) -> int:
+        """The file's size in bytes; :class:`NoSuchFileError` if it does not exist."""
+
+    @abstractmethod
+    def open(self) -> BinaryIO:
+        """A seekable binary stream over the file; :class:`NoSuchFileError` if missing."""
+
+    def read_bytes(self) -> bytes:
+        """The whole content of the file."""
+        with self.open() as stream:
+            return bytes(stream.read())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.location!r})"
+
+
+class OutputFile(ABC):
+    """A file to write, which need not exist when this object is made."""
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+
+    @abstractmethod
+    def exists(self) -> bool:
+        """True if a file (not a folder) exists at the location."""
+
+    @abstractmethod
+    def create(self, overwrite: bool = False) -> OutputStream:
+        """A stream whose bytes are published at the location when it is closed.
+
+        Without ``overwrite`` this raises :class:`FileAlreadyExistsError` if the file exists,
+        at once or when the stream is closed (if another writer got there first).
+        """
+
+    @abstractmethod
+    def to_input_file(self) -> InputFile:
+        """An :class:`InputFile` for the same location."""
+
+    def write_bytes(self, data: bytes | bytearray | memoryview, overwrite: bool = False) -> None:
+        """Create the file with this content (see :meth:`create`)."""
+        with self.create(overwrite=overwrite) as stream:
+            stream.write(data)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.location!r})"
+
+
+class FileIO(ABC):
+    """Access to table files by location; subclasses take a ``properties`` mapping."""
+
+    def __init__(self, properties: Mapping[str, str] | None = None) -> None:
+        self.properties: dict[str, str] = dict(properties or {})
+
+    @abstractmethod
+    def new_input(self, location: str, length: int | None = None) -> InputFile:
+        """An input file; ``length``, if known, spares a round trip to the store."""
+
+    @abstractmethod
+    def new_output(self, location: str) -> OutputFile:
+        """An output file."""
+
+    @abstractmethod
+    def delete(self, location: str) -> None:
+        """Delete one file; :class:`NoSuchFileError` if it does not exist."""
+
+    @abstractmethod
+    def list_prefix(self, location: str) -> list[FileEntry]:
+        """Every file under the folder ``location`` (recursively); empty if there is none."""
+
+    @abstractmethod
+    def delete_prefix(self, location: str) -> None:
+        """Delete the folder ``location`` and everything in it; a no-op if it does not exist."""
+
+    def exists(self, location: str) -> bool:
+        """True if a file (not a folder) exists at the location."""
+        return self.new_input(location).exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# Locations
+
+
+@dataclass(frozen=True)
+class _Location:
+    """A location split into the filesystem it lives on and the path that filesystem uses."""
+
+    original: str
+    scheme: str  # "file" or "s3"
+    netloc: str  # the bucket for S3, "" locally
+    path: str  # absolute local path, or "bucket/key" for S3
+    prefix: str  # what to put before a filesystem path to get a location in the same style
+
+
+def _parse_location(location: str) -> _Location:
+    if not isinstance(location, str) or not location:
+        raise ValidationError(f"a file location must be a non-empty string, not {location!r}")
+    scheme, rest = _split_scheme(location)
+    if scheme in LOCAL_SCHEMES:
+        if scheme == "":
+            path, prefix = rest, ""
+        elif rest.startswith("//"):
+            authority, _, tail = rest[2:].partition("/")
+            if authority not in ("", "localhost"):
+                raise ValidationError(f"file location with a remote host: {location}")
+            path, prefix = "/" + tail, "file://" + authority
+        else:
+            path, prefix = rest, "file:"
+        if not path:
+            raise ValidationError(f"file location without a path: {location}")
+        path = os.path.abspath(path)  # also drops a trailing slash
+        return _Location(location, "file", "", path, prefix)
+    if scheme in S3_SCHEMES:
+        parts = urlsplit(location)
+        bucket = parts.netloc
+        if not bucket:
+            raise ValidationError(f"S3 location without a bucket: {location}")
+        key = location[len(scheme) + 3 + len(bucket) :].lstrip("/")
+        path = f"{bucket}/{key}" if key else bucket
+        return _Location(location, "s3", bucket, path.rstrip("/"), f"{scheme}://")
+    raise ValidationError(
+        f"unsupported file system scheme {scheme!r} in location {location!r} "
+        f"(supported: local paths, file:, {', '.join(sorted(s + ':' for s in S3_SCHEMES))})"
+    )
+
+
+def _split_scheme(location: str) -> tuple[str, str]:
+    head, sep, rest = location.partition(":")
+    # A one-letter "scheme" is a Windows drive letter, not a scheme.
+    if sep and len(head) > 1 and head.replace("+", "").replace("-", "").isalnum():
+        return head.lower(), rest
+    return "", location
+
+
+@contextlib.contextmanager
+def _translate_errors(location: str) -> Iterator[None]:
+    """Turn the file system's not-found / exists errors into icepark's, naming the location."""
+    try:
+        yield
+    except (NoSuchFileError, FileAlreadyExistsError):
+        raise
+    except FileNotFoundError:
+        raise NoSuchFileError(f"file not found: {location}") from None
+    except FileExistsError:
+        raise FileAlreadyExistsError(f"file already exists: {location}") from None
+    except OSError as exc:
+        if _looks_missing(exc):
+            raise NoSuchFileError(f"file not found: {location}") from None
+        raise
+
+
+def _looks_missing(exc: OSError) -> bool:
+    text = str(exc)
+    return any(
+        marker in text
+        for marker in ("Path does not exist", "NoSuchKey", "NoSuchBucket", "does not exist")
+    )
+
+
+def _is_true(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("true", "1", "yes", "on")
+
+
+# ------------------------------------------------------------------------------------------------
+# pyarrow implementation
+
+
+class _PyArrowInputFile(InputFile):
+    def __init__(self, fileio: PyArrowFileIO, location: str, length: int | None) -> None:
+        super().__init__(location)
+        self._io = fileio
+        self._loc = _parse_location(location)
+        self._length = length
+
+    def _info(self) -> Any:
+        fs = self._io._filesystem(self._loc)
+        with _translate_errors(self.location):
+            return fs.get_file_info(self._loc.path)
+
+    def exists(self) -> bool:
+        from pyarrow.fs import FileType
+
+        return bool(self._info().type == FileType.File)
+
+    def length(self) -> int:
+        if self._length is None:
+            from pyarrow.fs import FileType
+
+            info = self._info()
+            if info.type == FileType.NotFound:
+                raise NoSuchFileError(f"file not found: {self.location}")
+            if info.type != FileType.File:
+                raise NoSuchFileError(f"not a file: {self.location}")
+            self._length = int(info.size)
+        return self._length
+
+    def open(self) -> BinaryIO:
+        from pyarrow.fs import FileInfo, FileType
+
+        fs = self._io._filesystem(self._loc)
+        source: Any = self._loc.path
+        if self._length is not None and self._loc.scheme == "s3":
+            # With the size known, pyarrow skips the HEAD request.
+            source = FileInfo(self._loc.path, type=FileType.File, size=self._length)
+        with _translate_errors(self.location):
+            if self._loc.scheme == "file" and os.path.isdir(self._loc.path):
+                raise NoSuchFileError(f"not a file: {self.location}")
+            stream: BinaryIO = fs.open_input_file(source)
+        return stream
+
+
+class _PyArrowOutputFile(OutputFile):
+    def __init__(self, fileio: PyArrowFileIO, location: str) -> None:
+        super().__init__(location)
+        self._io = fileio
+        self._loc = _parse_location(location)
+
+    def exists(self) -> bool:
+        return self.to_input_file().exists()
+
+    def create(self, overwrite: bool = False) -> OutputStream:
+        if not overwrite and self.exists():
+            raise FileAlreadyExistsError(f"file already exists: {self.location}")
+        if self._loc.scheme == "file":
+            fsync = _is_true(self._io.properties.get(LOCAL_FSYNC))
+            return _LocalAtomicStream(self.location, self._loc.path, overwrite, fsync)
+        return _SpooledUploadStream(self._io, self._loc, overwrite)
+
+    def to_input_file(self) -> InputFile:
+        return _PyArrowInputFile(self._io, self.location, None)
+
+
+class _LocalAtomicStream(OutputStream):
+    """Writes a hidden temporary file next to the target, then links or renames it in place."""
+
+    def __init__(self, location: str, target: str, overwrite: bool, fsync: bool) -> None:
+        super().__init__(location)
+        self._target = target
+        self._overwrite = overwrite
+        self._fsync = fsync
+        folder, name = os.path.split(target)
+        self._temp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
+        self._file: IO[bytes] | None = None
+        with _translate_errors(location):
+            os.makedirs(folder, exist_ok=True)
+            self._file = open(self._temp, "xb")
+
+    def _write(self, data: memoryview) -> None:
+        assert self._file is not None
+        self._file.write(data)
+
+    def _flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+
+    def _close_temp(self) -> None:
+        if self._file is not None:
+            file, self._file = self._file, None
+            file.close()
+
+    def _publish(self) -> None:
+        assert self._file is not None
+        self._file.flush()
+        if self._fsync:
+            os.fsync(self._file.fileno())
+        self._close_temp()
+        try:
+            if self._overwrite:
+                os.replace(self._temp, self._target)
+                return
+            try:
+                os.link(self._temp, self._target)
+            except FileExistsError:
+                raise FileAlreadyExistsError(f"file already exists: {self.location}") from None
+            except OSError:
+                # No hard links on this file system: fall back to O_EXCL + copy. Still exactly
+                # one winner, but a reader could see the file while it is being copied.
+                self._copy_exclusive()
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._temp)
+
+    def _copy_exclusive(self) -> None:
+        try:
+            fd = os.open(self._target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            raise FileAlreadyExistsError(f"file already exists: {self.location}") from None
+        with os.fdopen(fd, "wb") as out, open(self._temp, "rb") as src:
+            while chunk := src.read(_COPY_CHUNK):
+                out.write(chunk)
+            out.flush()
+            if self._fsync:
+                os.fsync(out.fileno())
+
+    def _discard(self) -> None:
+        self._close_temp()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._temp)
+
+
+class _SpooledUploadStream(OutputStream):
+    """Spools the bytes locally and uploads them on close (S3 has no atomic create-if-absent)."""
+
+    def __init__(self, fileio: PyArrowFileIO, loc: _Location, overwrite: bool) -> None:
+        super().__init__(loc.original)
+        self._io = fileio
+        self._loc = loc
+        self._overwrite = overwrite
+        self._spool: IO[bytes] | None = tempfile.SpooledTemporaryFile(
+            max_size=_SPOOL_IN_MEMORY, prefix="icepark-upload-"
+        )
+
+    def _write(self, data: memoryview) -> None:
+        assert self._spool is not None
+        self._spool.write(data)
+
+    def _publish(self) -> None:
+        assert self._spool is not None
+        spool = self._spool
+        fs = self._io._filesystem(self._loc)
+        if not self._overwrite:
+            # Best effort only: another writer may still slip in between this check and the PUT.
+            from pyarrow.fs import FileType
+
+            with _translate_errors(self.location):
+                if fs.get_file_info(self._loc.path).type != FileType.NotFound:
+                    raise FileAlreadyExistsError(f"file already exists: {self.location}")
+        spool.seek(0)
+        with (
+            _translate_errors(self.location),
+            fs.open_output_stream(self._loc.path, compression=None) as out,
+        ):
+            while chunk := spool.read(_COPY_CHUNK):
+                out.write(chunk)
+        self._discard()
+
+    def _discard(self) -> None:
+        if self._spool is not None:
+            spool, self._spool = self._spool, None
+            spool.close()
+
+
+class PyArrowFileIO(FileIO):
+    """A FileIO on ``pyarrow.fs``: the local file system and S3 (see the module docstring).
+
+    S3 settings come from the properties ``s3.endpoint``, ``s3.access-key-id``,
+    ``s3.secret-access-key``, ``s3.session-token``, ``s3.region`` (or ``client.region``),
+    ``s3.path-style-access``, ``s3.connect-timeout`` and ``s3.request-timeout`` (seconds); the
+    missing ones fall back to ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+    ``AWS_SESSION_TOKEN``, ``AWS_REGION``/``AWS_DEFAULT_REGION`` and
+    ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``, then to the AWS SDK's own lookup. With an
+    endpoint, requests use path-style addressing unless ``s3.path-style-access`` is ``false``.
+    File systems are made once per (scheme, bucket) and shared by threads.
+    """
+
+    def __init__(self, properties: Mapping[str, str] | None = None) -> None:
+        super().__init__(properties)
+        self._lock = threading.Lock()
+        self._filesystems: dict[tuple[str, str], Any] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"properties": self.properties}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["properties"])  # type: ignore[misc]
+
+    # -- FileIO -----------------------------------------------------------------------------
+    def new_input(self, location: str, length: int | None = None) -> InputFile:
+        return _PyArrowInputFile(self, location, length)
+
+    def new_output(self, location: str) -> OutputFile:
+        return _PyArrowOutputFile(self, location)
+
+    def delete(self, location: str) -> None:
+        loc = _parse_location(location)
+        fs = self._filesystem(loc)
+        with _translate_errors(location):
+            if loc.scheme == "file" and os.path.isdir(loc.path):
+                raise NoSuchFileError(f"not a file: {location}")
+            fs.delete_file(loc.path)
+
+    def list_prefix(self, location: str) -> list[FileEntry]:
+        from pyarrow.fs import FileSelector, FileType
+
+        loc = _parse_location(location)
+        fs = self._filesystem(loc)
+        selector = FileSelector(loc.path, recursive=True, allow_not_found=True)
+        with _translate_errors(location):
+            infos = fs.get_file_info(selector)
+        entries = []
+        for info in infos:
+            if info.type != FileType.File:
+                continue
+            mtime_ns = info.mtime_ns
+            entries.append(
+                FileEntry(
+                    location=loc.prefix + info.path,
+                    size=int(info.size),
+                    last_modified_ms=None if mtime_ns is None else mtime_ns // 1_000_000,
+                )
+            )
+        entries.sort(key=lambda e: e.location)
+        return entries
+
+    def delete_prefix(self, location: str) -> None:
+        loc = _parse_location(location)
+        fs = self._filesystem(loc)
+        if loc.scheme == "file" and os.path.dirname(loc.path) == loc.path:
+            raise ValidationError(f"refusing to delete the root folder: {location}")
+        with _translate_errors(location):
+            try:
+                if loc.scheme == "s3" and "/" not in loc.path:
+                    # A bare bucket: empty it, never delete the bucket itself.
+                    fs.delete_dir_contents(loc.path, missing_dir_ok=True)
+                else:
+                    fs.delete_dir(loc.path)
+            except FileNotFoundError:
+                return
+            except NotADirectoryError as exc:
+                raise NoSuchFileError(f"not a folder: {location}") from exc
+
+    # -- file systems -----------------------------------------------------------------------
+    def _filesystem(self, loc: _Location) -> Any:
+        key = (loc.scheme, loc.netloc)
+        with self._lock:
+            fs = self._filesystems.get(key)
+            if fs is None:
+                fs = self._make_filesystem(loc.scheme)
+                self._filesystems[key] = fs
+            return fs
+
+    def _make_filesystem(self, scheme: str) -> Any:
+        from pyarrow import fs as pafs
+
+        if scheme == "file":
+            return pafs.LocalFileSystem()
+        if scheme == "s3":
+            return pafs.S3FileSystem(**self._s3_options())
+        raise ValidationError(f"unsupported file system scheme {scheme!r}")  # pragma: no cover
+
+    def _s3_options(self) -> dict[str, Any]:
+        props, env = self.properties, os.environ
+        options: dict[str, Any] = {}
+
+        access_key = props.get(S3_ACCESS_KEY_ID)
+        secret_key = props.get(S3_SECRET_ACCESS_KEY)
+        token = props.get(S3_SESSION_TOKEN)
+        if access_key is None and secret_key is None:
+            access_key = env.get("AWS_ACCESS_KEY_ID")
+            secret_key = env.get("AWS_SECRET_ACCESS_KEY")
+            token = token or env.get("AWS_SESSION_TOKEN")
+        if (access_key is None) != (secret_key is None):
+            raise CatalogConfigError(
+                f"S3 credentials need both {S3_ACCESS_KEY_ID} and {S3_SECRET_ACCESS_KEY}"
+            )
+        if access_key is not None:
+            options.update(access_key=access_key, secret_key=secret_key)
+            if token:
+                options["session_token"] = token
+
+        region = (
+            props.get(S3_REGION)
+            or props.get(_CLIENT_REGION)
+            or env.get("AWS_REGION")
+            or env.get("AWS_DEFAULT_REGION")
+        )
+        if region:
+            options["region"] = region
+
+        endpoint = (
+            props.get(S3_ENDPOINT) or env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
+        )
+        if endpoint:
+            scheme, sep, rest = endpoint.partition("://")
+            if sep:
+                options["scheme"] = scheme.lower()
+                endpoint = rest
+            options["endpoint_override"] = endpoint.rstrip("/")
+            path_style = props.get(S3_PATH_STYLE_ACCESS)
+            if path_style is not None and not _is_true(path_style):
+                options["force_virtual_addressing"] = True
+
+        for prop, name in (
+            (S3_CONNECT_TIMEOUT, "connect_timeout"),
+            (S3_REQUEST_TIMEOUT, "request_timeout"),
+        ):
+            if props.get(prop):
+                try:
+                    options[name] = float(props[prop])
+                except ValueError:
+                    raise CatalogConfigError(f"{prop} must be a number of seconds") from None
+        return options
+
+
+# ------------------------------------------------------------------------------------------------
+# Factory
+
+
+def load_file_io(
+    properties: Mapping[str, str] | None = None, location: str | None = None
+) -> FileIO:
+    """The FileIO for these (catalog or table) properties and, optionally, a table location.
+
+    ``io-impl`` (or PyIceberg's ``py-io-impl``) names the class to use as
+    ``package.module.ClassName``; it is made as ``Class(properties)``. Otherwise this is a
+    :class:`PyArrowFileIO`, which must support the location's scheme when one is given.
+    """
+    props = dict(properties or {})
+    impl = props.get(IO_IMPL) or props.get(_PY_IO_IMPL)
+    if impl:
+        module_name, _, class_name = impl.rpartition(".")
+        if not module_name:
+            raise CatalogConfigError(f"{IO_IMPL} must be a dotted class path, not {impl!r}")
+        try:
+            cls = getattr(importlib.import_module(module_name), class_name)
+        except (ImportError, AttributeError) as exc:
+            raise CatalogConfigError(f"cannot load FileIO class {impl!r}: {exc}") from exc
+        if not (isinstance(cls, type) and issubclass(cls, FileIO)):
+            raise CatalogConfigError(f"{impl!r} is not a FileIO class")
+        fileio: FileIO = cls(props)
+        return fileio
+    if location is not None:
+        _parse_location(location)  # raises ValidationError for an unsupported scheme
+    return PyArrowFileIO(props)

@@ -1,0 +1,160 @@
+"""`Table`: a handle on one Iceberg table, its current metadata and its FileIO."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from icepark.errors import IceparkError
+from icepark.io import FileIO, load_file_io
+from icepark.spec.metadata import TableMetadata, table_metadata_from_json
+from icepark.spec.partitioning import PartitionSpec
+from icepark.spec.schema import Schema
+from icepark.spec.snapshots import Snapshot, SnapshotRef
+from icepark.spec.sorting import SortOrder
+from icepark.spec.updates import TableRequirement, TableUpdate
+
+__all__ = ["CommitResult", "TableCommitter", "Table", "ReadOnlyTableError", "read_table_metadata"]
+
+
+class ReadOnlyTableError(IceparkError):
+    """The table was opened from a metadata file and has no catalog to commit through."""
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    metadata: TableMetadata
+    metadata_location: str
+
+
+class TableCommitter(Protocol):
+    """What a table needs from its catalog: an atomic swap of its metadata."""
+
+    def commit_table(
+        self,
+        identifier: tuple[str, ...],
+        base: TableMetadata | None,
+        base_location: str | None,
+        requirements: Sequence[TableRequirement],
+        updates: Sequence[TableUpdate],
+    ) -> CommitResult: ...
+
+    def load_table(self, identifier: str | Sequence[str]) -> Table: ...
+
+
+def read_table_metadata(io: FileIO, location: str) -> TableMetadata:
+    """Read and parse a metadata file; errors name the file."""
+    from icepark.errors import InvalidMetadataError
+
+    data = io.new_input(location).read_bytes()
+    try:
+        return table_metadata_from_json(data)
+    except InvalidMetadataError as exc:
+        raise type(exc)(f"{location}: {exc}") from exc
+
+
+class Table:
+    """An Iceberg table: immutable metadata plus the means to read files and commit changes."""
+
+    def __init__(
+        self,
+        identifier: tuple[str, ...],
+        metadata: TableMetadata,
+        metadata_location: str,
+        io: FileIO,
+        catalog: TableCommitter | None = None,
+    ) -> None:
+        self.identifier = identifier
+        self.metadata = metadata
+        self.metadata_location = metadata_location
+        self.io = io
+        self.catalog = catalog
+
+    @classmethod
+    def from_metadata(cls, path: str, properties: dict[str, str] | None = None) -> Table:
+        """Open any table read-only from one of its ``*.metadata.json`` files."""
+        io = load_file_io(properties or {}, path)
+        metadata = read_table_metadata(io, path)
+        name = metadata.location.rstrip("/").rsplit("/", 1)[-1]
+        return cls(("static", name), metadata, path, io, None)
+
+    # -- naming ----------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.identifier)
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, {self.metadata_location!r})"
+
+    # -- metadata views --------------------------------------------------------------------
+
+    @property
+    def format_version(self) -> int:
+        return self.metadata.format_version
+
+    @property
+    def location(self) -> str:
+        return self.metadata.location
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return dict(self.metadata.properties)
+
+    def schema(self) -> Schema:
+        return self.metadata.schema()
+
+    def schemas(self) -> dict[int, Schema]:
+        return {s.schema_id: s for s in self.metadata.schemas}
+
+    def spec(self) -> PartitionSpec:
+        return self.metadata.spec()
+
+    def specs(self) -> dict[int, PartitionSpec]:
+        return {s.spec_id: s for s in self.metadata.partition_specs}
+
+    def sort_order(self) -> SortOrder:
+        return self.metadata.sort_order()
+
+    def current_snapshot(self) -> Snapshot | None:
+        return self.metadata.current_snapshot()
+
+    def snapshot(self, snapshot_id: int) -> Snapshot | None:
+        return self.metadata.snapshot_by_id(snapshot_id)
+
+    def snapshots(self) -> list[Snapshot]:
+        return list(self.metadata.snapshots)
+
+    def refs(self) -> dict[str, SnapshotRef]:
+        return dict(self.metadata.refs)
+
+    def history(self) -> list[Any]:
+        return list(self.metadata.snapshot_log)
+
+    # -- changes ---------------------------------------------------------------------------
+
+    @property
+    def read_only(self) -> bool:
+        return self.catalog is None
+
+    def refresh(self) -> Table:
+        """Reload the current metadata from the catalog (a no-op for read-only tables)."""
+        if self.catalog is not None:
+            fresh = self.catalog.load_table(self.identifier)
+            self.metadata, self.metadata_location = fresh.metadata, fresh.metadata_location
+        return self
+
+    def commit(
+        self, requirements: Sequence[TableRequirement], updates: Sequence[TableUpdate]
+    ) -> TableMetadata:
+        """Commit metadata updates atomically against the metadata this table has loaded."""
+        if self.catalog is None:
+            raise ReadOnlyTableError(
+                f"Table {self.name} was opened from {self.metadata_location} and is read-only"
+            )
+        result = self.catalog.commit_table(
+            self.identifier, self.metadata, self.metadata_location, requirements, updates
+        )
+        self.metadata, self.metadata_location = result.metadata, result.metadata_location
+        return result.metadata

@@ -1,0 +1,87 @@
+"""A client for the reference engine (Apache Iceberg 1.10.2 on Spark 3.5, ../shared).
+
+One long-lived ``refspark.py --serve`` process per test session answers JSON requests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("ICEPARK_SHARED", ROOT.parent / "shared"))
+REF_SCRIPT = SHARED / "reference-iceberg" / "refspark.py"
+REF_VENV = Path(os.environ.get("ICEPARK_REF_VENV", ROOT / ".venv-ref"))
+
+
+class ReferenceError_(AssertionError):
+    """The reference engine refused a statement."""
+
+
+class RefEngine:
+    def __init__(self) -> None:
+        python = REF_VENV / "bin" / "python"
+        self._stderr = open(ROOT / ".services-refspark.log", "w")  # noqa: SIM115
+        self._proc = subprocess.Popen(
+            [str(python), str(REF_SCRIPT), "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            bufsize=1,
+        )
+        self._lock = threading.Lock()
+
+    def request(
+        self,
+        sql: list[str],
+        catalogs: dict[str, str] | None = None,
+        views: dict[str, str] | None = None,
+    ) -> list[dict[str, Any]]:
+        req = {"sql": sql, "catalogs": catalogs or {}, "views": views or {}}
+        with self._lock:
+            assert self._proc.stdin is not None and self._proc.stdout is not None
+            self._proc.stdin.write(json.dumps(req) + "\n")
+            self._proc.stdin.flush()
+            while True:
+                line = self._proc.stdout.readline()
+                if not line:
+                    raise RuntimeError("reference engine exited; see .services-refspark.log")
+                line = line.strip()
+                if line.startswith("{"):
+                    break
+        answer = json.loads(line)
+        if "error" in answer:
+            raise ReferenceError_(answer["error"])
+        return list(answer["results"])
+
+    def sql(
+        self,
+        statement: str,
+        catalogs: dict[str, str] | None = None,
+        views: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        (result,) = self.request([statement], catalogs, views)
+        if "error" in result:
+            raise ReferenceError_(f"{statement}: {result['error']}")
+        return result
+
+    def rows(self, statement: str, **kw: Any) -> list[list[Any]]:
+        return list(self.sql(statement, **kw)["rows"])
+
+    def close(self) -> None:
+        if self._proc.stdin:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+        self._stderr.close()
+
+
+def available() -> bool:
+    return REF_SCRIPT.is_file() and (REF_VENV / ".reference-iceberg-ready").is_file()
