@@ -218,7 +218,15 @@ class FileSystemCatalog(Catalog):
     def _swap_metadata_location(self, identifier: Identifier, expected: str | None, new: str) -> None:
         # The exclusive create of ``new`` in _write_metadata was the atomic step; record it.
         m = _VERSION_FILE.match(new.rsplit("/", 1)[-1])
-        assert m is not None
+        if m is None:
+            raise ValidationError(f"Not a file-system catalog metadata file: {new}")
+        version = int(m.group(1))
+        expected_match = _VERSION_FILE.match((expected or "").rsplit("/", 1)[-1])
+        expected_version = int(expected_match.group(1)) if expected_match else 0
+        if expected_version != version - 1 or max(self._versions(identifier), default=0) > version:
+            raise CommitFailedError(
+                f"Cannot commit {'.'.join(identifier)}: {expected} is not the version before {new}"
+            )
         hint = self.io.new_output(self._location(identifier) + f"/metadata/{_VERSION_HINT}")
         hint.write_bytes(m.group(1).encode(), overwrite=True)
 

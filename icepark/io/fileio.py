@@ -632,6 +632,12 @@ class PyArrowFileIO(FileIO):
                 raise NoSuchFileError(f"not a folder: {location}") from exc
 
     # -- file systems -----------------------------------------------------------------------
+    def filesystem(self, location: str) -> tuple[Any, str]:
+        """The ``pyarrow.fs`` file system holding ``location`` and the path it uses for it
+        (for callers that need folders, such as the file-system catalog)."""
+        loc = _parse_location(location)
+        return self._filesystem(loc), loc.path
+
     def _filesystem(self, loc: _Location) -> Any:
         key = (loc.scheme, loc.netloc)
         with self._lock:

@@ -67,7 +67,9 @@ class PartitionSpec:
         names = [f.name for f in self.fields]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
-            raise ValidationError(f"Duplicate partition field names in spec {self.spec_id}: {dupes}")
+            raise ValidationError(
+                f"Duplicate partition field names in spec {self.spec_id}: {dupes}"
+            )
         ids = [f.field_id for f in self.fields]
         if len(set(ids)) != len(ids):
             raise ValidationError(f"Duplicate partition field ids in spec {self.spec_id}: {ids}")
@@ -163,7 +165,9 @@ def parse_term(text: str) -> tuple[Transform, str]:
         return parse_transform(f"{name}[{arg}]"), column
     if m := _TERM.match(stripped):
         name, arg, column = m.group(1).lower(), m.group(2), m.group(3)
-        aliases = {"years": "year", "months": "month", "days": "day", "hours": "hour", "date": "day"}
+        aliases = {
+            "years": "year", "months": "month", "days": "day", "hours": "hour", "date": "day"
+        }
         name = aliases.get(name, name)
         if name in ("bucket", "truncate"):
             if arg is None:
@@ -241,7 +245,8 @@ def _check_names_against_schema(spec: PartitionSpec, schema: Schema) -> None:
             col = schema.find_field(f.name)
         except InvalidSchemaError:
             continue
-        if not (isinstance(f.transform, IdentityTransform | VoidTransform) and col.field_id == f.source_id):
+        same_column = col.field_id == f.source_id
+        if not (isinstance(f.transform, IdentityTransform | VoidTransform) and same_column):
             raise ValidationError(
                 f"Cannot create partition field {f.name!r}: it conflicts with a schema column"
             )
@@ -274,11 +279,12 @@ def partition_spec_from_json(obj: Any, *, legacy_next_id: int | None = None) -> 
     fields = []
     next_id = PARTITION_DATA_ID_START if legacy_next_id is None else legacy_next_id
     for fj in fields_json:
-        if not isinstance(fj, dict) or "source-id" not in fj or "transform" not in fj or "name" not in fj:
+        if not isinstance(fj, dict) or not {"source-id", "transform", "name"} <= fj.keys():
             raise ValidationError(f"Cannot parse partition field from json: {fj!r}")
         field_id = fj.get("field-id")
         if field_id is None:
             field_id = next_id
         next_id = field_id + 1
-        fields.append(PartitionField(fj["source-id"], field_id, parse_transform(fj["transform"]), fj["name"]))
+        transform = parse_transform(fj["transform"], allow_unknown=True)
+        fields.append(PartitionField(fj["source-id"], field_id, transform, fj["name"]))
     return PartitionSpec(spec_id, tuple(fields))

@@ -113,7 +113,8 @@ def build_sort_order(
         if m.group("nulls"):
             null_order = NullOrder(f"nulls-{m.group('nulls').lower()}")
         else:
-            null_order = NullOrder.NULLS_FIRST if direction is SortDirection.ASC else NullOrder.NULLS_LAST
+            ascending = direction is SortDirection.ASC
+            null_order = NullOrder.NULLS_FIRST if ascending else NullOrder.NULLS_LAST
         fields.append(SortField(source.field_id, transform, direction, null_order))
     if not fields:
         return UNSORTED_ORDER
@@ -138,7 +139,9 @@ def sort_order_to_json(order: SortOrder) -> dict[str, Any]:
 
 
 def sort_order_from_json(obj: Any) -> SortOrder:
-    if not isinstance(obj, dict) or not isinstance(obj.get("fields"), list) or "order-id" not in obj:
+    if not isinstance(obj, dict) or not isinstance(obj.get("fields"), list):
+        raise ValidationError(f"Cannot parse sort order from json: {obj!r}"[:300])
+    if "order-id" not in obj:
         raise ValidationError(f"Cannot parse sort order from json: {obj!r}"[:300])
     fields = []
     for fj in obj["fields"]:
@@ -146,7 +149,7 @@ def sort_order_from_json(obj: Any) -> SortOrder:
             fields.append(
                 SortField(
                     source_id=fj["source-id"],
-                    transform=parse_transform(fj["transform"]),
+                    transform=parse_transform(fj["transform"], allow_unknown=True),
                     direction=SortDirection(fj["direction"].lower()),
                     null_order=NullOrder(fj["null-order"].lower()),
                 )

@@ -68,7 +68,7 @@ _DATE_RE = re.compile(f"^{_DATE}$")
 _TIME_RE = re.compile(f"^{_TIME}$")
 _TIMESTAMP_RE = re.compile(f"^{_DATE}[Tt]{_TIME}{_OFFSET}?$")
 _DECIMAL_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
-_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
 _HEX_RE = re.compile(r"^(?:[0-9a-fA-F]{2})*$")
 
 _TS_TYPES = (TimestampType, TimestamptzType, TimestampNanoType, TimestamptzNanoType)
@@ -130,7 +130,8 @@ def _iso_date(days: int) -> str:
 
 
 def _iso_time(seconds: int, fraction: int, digits: int) -> str:
-    return f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}.{fraction:0{digits}d}"
+    hms = f"{seconds // 3600:02d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+    return f"{hms}.{fraction:0{digits}d}"
 
 
 def _timestamp_to_json(t: IcebergType, value: Any) -> str:

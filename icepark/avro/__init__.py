@@ -1,0 +1,53 @@
+"""Avro support: Iceberg <-> Avro schemas and values, and Avro container files."""
+
+from icepark.avro.file import (
+    WRITE_CODECS,
+    AvroContents,
+    AvroFileWriter,
+    normalize_codec,
+    read_avro_file,
+    read_avro_metadata,
+)
+from icepark.avro.schema import (
+    ELEMENT_ID_PROP,
+    FIELD_ID_PROP,
+    ICEBERG_FIELD_NAME_PROP,
+    KEY_ID_PROP,
+    VALUE_ID_PROP,
+    avro_to_schema,
+    avro_to_type,
+    decimal_required_bytes,
+    from_avro_value,
+    is_valid_avro_name,
+    make_compatible_name,
+    named_avro_types,
+    schema_to_avro,
+    strip_logical_types,
+    to_avro_value,
+    type_to_avro,
+)
+
+__all__ = [
+    "AvroContents",
+    "AvroFileWriter",
+    "ELEMENT_ID_PROP",
+    "FIELD_ID_PROP",
+    "ICEBERG_FIELD_NAME_PROP",
+    "KEY_ID_PROP",
+    "VALUE_ID_PROP",
+    "WRITE_CODECS",
+    "avro_to_schema",
+    "avro_to_type",
+    "decimal_required_bytes",
+    "from_avro_value",
+    "is_valid_avro_name",
+    "make_compatible_name",
+    "named_avro_types",
+    "normalize_codec",
+    "read_avro_file",
+    "read_avro_metadata",
+    "schema_to_avro",
+    "strip_logical_types",
+    "to_avro_value",
+    "type_to_avro",
+]

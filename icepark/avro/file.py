@@ -1,0 +1,289 @@
+"""Avro object container files: writing records and reading them back, with clear errors.
+
+Thin wrappers over fastavro that
+
+* write to an :class:`~icepark.io.fileio.OutputFile` incrementally and report the file length;
+* read from an :class:`~icepark.io.fileio.InputFile` with logical types left raw (see
+  :mod:`icepark.avro.schema`), returning the writer schema and the key/value metadata too;
+* turn every decoding problem (not an Avro file, truncated, unknown codec, corrupt block) into
+  :class:`~icepark.errors.InvalidAvroFileError` naming the file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, cast
+
+import fastavro
+import fastavro.write
+
+from icepark.avro.schema import strip_logical_types
+from icepark.errors import IceparkError, InvalidAvroFileError, ValidationError
+
+__all__ = [
+    "AvroContents",
+    "AvroFileWriter",
+    "normalize_codec",
+    "read_avro_file",
+    "read_avro_metadata",
+    "WRITE_CODECS",
+]
+
+_CODEC_ALIASES = {
+    "null": "null",
+    "none": "null",
+    "uncompressed": "null",
+    "deflate": "deflate",
+    "gzip": "deflate",
+    "zstandard": "zstandard",
+    "zstd": "zstandard",
+    "snappy": "snappy",
+}
+
+
+def _available_codecs() -> frozenset[str]:
+    codecs = {"null", "deflate"}
+    if importlib.util.find_spec("zstandard") is not None:
+        codecs.add("zstandard")
+    if importlib.util.find_spec("cramjam") is not None:
+        codecs.add("snappy")
+    return frozenset(codecs)
+
+
+WRITE_CODECS = _available_codecs()
+"""Codecs usable for writing here: ``null`` and ``deflate`` always, ``zstandard`` and
+``snappy`` when their libraries are installed."""
+
+
+def normalize_codec(codec: str) -> str:
+    """The Avro codec name for ``codec`` (Java's ``gzip`` is deflate, ``zstd`` zstandard)."""
+    name = _CODEC_ALIASES.get(codec.strip().lower())
+    if name is None or name not in WRITE_CODECS:
+        raise ValidationError(
+            f"Unsupported Avro codec {codec!r}: use one of {sorted(WRITE_CODECS)}"
+        )
+    return name
+
+
+class _CountingStream(io.RawIOBase):
+    """Counts the bytes fastavro writes through to the real stream."""
+
+    def __init__(self, target: Any) -> None:
+        super().__init__()
+        self._target = target
+        self.count = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def readable(self) -> bool:
+        return False
+
+    def write(self, data: Any, /) -> int:
+        view = memoryview(data).cast("B")
+        self._target.write(view)
+        self.count += len(view)
+        return len(view)
+
+    def flush(self) -> None:
+        flush = getattr(self._target, "flush", None)
+        if flush is not None:
+            flush()
+
+
+class AvroFileWriter:
+    """Writes records to a new Avro file; ``close()`` publishes it and returns its length.
+
+    Used as a context manager it closes on a normal exit and aborts (writes nothing) when the
+    block raises.
+    """
+
+    def __init__(
+        self,
+        output_file: Any,
+        avro_schema: dict[str, Any],
+        metadata: Mapping[str, str],
+        codec: str = "deflate",
+        overwrite: bool = False,
+    ) -> None:
+        self.location: str = output_file.location
+        codec_name = normalize_codec(codec)
+        parsed = fastavro.parse_schema(avro_schema)
+        self._stream = output_file.create(overwrite=overwrite)
+        self._counter = _CountingStream(self._stream)
+        try:
+            self._writer = fastavro.write.Writer(
+                cast(Any, self._counter), parsed, codec=codec_name, metadata=dict(metadata)
+            )
+        except BaseException:
+            self._abort_stream()
+            raise
+        self._closed = False
+        self.length: int | None = None
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self._closed:
+            raise ValidationError(f"Cannot write to a closed Avro file: {self.location}")
+        try:
+            self._writer.write(record)
+        except IceparkError:
+            raise
+        except (ValueError, TypeError, OverflowError, KeyError, AttributeError) as exc:
+            raise ValidationError(f"Cannot write record to {self.location}: {exc}") from exc
+
+    def close(self) -> int:
+        """Flush, publish the file and return its length in bytes."""
+        if self._closed:
+            assert self.length is not None
+            return self.length
+        try:
+            self._writer.flush()
+        except BaseException:
+            self.abort()
+            raise
+        self._closed = True
+        self._stream.close()
+        self.length = self._counter.count
+        return self.length
+
+    def abort(self) -> None:
+        """Throw away what was written; nothing appears at the location."""
+        if self._closed:
+            return
+        self._closed = True
+        self._abort_stream()
+
+    def _abort_stream(self) -> None:
+        abort = getattr(self._stream, "abort", None)
+        if abort is not None:
+            abort()
+        else:  # a plain stream: nothing better than closing it
+            self._stream.close()
+
+    def __enter__(self) -> AvroFileWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+@dataclass(frozen=True)
+class AvroContents:
+    """A whole Avro file: writer schema, key/value metadata and the raw records."""
+
+    location: str
+    writer_schema: Any
+    metadata: dict[str, str]
+    records: list[dict[str, Any]]
+
+
+def _problem(exc: BaseException) -> str:
+    text = str(exc).strip()
+    if isinstance(exc, EOFError | StopIteration) or not text:
+        return "the file is truncated or empty" + (f" ({text})" if text else "")
+    if "codec" in text.lower():
+        return f"unsupported compression codec ({text})"
+    return f"{type(exc).__name__}: {text}"
+
+
+def _invalid(location: str, exc: BaseException) -> InvalidAvroFileError:
+    return InvalidAvroFileError(f"Cannot read Avro file {location}: {_problem(exc)}")
+
+
+def _metadata_strings(raw: Mapping[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in raw.items():
+        if isinstance(value, bytes | bytearray):
+            out[key] = bytes(value).decode("utf-8", errors="replace")
+        else:
+            out[key] = str(value)
+    return out
+
+
+_HEADER_SCHEMA = fastavro.parse_schema(
+    {
+        "type": "record",
+        "name": "org.apache.avro.file.Header",
+        "fields": [
+            {"name": "magic", "type": {"type": "fixed", "name": "Magic", "size": 4}},
+            {"name": "meta", "type": {"type": "map", "values": "bytes"}},
+            {"name": "sync", "type": {"type": "fixed", "name": "Sync", "size": 16}},
+        ],
+    }
+)
+_MAGIC = b"Obj\x01"
+
+
+def _read_header(location: str, stream: Any) -> dict[str, Any]:
+    try:
+        header = cast(dict[str, Any], fastavro.schemaless_reader(stream, _HEADER_SCHEMA, None))
+    except Exception as exc:
+        raise InvalidAvroFileError(
+            f"Cannot read Avro file {location}: not an Avro file or truncated header ({exc})"
+        ) from exc
+    if not isinstance(header, dict) or header.get("magic") != _MAGIC:
+        raise InvalidAvroFileError(
+            f"Cannot read Avro file {location}: not an Avro file (bad magic)"
+        )
+    return header
+
+
+def _writer_schema(location: str, meta: Mapping[str, bytes]) -> Any:
+    raw = meta.get("avro.schema")
+    if raw is None:
+        raise InvalidAvroFileError(f"Cannot read Avro file {location}: no avro.schema in header")
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise InvalidAvroFileError(
+            f"Cannot read Avro file {location}: bad avro.schema ({exc})"
+        ) from exc
+
+
+def read_avro_file(input_file: Any) -> AvroContents:
+    """Read every record of an Avro file, with logical types left raw.
+
+    fastavro applies logical types by the *writer* schema, so the header is rewritten with the
+    logical types stripped before the blocks are decoded (the blocks do not change).
+    """
+    location: str = input_file.location
+    data = input_file.read_bytes()
+    stream = io.BytesIO(data)
+    header = _read_header(location, stream)
+    writer_schema = _writer_schema(location, header["meta"])
+    meta = dict(header["meta"])
+    meta["avro.schema"] = json.dumps(strip_logical_types(writer_schema)).encode("utf-8")
+    new_header = io.BytesIO()
+    fastavro.schemaless_writer(new_header, _HEADER_SCHEMA, {**header, "meta": meta})
+    rewritten = new_header.getvalue() + data[stream.tell() :]
+    try:
+        records = cast(list[dict[str, Any]], list(fastavro.reader(io.BytesIO(rewritten))))
+    except IceparkError:
+        raise
+    except Exception as exc:
+        raise _invalid(location, exc) from exc
+    return AvroContents(location, writer_schema, _metadata_strings(header["meta"]), records)
+
+
+def read_avro_metadata(input_file: Any) -> dict[str, str]:
+    """The key/value metadata of an Avro file's header (``avro.schema``, ``avro.codec``, ...)."""
+    location: str = input_file.location
+    with input_file.open() as stream:
+        header = _read_header(location, stream)
+    return _metadata_strings(header["meta"])

@@ -1,0 +1,151 @@
+"""Metadata for a new table (Java's ``TableMetadata.newTableMetadata``) and the REST updates that
+create it. Re-exported by :mod:`icepark.spec.builder`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from icepark.errors import InvalidSchemaError, ValidationError
+from icepark.spec.metadata import DEFAULT_FORMAT_VERSION, TableMetadata
+from icepark.spec.partitioning import (
+    INITIAL_SPEC_ID,
+    PARTITION_DATA_ID_START,
+    PartitionField,
+    PartitionSpec,
+)
+from icepark.spec.schema import Schema, assign_fresh_ids
+from icepark.spec.sorting import UNSORTED_ORDER, SortField, SortOrder
+from icepark.spec.updates import (
+    LAST_ADDED,
+    AddPartitionSpecUpdate,
+    AddSchemaUpdate,
+    AddSortOrderUpdate,
+    AssignUUIDUpdate,
+    SetCurrentSchemaUpdate,
+    SetDefaultSortOrderUpdate,
+    SetDefaultSpecUpdate,
+    SetLocationUpdate,
+    SetPropertiesUpdate,
+    TableUpdate,
+    UpgradeFormatVersionUpdate,
+)
+
+__all__ = [
+    "FORMAT_VERSION_PROPERTY",
+    "RESERVED_PROPERTIES",
+    "new_table_metadata",
+    "creation_updates",
+]
+
+FORMAT_VERSION_PROPERTY = "format-version"
+#: properties that describe metadata rather than configure the table; never stored (Java)
+RESERVED_PROPERTIES = frozenset(
+    {
+        "format-version",
+        "uuid",
+        "snapshot-count",
+        "current-snapshot-id",
+        "current-snapshot-summary",
+        "current-snapshot-timestamp-ms",
+        "current-schema",
+        "default-partition-spec",
+        "default-sort-order",
+    }
+)
+_INITIAL_SORT_ORDER_ID = 1
+
+
+def _fresh_source_id(original: Schema, fresh: Schema, source_id: int, what: str) -> int:
+    name = original.find_column_name(source_id)
+    if name is None:
+        raise ValidationError(f"Cannot find source column for {what}: id {source_id}")
+    try:
+        return fresh.find_field_id(name)
+    except InvalidSchemaError as exc:  # pragma: no cover - names survive fresh ids
+        raise ValidationError(f"Cannot find source column {name!r} for {what}") from exc
+
+
+def new_table_metadata(
+    schema: Schema,
+    partition_spec: PartitionSpec | None,
+    sort_order: SortOrder | None,
+    location: str,
+    properties: Mapping[str, str] | None = None,
+    format_version: int = DEFAULT_FORMAT_VERSION,
+    table_uuid: str | None = None,
+) -> TableMetadata:
+    """Metadata for a new table, as Java's ``TableMetadata.newTableMetadata`` makes it.
+
+    The schema gets fresh field ids (1, 2, ... breadth first) and schema id 0; the spec
+    (None: unpartitioned) and sort order (None: unsorted), built against ``schema``, are rebound
+    to the fresh ids by column name. The spec gets id 0 and field ids from 1000; a sorted order
+    gets id 1. A ``format-version`` property overrides ``format_version``; it and the other
+    reserved properties are not stored.
+    """
+    from icepark.spec.builder import MetadataBuilder
+
+    props = dict(properties or {})
+    raw_version = props.get(FORMAT_VERSION_PROPERTY)
+    if raw_version is not None:
+        try:
+            format_version = int(raw_version)
+        except ValueError:
+            raise ValidationError(f"Invalid format-version property: {raw_version!r}") from None
+    stored = {k: v for k, v in props.items() if k not in RESERVED_PROPERTIES}
+
+    fresh = assign_fresh_ids(schema).with_schema_id(0)
+    spec_fields = []
+    for i, f in enumerate(partition_spec.fields if partition_spec is not None else ()):
+        source = _fresh_source_id(schema, fresh, f.source_id, f"partition field {f.name!r}")
+        spec_fields.append(PartitionField(source, PARTITION_DATA_ID_START + i, f.transform, f.name))
+    fresh_spec = PartitionSpec(INITIAL_SPEC_ID, tuple(spec_fields))
+
+    fresh_order = UNSORTED_ORDER
+    if sort_order is not None and not sort_order.is_unsorted:
+        order_fields = tuple(
+            SortField(
+                _fresh_source_id(schema, fresh, f.source_id, "sort field"),
+                f.transform,
+                f.direction,
+                f.null_order,
+            )
+            for f in sort_order.fields
+        )
+        fresh_order = SortOrder(_INITIAL_SORT_ORDER_ID, order_fields)
+
+    builder = MetadataBuilder(None, format_version=format_version)
+    if table_uuid is not None:
+        builder.assign_uuid(table_uuid)
+    return (
+        builder.add_schema(fresh, fresh.highest_field_id)
+        .set_current_schema(LAST_ADDED)
+        .add_partition_spec(fresh_spec)
+        .set_default_spec(LAST_ADDED)
+        .add_sort_order(fresh_order)
+        .set_default_sort_order(LAST_ADDED)
+        .set_location(location)
+        .set_properties(stored)
+        .build()
+    )
+
+
+def creation_updates(md: TableMetadata) -> list[TableUpdate]:
+    """The REST updates that create ``md``'s table (Java's ``RESTSessionCatalog`` createChanges).
+
+    Used for create and replace transactions: uuid, format version, current schema, default
+    spec and sort order, location and properties.
+    """
+    updates: list[TableUpdate] = [
+        AssignUUIDUpdate(md.table_uuid),
+        UpgradeFormatVersionUpdate(md.format_version),
+        AddSchemaUpdate(md.schema(), md.last_column_id),
+        SetCurrentSchemaUpdate(LAST_ADDED),
+        AddPartitionSpecUpdate(md.spec()),
+        SetDefaultSpecUpdate(LAST_ADDED),
+        AddSortOrderUpdate(md.sort_order()),
+        SetDefaultSortOrderUpdate(LAST_ADDED),
+        SetLocationUpdate(md.location),
+    ]
+    if md.properties:
+        updates.append(SetPropertiesUpdate(dict(md.properties)))
+    return updates
