@@ -191,7 +191,7 @@ EOF
 
     log "starting PostgreSQL on 127.0.0.1:$p"
     if ! as_pg "$BIN/pg_ctl" -D "$data" -l "$data/server.log" -w -t 60 \
-        -o "-p $p" start >/dev/null; then
+        -o "-p $p" start >/dev/null 9>&-; then  # 9>&-: the server must not keep our lock
         tail -n 30 "$data/server.log" >&2 || true
         die "PostgreSQL did not start"
     fi

@@ -35,6 +35,16 @@ class RefEngine:
             bufsize=1,
         )
         self._lock = threading.Lock()
+        self._catalogs: dict[str, str] = {}
+
+    def catalog_for(self, warehouse: str | Path) -> str:
+        """A Hadoop catalog over ``warehouse`` with a name of its own (Spark caches catalogs
+        by name, so one name must never point at two warehouses)."""
+        path = str(Path(warehouse).resolve())
+        if path not in self._catalogs:
+            self._catalogs[path] = f"ref{len(self._catalogs)}"
+            self.request([], catalogs={self._catalogs[path]: path})
+        return self._catalogs[path]
 
     def request(
         self,
@@ -57,6 +67,9 @@ class RefEngine:
         answer = json.loads(line)
         if "error" in answer:
             raise ReferenceError_(answer["error"])
+        for result in answer["results"]:
+            if "error" in result:
+                raise ReferenceError_(f"{result['sql']}: {result['error']}")
         return list(answer["results"])
 
     def sql(

@@ -153,30 +153,34 @@ def _floormod(a: pa.Array, d: int) -> pa.Array:
     return pc.if_else(pc.less(r, _i64(0)), pc.add(r, _i64(d)), r)
 
 
-def _rescale(values: pa.Array, from_per_second: int, to_per_second: int) -> pa.Array:
-    if from_per_second == to_per_second:
-        return values
-    if from_per_second < to_per_second:
-        return pc.multiply_checked(values, _i64(to_per_second // from_per_second))
-    return _floordiv(values, from_per_second // to_per_second)
-
-
 def _int64_values(source_type: IcebergType, arr: pa.Array) -> pa.Array:
-    """The values as int64 in Iceberg's units for ``source_type`` (days, µs or ns)."""
+    """The values as int64 in Iceberg's units for ``source_type`` (days, µs or ns).
+
+    Integers are taken as they are; Arrow dates and times of another unit are converted
+    (flooring when the unit is finer than Iceberg's).
+    """
     t = arr.type
     if pa.types.is_integer(t):
         return pc.cast(arr, pa.int64())
     if pa.types.is_date32(t):
-        return pc.cast(pc.cast(arr, pa.int32()), pa.int64())
-    if pa.types.is_date64(t):  # milliseconds
-        return _floordiv(pc.cast(arr, pa.int64()), 86_400_000)
-    if pa.types.is_timestamp(t) or pa.types.is_time(t):
-        target = 1_000_000_000 if isinstance(source_type, _NANO_TS) else 1_000_000
-        values = pc.cast(arr, pa.int64())
-        if isinstance(source_type, DateType) and pa.types.is_timestamp(t):
-            return _floordiv(values, 86_400 * _UNIT_PER_SECOND[t.unit])
-        return _rescale(values, _UNIT_PER_SECOND[t.unit], target)
-    raise InvalidValueError(f"Cannot read Arrow {t} values as Iceberg type {source_type}")
+        values, per_day = pc.cast(pc.cast(arr, pa.int32()), pa.int64()), 1
+    elif pa.types.is_date64(t):
+        values, per_day = pc.cast(arr, pa.int64()), 86_400_000
+    elif pa.types.is_timestamp(t) or pa.types.is_time(t):
+        values, per_day = pc.cast(arr, pa.int64()), 86_400 * _UNIT_PER_SECOND[t.unit]
+    else:
+        raise InvalidValueError(f"Cannot read Arrow {t} values as Iceberg type {source_type}")
+    if isinstance(source_type, DateType):
+        target_per_day = 1
+    elif isinstance(source_type, _NANO_TS):
+        target_per_day = NANOS_PER_DAY
+    else:
+        target_per_day = MICROS_PER_DAY
+    if per_day < target_per_day:
+        return pc.multiply_checked(values, _i64(target_per_day // per_day))
+    if per_day > target_per_day:
+        return _floordiv(values, per_day // target_per_day)
+    return values
 
 
 def _to_int32(values: pa.Array) -> pa.Array:
@@ -245,8 +249,8 @@ def _bucket(source_type: IcebergType, arr: pa.Array, n: int) -> pa.Array:
     if _is_string(arr.type):
         arr = pc.cast(arr, pa.large_binary())  # hash the UTF-8 bytes as they are
     if _is_binary(arr.type):  # strings, binary, fixed and uuid: hashed on their raw bytes
-        raw = pc.fill_null(arr, b"") if arr.null_count else arr
-        hashes = pa.array([_murmur(v) for v in raw.to_pylist()], pa.int32())
+        values = arr.to_pylist()
+        hashes = pa.array([0 if v is None else _murmur(v) for v in values], pa.int32())
         return _keep_nulls(arr, _bucket_of_hashes(hashes.view(_U32), n))
 
     def bucket(value: Any) -> int:

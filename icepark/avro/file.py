@@ -46,18 +46,27 @@ _CODEC_ALIASES = {
 }
 
 
+def _has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:  # a missing parent package
+        return False
+
+
 def _available_codecs() -> frozenset[str]:
     codecs = {"null", "deflate"}
-    if importlib.util.find_spec("zstandard") is not None:
+    # fastavro's own optional codecs, usable only with the libraries it looks for
+    if _has_module("backports.zstd") or _has_module("compression.zstd"):
         codecs.add("zstandard")
-    if importlib.util.find_spec("cramjam") is not None:
+    if _has_module("cramjam"):
         codecs.add("snappy")
     return frozenset(codecs)
 
 
 WRITE_CODECS = _available_codecs()
 """Codecs usable for writing here: ``null`` and ``deflate`` always, ``zstandard`` and
-``snappy`` when their libraries are installed."""
+``snappy`` when the libraries fastavro uses for them are installed. Reading also handles
+``zstandard`` through the ``zstandard`` package."""
 
 
 def normalize_codec(codec: str) -> str:
@@ -199,7 +208,7 @@ def _problem(exc: BaseException) -> str:
         return "the file is truncated or empty" + (f" ({text})" if text else "")
     if "codec" in text.lower():
         return f"unsupported compression codec ({text})"
-    return f"{type(exc).__name__}: {text}"
+    return f"the file is truncated or corrupt ({type(exc).__name__}: {text})"
 
 
 def _invalid(location: str, exc: BaseException) -> InvalidAvroFileError:
@@ -256,6 +265,58 @@ def _writer_schema(location: str, meta: Mapping[str, bytes]) -> Any:
         ) from exc
 
 
+def _read_long(data: bytes, pos: int) -> tuple[int, int]:
+    """An Avro (zig-zag varint) long at ``pos`` and the position after it."""
+    result = shift = 0
+    while True:
+        if pos >= len(data):
+            raise EOFError("unexpected end of a block header")
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+
+
+def _write_long(value: int) -> bytes:
+    n = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while n & ~0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _decompress_zstd_blocks(location: str, blocks: bytes, sync: bytes) -> bytes:
+    """The blocks of a zstandard file, decompressed (for reading when fastavro cannot)."""
+    try:
+        import zstandard
+    except ImportError:
+        raise InvalidAvroFileError(
+            f"Cannot read Avro file {location}: unsupported compression codec zstandard "
+            "(install the zstandard package)"
+        ) from None
+    out = bytearray()
+    pos = 0
+    try:
+        while pos < len(blocks):
+            count, pos = _read_long(blocks, pos)
+            size, pos = _read_long(blocks, pos)
+            if size < 0 or pos + size + len(sync) > len(blocks):
+                raise EOFError("block runs past the end of the file")
+            raw = zstandard.ZstdDecompressor().decompressobj().decompress(blocks[pos : pos + size])
+            pos += size
+            if blocks[pos : pos + len(sync)] != sync:
+                raise ValueError("expected sync marker not found")
+            pos += len(sync)
+            out += _write_long(count) + _write_long(len(raw)) + raw + sync
+    except (EOFError, ValueError, zstandard.ZstdError) as exc:
+        raise _invalid(location, exc) from exc
+    return bytes(out)
+
+
 def read_avro_file(input_file: Any) -> AvroContents:
     """Read every record of an Avro file, with logical types left raw.
 
@@ -269,9 +330,14 @@ def read_avro_file(input_file: Any) -> AvroContents:
     writer_schema = _writer_schema(location, header["meta"])
     meta = dict(header["meta"])
     meta["avro.schema"] = json.dumps(strip_logical_types(writer_schema)).encode("utf-8")
+    blocks = data[stream.tell() :]
+    codec = bytes(meta.get("avro.codec", b"null")).decode("utf-8", errors="replace")
+    if codec == "zstandard" and codec not in WRITE_CODECS:
+        blocks = _decompress_zstd_blocks(location, blocks, header["sync"])
+        meta["avro.codec"] = b"null"
     new_header = io.BytesIO()
     fastavro.schemaless_writer(new_header, _HEADER_SCHEMA, {**header, "meta": meta})
-    rewritten = new_header.getvalue() + data[stream.tell() :]
+    rewritten = new_header.getvalue() + blocks
     try:
         records = cast(list[dict[str, Any]], list(fastavro.reader(io.BytesIO(rewritten))))
     except IceparkError:

@@ -213,17 +213,19 @@ class _ToAvro:
         return self._named({"type": "record", "name": name, "fields": fields})
 
     def map(self, t: MapType) -> Any:
+        string_keys = isinstance(t.key_type, StringType)
+        # named types are defined where they first appear in the JSON: the key comes first
+        key = None if string_keys else self.convert(t.key_type, t.key_id)
         value = self.convert(t.value_type, t.value_id)
         if not t.value_required:
             value = _optional(value)
-        if isinstance(t.key_type, StringType):
+        if string_keys:
             return {
                 "type": "map",
                 "values": value,
                 KEY_ID_PROP: t.key_id,
                 VALUE_ID_PROP: t.value_id,
             }
-        key = self.convert(t.key_type, t.key_id)
         record = self._named(
             {
                 "type": "record",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -19,8 +20,20 @@ import click
 import fastavro
 
 from icepark.cli.context import CliContext, pass_cli
-from icepark.cli.output import emit_json, iso_utc, json_option, make_console, one_line, print_key_values
-from icepark.errors import IceparkError, InvalidAvroFileError, InvalidMetadataError
+from icepark.cli.output import (
+    emit_json,
+    iso_utc,
+    json_option,
+    make_console,
+    one_line,
+    print_key_values,
+)
+from icepark.errors import (
+    IceparkError,
+    InvalidAvroFileError,
+    InvalidMetadataError,
+    NoSuchFileError,
+)
 from icepark.io import load_file_io
 from icepark.spec.metadata import TableMetadata, table_metadata_from_json
 
@@ -37,6 +50,9 @@ def _fail(path: str, problem: str) -> click.ClickException:
 def _read_bytes(cli: CliContext, path: str) -> bytes:
     try:
         return load_file_io(cli.io_properties(path), path).new_input(path).read_bytes()
+    except NoSuchFileError as exc:
+        detail = "not a file" if "not a file" in str(exc) else "no such file"
+        raise _fail(path, detail) from exc
     except IceparkError as exc:
         raise _fail(path, f"cannot read the file: {exc}") from exc
     except OSError as exc:
@@ -71,7 +87,10 @@ def metadata_summary(md: TableMetadata) -> dict[str, Any]:
         "sort-orders": len(md.sort_orders),
         "current-snapshot-id": md.current_snapshot_id,
         "snapshots": len(md.snapshots),
-        "refs": {name: {"type": ref.type.value, "snapshot-id": ref.snapshot_id} for name, ref in md.refs.items()},
+        "refs": {
+            name: {"type": ref.type.value, "snapshot-id": ref.snapshot_id}
+            for name, ref in md.refs.items()
+        },
         "properties": len(md.properties),
         "snapshot-log": len(md.snapshot_log),
         "metadata-log": len(md.metadata_log),
@@ -101,7 +120,9 @@ def metadata_command(cli: CliContext, path: str, json_output: bool) -> None:
         raise
     except (IceparkError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         # Anything the parser lets through is still a broken file, not a crash of the tool.
-        problem = str(exc) if isinstance(exc, InvalidMetadataError) else f"{type(exc).__name__}: {exc}"
+        problem = (
+            str(exc) if isinstance(exc, InvalidMetadataError) else f"{type(exc).__name__}: {exc}"
+        )
         failure = _fail(path, f"invalid table metadata: {problem}")
         if as_json:
             emit_json({"path": path, "valid": False, "error": failure.message})
@@ -150,7 +171,7 @@ def _without_logical_types(data: bytes) -> tuple[bytes, dict[str, bytes]]:
     if data[:4] != _AVRO_MAGIC:
         raise InvalidAvroFileError("not an Avro container file (no 'Obj\\x01' magic at the start)")
     source = io.BytesIO(data)
-    header = fastavro.schemaless_reader(source, _HEADER_SCHEMA, None)
+    header: Any = fastavro.schemaless_reader(source, _HEADER_SCHEMA, None)
     meta: dict[str, bytes] = dict(header["meta"])
     schema = strip_logical_types(json.loads(meta["avro.schema"]))
     new_meta = {**meta, "avro.schema": json.dumps(schema).encode("utf-8")}
@@ -198,15 +219,20 @@ class _Counted:
 
 @click.command("avro")
 @click.argument("path")
-@click.option("--avro-json", is_flag=True, help="Avro's JSON encoding, as avro-tools tojson prints it.")
+@click.option(
+    "--avro-json", is_flag=True, help="Avro's JSON encoding, as avro-tools tojson prints it."
+)
 @click.option("--header", is_flag=True, help="Print the header metadata (schema, ...) instead.")
+@json_option
 @pass_cli
-def avro_command(cli: CliContext, path: str, avro_json: bool, header: bool) -> None:
+def avro_command(
+    cli: CliContext, path: str, avro_json: bool, header: bool, json_output: bool
+) -> None:
     """Print the records of an Avro file (manifest list, manifest, ...) as JSON lines.
 
     Logical types are off: values are the raw Avro values. Bytes and fixed values are
     lowercase hex strings, unless --avro-json asks for Avro's own JSON encoding (unions
-    tagged, bytes as \\u00XX strings).
+    tagged, bytes as \\u00XX strings). The output is JSON with or without --json.
     """
     data = _read_bytes(cli, path)
     records = _Counted(())
@@ -219,14 +245,14 @@ def avro_command(cli: CliContext, path: str, avro_json: bool, header: bool) -> N
         records = _Counted(reader)
         if avro_json:
             # json_writer puts a newline between records, none after the last one.
-            out = click.get_text_stream("stdout")
+            out = sys.stdout
             fastavro.json_writer(out, reader.writer_schema, records)
             if records.count:
                 out.write("\n")
         else:
             for record in records:
                 click.echo(json.dumps(_plain(record)))
-    except Exception as exc:  # noqa: BLE001 - fastavro raises many types for a broken file
+    except Exception as exc:  # fastavro raises many types for a broken file
         where = f" after {records.count} records" if records.count else ""
         reason = one_line(str(exc)) or type(exc).__name__
         raise _fail(path, f"not a valid Avro file{where}: {reason}") from exc

@@ -6,7 +6,7 @@ opened read-only without a catalog.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import click
@@ -70,7 +70,9 @@ def _type_label(t: IcebergType) -> str:
     return str(t)
 
 
-def _schema_rows(fields: tuple[NestedField, ...], depth: int = 0) -> Iterator[tuple[int, NestedField]]:
+def _schema_rows(
+    fields: tuple[NestedField, ...], depth: int = 0
+) -> Iterator[tuple[int, NestedField]]:
     """Every field with its nesting depth, parents before their children."""
     for f in fields:
         yield depth, f
@@ -170,7 +172,9 @@ def _print_schema(console: Console, schema: Schema) -> None:
     grid = new_table("id", "name", "type", "nullability", "doc")
     for depth, f in _schema_rows(schema.fields):
         nullability = "required" if f.required else "optional"
-        add_row(grid, f.field_id, "  " * depth + f.name, _type_label(f.field_type), nullability, f.doc)
+        add_row(
+            grid, f.field_id, "  " * depth + f.name, _type_label(f.field_type), nullability, f.doc
+        )
     console.print(grid)
     if schema.identifier_field_ids:
         console.print(f"  identifier fields: {', '.join(schema.identifier_field_names)}")
@@ -183,7 +187,13 @@ def _print_partitioning(console: Console, spec: PartitionSpec, schema: Schema) -
         return
     grid = new_table("field id", "name", "transform", "source column")
     for f in spec.fields:
-        add_row(grid, f.field_id, f.name, f.transform, f"{_column_name(schema, f.source_id)} ({f.source_id})")
+        add_row(
+            grid,
+            f.field_id,
+            f.name,
+            f.transform,
+            f"{_column_name(schema, f.source_id)} ({f.source_id})",
+        )
     console.print(grid)
 
 
@@ -226,7 +236,10 @@ def _print_snapshot(console: Console, snapshot: Snapshot | None) -> None:
 @json_option
 @pass_cli
 def describe_command(cli: CliContext, table_name: str, json_output: bool) -> None:
-    """Show a table's schema, partitioning, sort order, properties and current snapshot."""
+    """Show a table's schema, partitioning, sort order, properties and current snapshot.
+
+    TABLE is a catalog identifier such as db.t, or the path of a *.metadata.json file.
+    """
     table = open_table(cli, table_name)
     if cli.wants_json(json_output):
         emit_json(_describe_dict(table))
@@ -261,7 +274,10 @@ def describe_command(cli: CliContext, table_name: str, json_output: bool) -> Non
 @json_option
 @pass_cli
 def snapshots_command(cli: CliContext, table_name: str, json_output: bool) -> None:
-    """List a table's snapshots, oldest first, with the refs pointing at each."""
+    """List a table's snapshots, oldest first, with the refs pointing at each.
+
+    TABLE is a catalog identifier such as db.t, or the path of a *.metadata.json file.
+    """
     table = open_table(cli, table_name)
     refs = _refs_by_snapshot(table)
     snapshots = sorted(table.snapshots(), key=lambda s: (s.sequence_number, s.timestamp_ms))
@@ -278,10 +294,16 @@ def snapshots_command(cli: CliContext, table_name: str, json_output: bool) -> No
         console.print(f"{table_name}: no snapshots")
         return
     grid = new_table(
-        "snapshot id", "parent", "time (UTC)", "seq", "operation", *(c for c, _ in _KEY_FIGURES), "refs"
+        "snapshot id",
+        "parent",
+        "time (UTC)",
+        "seq",
+        "operation",
+        *(c for c, _ in _KEY_FIGURES),
+        "refs",
     )
     for s in snapshots:
-        summary = s.summary or {}
+        summary: Mapping[str, str] = s.summary or {}
         add_row(
             grid,
             s.snapshot_id,

@@ -32,7 +32,9 @@ class _IceparkGroup(click.Group):
 
 
 @click.group(cls=_IceparkGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--catalog", "catalog_name", metavar="NAME", help="Catalog name from ~/.icepark.yaml.")
+@click.option(
+    "--catalog", "catalog_name", metavar="NAME", help="Catalog name from ~/.icepark.yaml."
+)
 @click.option("--uri", metavar="URI", help="Catalog URI (e.g. sqlite:///path/catalog.db).")
 @click.option("--warehouse", metavar="PATH", help="Warehouse location (a folder or s3://...).")
 @click.option(

@@ -47,7 +47,9 @@ def make_console() -> Console:
     """A console on the current stdout (looked up now, so click's test runner captures it)."""
     probe = Console(highlight=False, markup=False, emoji=False)
     width = None if probe.is_terminal else _PIPE_WIDTH
-    return Console(highlight=False, markup=False, emoji=False, width=width, soft_wrap=width is not None)
+    return Console(
+        highlight=False, markup=False, emoji=False, width=width, soft_wrap=width is not None
+    )
 
 
 def emit_json(value: Any) -> None:
@@ -84,7 +86,9 @@ def print_heading(console: Console, text: str) -> None:
     console.print(Text(text, style="bold"))
 
 
-def print_key_values(console: Console, pairs: Iterable[tuple[str, object]] | Mapping[str, object]) -> None:
+def print_key_values(
+    console: Console, pairs: Iterable[tuple[str, object]] | Mapping[str, object]
+) -> None:
     """Aligned ``key  value`` lines; a value of None is left out."""
     items = list(pairs.items()) if isinstance(pairs, Mapping) else list(pairs)
     shown = [(k, v) for k, v in items if v is not None]

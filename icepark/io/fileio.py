@@ -266,7 +266,7 @@ class FileIO(ABC):
 
     @abstractmethod
     def new_input(self, location: str, length: int | None = None) -> InputFile:
-        """An input file; ``length``, if known, spares a round trip to the store."""
+        """An input file; ``length``, if known, is trusted by :meth:`InputFile.length`."""
 
     @abstractmethod
     def new_output(self, location: str) -> OutputFile:
@@ -287,6 +287,14 @@ class FileIO(ABC):
     def exists(self, location: str) -> bool:
         """True if a file (not a folder) exists at the location."""
         return self.new_input(location).exists()
+
+    def filesystem(self, location: str) -> tuple[Any, str]:
+        """The ``pyarrow.fs.FileSystem`` holding ``location`` and the path it uses for it.
+
+        For code that works with pyarrow directly (folders, datasets, Parquet): the path is an
+        absolute local path, or ``bucket/key`` on S3. FileIOs not built on pyarrow refuse.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no pyarrow file system")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -407,17 +415,11 @@ class _PyArrowInputFile(InputFile):
         return self._length
 
     def open(self) -> BinaryIO:
-        from pyarrow.fs import FileInfo, FileType
-
         fs = self._io._filesystem(self._loc)
-        source: Any = self._loc.path
-        if self._length is not None and self._loc.scheme == "s3":
-            # With the size known, pyarrow skips the HEAD request.
-            source = FileInfo(self._loc.path, type=FileType.File, size=self._length)
         with _translate_errors(self.location):
             if self._loc.scheme == "file" and os.path.isdir(self._loc.path):
                 raise NoSuchFileError(f"not a file: {self.location}")
-            stream: BinaryIO = fs.open_input_file(source)
+            stream: BinaryIO = fs.open_input_file(self._loc.path)
         return stream
 
 

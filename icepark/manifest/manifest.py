@@ -243,6 +243,8 @@ class ManifestWriter:
 
     def _record(self, entry: ManifestEntry) -> dict[str, Any]:
         f = entry.data_file
+        is_data = f.content == FileContent.DATA
+        is_pos = f.content == FileContent.POSITION_DELETES
         values: dict[str, Any] = {
             "content": int(f.content),
             "file_path": f.file_path,
@@ -261,10 +263,11 @@ class ManifestWriter:
             "split_offsets": None if f.split_offsets is None else list(f.split_offsets),
             "equality_ids": None if f.equality_ids is None else list(f.equality_ids),
             "sort_order_id": f.sort_order_id,
-            "first_row_id": f.first_row_id if f.content == FileContent.DATA else None,
-            "referenced_data_file": f.referenced_data_file,
-            "content_offset": f.content_offset,
-            "content_size_in_bytes": f.content_size_in_bytes,
+            # as Java: row ids only for data files, DV references only for position deletes
+            "first_row_id": f.first_row_id if is_data else None,
+            "referenced_data_file": f.referenced_data_file if is_pos else None,
+            "content_offset": f.content_offset if is_pos else None,
+            "content_size_in_bytes": f.content_size_in_bytes if is_pos else None,
         }
         record: dict[str, Any] = {
             "status": int(entry.status),

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from icepark.errors import ValidationError
+from icepark.spec import updates as up
 from icepark.spec._compat import (
     add_previous_file,
     check_schema_compatibility,
@@ -41,31 +42,7 @@ from icepark.spec.snapshots import (
     StatisticsFile,
 )
 from icepark.spec.sorting import UNSORTED_ORDER, UNSORTED_ORDER_ID, SortOrder
-from icepark.spec.updates import (
-    LAST_ADDED,
-    AddPartitionSpecUpdate,
-    AddSchemaUpdate,
-    AddSnapshotUpdate,
-    AddSortOrderUpdate,
-    AssignUUIDUpdate,
-    RemovePartitionSpecsUpdate,
-    RemovePartitionStatisticsUpdate,
-    RemovePropertiesUpdate,
-    RemoveSchemasUpdate,
-    RemoveSnapshotRefUpdate,
-    RemoveSnapshotsUpdate,
-    RemoveStatisticsUpdate,
-    SetCurrentSchemaUpdate,
-    SetDefaultSortOrderUpdate,
-    SetDefaultSpecUpdate,
-    SetLocationUpdate,
-    SetPartitionStatisticsUpdate,
-    SetPropertiesUpdate,
-    SetSnapshotRefUpdate,
-    SetStatisticsUpdate,
-    TableUpdate,
-    UpgradeFormatVersionUpdate,
-)
+from icepark.spec.updates import LAST_ADDED, TableUpdate
 
 __all__ = [
     "MetadataBuilder",
@@ -108,51 +85,36 @@ class MetadataBuilder:
         if base is None:
             version = DEFAULT_FORMAT_VERSION if format_version is None else format_version
             _check_version(version)
-            self._format_version = version
-            self._uuid = str(uuid_module.uuid4())
-            self._location: str | None = None
-            self._last_sequence_number = 0
-            self._last_column_id = 0
-            self._schemas: list[Schema] = []
-            self._current_schema_id = -1
-            self._specs: list[PartitionSpec] = []
-            self._default_spec_id = -1
-            self._last_partition_id = PARTITION_DATA_ID_START - 1
-            self._sort_orders: list[SortOrder] = []
-            self._default_sort_order_id = -1
-            self._properties: dict[str, str] = {}
-            self._current_snapshot_id: int | None = None
-            self._snapshots: list[Snapshot] = []
-            self._refs: dict[str, SnapshotRef] = {}
-            self._statistics: dict[int, StatisticsFile] = {}
-            self._partition_statistics: dict[int, PartitionStatisticsFile] = {}
-            self._snapshot_log: list[SnapshotLogEntry] = []
-            self._metadata_log: list[MetadataLogEntry] = []
-            self._next_row_id: int | None = 0 if version >= MIN_FORMAT_VERSION_ROW_LINEAGE else None
+        elif format_version is not None and format_version != base.format_version:
+            raise ValidationError("format_version applies only to new tables (base is None)")
         else:
-            if format_version is not None and format_version != base.format_version:
-                raise ValidationError("format_version applies only to new tables (base is None)")
-            self._format_version = base.format_version
-            self._uuid = base.table_uuid
-            self._location = base.location
-            self._last_sequence_number = base.last_sequence_number
-            self._last_column_id = base.last_column_id
-            self._schemas = list(base.schemas)
-            self._current_schema_id = base.current_schema_id
-            self._specs = list(base.partition_specs)
-            self._default_spec_id = base.default_spec_id
-            self._last_partition_id = base.last_partition_id
-            self._sort_orders = list(base.sort_orders)
-            self._default_sort_order_id = base.default_sort_order_id
-            self._properties = dict(base.properties)
-            self._current_snapshot_id = base.current_snapshot_id
-            self._snapshots = list(base.snapshots)
-            self._refs = dict(base.refs)
-            self._statistics = {s.snapshot_id: s for s in base.statistics}
-            self._partition_statistics = {s.snapshot_id: s for s in base.partition_statistics}
-            self._snapshot_log = list(base.snapshot_log)
-            self._metadata_log = list(base.metadata_log)
-            self._next_row_id = base.next_row_id
+            version = base.format_version
+        b = base
+        self._format_version = version
+        self._uuid = b.table_uuid if b else str(uuid_module.uuid4())
+        self._location: str | None = b.location if b else None
+        self._last_sequence_number = b.last_sequence_number if b else 0
+        self._last_column_id = b.last_column_id if b else 0
+        self._schemas: list[Schema] = list(b.schemas) if b else []
+        self._current_schema_id = b.current_schema_id if b else -1
+        self._specs: list[PartitionSpec] = list(b.partition_specs) if b else []
+        self._default_spec_id = b.default_spec_id if b else -1
+        self._last_partition_id = b.last_partition_id if b else PARTITION_DATA_ID_START - 1
+        self._sort_orders: list[SortOrder] = list(b.sort_orders) if b else []
+        self._default_sort_order_id = b.default_sort_order_id if b else -1
+        self._properties: dict[str, str] = dict(b.properties) if b else {}
+        self._current_snapshot_id: int | None = b.current_snapshot_id if b else None
+        self._snapshots: list[Snapshot] = list(b.snapshots) if b else []
+        self._refs: dict[str, SnapshotRef] = dict(b.refs) if b else {}
+        self._statistics = {s.snapshot_id: s for s in (b.statistics if b else ())}
+        self._partition_statistics = {
+            s.snapshot_id: s for s in (b.partition_statistics if b else ())
+        }
+        self._snapshot_log: list[SnapshotLogEntry] = list(b.snapshot_log) if b else []
+        self._metadata_log: list[MetadataLogEntry] = list(b.metadata_log) if b else []
+        self._next_row_id: int | None = (
+            b.next_row_id if b else (0 if version >= MIN_FORMAT_VERSION_ROW_LINEAGE else None)
+        )
 
     # -- introspection -----------------------------------------------------------------------
 
@@ -217,7 +179,7 @@ class MetadataBuilder:
             raise ValidationError(f"Invalid table UUID: {table_uuid!r}") from None
         if table_uuid != self._uuid:
             self._uuid = table_uuid
-            self._changes.append(AssignUUIDUpdate(table_uuid))
+            self._changes.append(up.AssignUUIDUpdate(table_uuid))
         return self
 
     def upgrade_format_version(self, format_version: int) -> MetadataBuilder:
@@ -239,7 +201,7 @@ class MetadataBuilder:
                 self._next_row_id = 0
         else:
             self._next_row_id = None
-        self._changes.append(UpgradeFormatVersionUpdate(format_version))
+        self._changes.append(up.UpgradeFormatVersionUpdate(format_version))
         return self
 
     # -- schemas -----------------------------------------------------------------------------
@@ -266,7 +228,7 @@ class MetadataBuilder:
         if existing is None:
             self._schemas.append(new_schema)
         self._added_schema_ids.add(new_id)
-        self._changes.append(AddSchemaUpdate(new_schema, new_last))
+        self._changes.append(up.AddSchemaUpdate(new_schema, new_last))
         return self
 
     def set_current_schema(self, schema_id: int) -> MetadataBuilder:
@@ -281,7 +243,7 @@ class MetadataBuilder:
             raise ValidationError(f"Cannot set current schema to unknown schema: {schema_id}")
         self._current_schema_id = schema_id
         recorded = LAST_ADDED if schema_id in self._added_schema_ids else schema_id
-        self._changes.append(SetCurrentSchemaUpdate(recorded))
+        self._changes.append(up.SetCurrentSchemaUpdate(recorded))
         return self
 
     def remove_schemas(self, schema_ids: Iterable[int]) -> MetadataBuilder:
@@ -290,7 +252,7 @@ class MetadataBuilder:
             raise ValidationError("Cannot remove the current schema")
         if to_remove:
             self._schemas = [s for s in self._schemas if s.schema_id not in to_remove]
-            self._changes.append(RemoveSchemasUpdate(tuple(to_remove)))
+            self._changes.append(up.RemoveSchemasUpdate(tuple(to_remove)))
         return self
 
     # -- partition specs ---------------------------------------------------------------------
@@ -313,7 +275,7 @@ class MetadataBuilder:
         self._specs.append(new_spec)
         self._added_spec_ids.add(new_id)
         self._last_added_spec_id = new_id
-        self._changes.append(AddPartitionSpecUpdate(new_spec))
+        self._changes.append(up.AddPartitionSpecUpdate(new_spec))
         return self
 
     def set_default_spec(self, spec_id: int) -> MetadataBuilder:
@@ -328,7 +290,7 @@ class MetadataBuilder:
             raise ValidationError(f"Cannot set default partition spec to unknown spec: {spec_id}")
         self._default_spec_id = spec_id
         recorded = LAST_ADDED if spec_id in self._added_spec_ids else spec_id
-        self._changes.append(SetDefaultSpecUpdate(recorded))
+        self._changes.append(up.SetDefaultSpecUpdate(recorded))
         return self
 
     def remove_partition_specs(self, spec_ids: Iterable[int]) -> MetadataBuilder:
@@ -337,7 +299,7 @@ class MetadataBuilder:
             raise ValidationError("Cannot remove the default partition spec")
         if to_remove:
             self._specs = [s for s in self._specs if s.spec_id not in to_remove]
-            self._changes.append(RemovePartitionSpecsUpdate(tuple(to_remove)))
+            self._changes.append(up.RemovePartitionSpecsUpdate(tuple(to_remove)))
         return self
 
     # -- sort orders -------------------------------------------------------------------------
@@ -361,7 +323,7 @@ class MetadataBuilder:
         new_order = UNSORTED_ORDER if order.is_unsorted else SortOrder(new_id, order.fields)
         self._sort_orders.append(new_order)
         self._added_order_ids.add(new_id)
-        self._changes.append(AddSortOrderUpdate(new_order))
+        self._changes.append(up.AddSortOrderUpdate(new_order))
         return self
 
     def set_default_sort_order(self, order_id: int) -> MetadataBuilder:
@@ -378,7 +340,7 @@ class MetadataBuilder:
             raise ValidationError(f"Cannot set default sort order to unknown order: {order_id}")
         self._default_sort_order_id = order_id
         recorded = LAST_ADDED if order_id in self._added_order_ids else order_id
-        self._changes.append(SetDefaultSortOrderUpdate(recorded))
+        self._changes.append(up.SetDefaultSortOrderUpdate(recorded))
         return self
 
     # -- snapshots and refs ------------------------------------------------------------------
@@ -413,12 +375,14 @@ class MetadataBuilder:
                 )
             if snapshot.added_rows is None:
                 raise ValidationError("Cannot add a snapshot: added-rows is null")
-            self._next_row_id = next_row_id + snapshot.added_rows
+            # Java adds added-rows to next-row-id; when first-row-id skipped ahead that would
+            # hand out ids already used, so count from first-row-id (equal in the usual case)
+            self._next_row_id = snapshot.first_row_id + snapshot.added_rows
         self._last_updated_ms = snapshot.timestamp_ms
         self._last_sequence_number = snapshot.sequence_number
         self._snapshots.append(snapshot)
         self._added_snapshot_ids.add(snapshot.snapshot_id)
-        self._changes.append(AddSnapshotUpdate(snapshot))
+        self._changes.append(up.AddSnapshotUpdate(snapshot))
         return self
 
     def set_ref(self, name: str, ref: SnapshotRef) -> MetadataBuilder:
@@ -438,7 +402,7 @@ class MetadataBuilder:
                 self._last_updated_ms = _now_ms()
             self._snapshot_log.append(SnapshotLogEntry(ref.snapshot_id, self._last_updated_ms))
         self._refs[name] = ref
-        self._changes.append(SetSnapshotRefUpdate.of(name, ref))
+        self._changes.append(up.SetSnapshotRefUpdate.of(name, ref))
         return self
 
     def set_branch_snapshot(self, snapshot_id: int, branch: str = MAIN_BRANCH) -> MetadataBuilder:
@@ -468,7 +432,7 @@ class MetadataBuilder:
         if name == MAIN_BRANCH:
             self._current_snapshot_id = None
         if self._refs.pop(name, None) is not None:
-            self._changes.append(RemoveSnapshotRefUpdate(name))
+            self._changes.append(up.RemoveSnapshotRefUpdate(name))
         return self
 
     def remove_snapshots(self, snapshot_ids: Iterable[int]) -> MetadataBuilder:
@@ -478,7 +442,7 @@ class MetadataBuilder:
         if not removed:
             return self
         self._snapshots = [s for s in self._snapshots if s.snapshot_id not in to_remove]
-        self._changes.append(RemoveSnapshotsUpdate(tuple(removed)))
+        self._changes.append(up.RemoveSnapshotsUpdate(tuple(removed)))
         for snapshot_id in removed:
             self.remove_statistics(snapshot_id)
             self.remove_partition_statistics(snapshot_id)
@@ -492,7 +456,7 @@ class MetadataBuilder:
     def set_location(self, location: str) -> MetadataBuilder:
         if location != self._location:
             self._location = location
-            self._changes.append(SetLocationUpdate(location))
+            self._changes.append(up.SetLocationUpdate(location))
         return self
 
     def set_properties(self, updates: Mapping[str, str]) -> MetadataBuilder:
@@ -501,7 +465,7 @@ class MetadataBuilder:
                 if not isinstance(key, str) or not isinstance(value, str):
                     raise ValidationError(f"Table properties must be strings: {key!r}={value!r}")
             self._properties.update(updates)
-            self._changes.append(SetPropertiesUpdate(dict(updates)))
+            self._changes.append(up.SetPropertiesUpdate(dict(updates)))
         return self
 
     def remove_properties(self, removals: Iterable[str]) -> MetadataBuilder:
@@ -509,29 +473,29 @@ class MetadataBuilder:
         if keys:
             for key in keys:
                 self._properties.pop(key, None)
-            self._changes.append(RemovePropertiesUpdate(keys))
+            self._changes.append(up.RemovePropertiesUpdate(keys))
         return self
 
     # -- statistics --------------------------------------------------------------------------
 
     def set_statistics(self, statistics: StatisticsFile) -> MetadataBuilder:
         self._statistics[statistics.snapshot_id] = statistics
-        self._changes.append(SetStatisticsUpdate(statistics))
+        self._changes.append(up.SetStatisticsUpdate(statistics))
         return self
 
     def remove_statistics(self, snapshot_id: int) -> MetadataBuilder:
         if self._statistics.pop(snapshot_id, None) is not None:
-            self._changes.append(RemoveStatisticsUpdate(snapshot_id))
+            self._changes.append(up.RemoveStatisticsUpdate(snapshot_id))
         return self
 
     def set_partition_statistics(self, statistics: PartitionStatisticsFile) -> MetadataBuilder:
         self._partition_statistics[statistics.snapshot_id] = statistics
-        self._changes.append(SetPartitionStatisticsUpdate(statistics))
+        self._changes.append(up.SetPartitionStatisticsUpdate(statistics))
         return self
 
     def remove_partition_statistics(self, snapshot_id: int) -> MetadataBuilder:
         if self._partition_statistics.pop(snapshot_id, None) is not None:
-            self._changes.append(RemovePartitionStatisticsUpdate(snapshot_id))
+            self._changes.append(up.RemovePartitionStatisticsUpdate(snapshot_id))
         return self
 
     # -- metadata log and build ----------------------------------------------------------------
@@ -566,12 +530,12 @@ class MetadataBuilder:
         intermediate: set[int] = set()
         added: set[int] = set()
         for change in self._changes:
-            if isinstance(change, AddSnapshotUpdate):
+            if isinstance(change, up.AddSnapshotUpdate):
                 added.add(change.snapshot.snapshot_id)
-            elif isinstance(change, SetSnapshotRefUpdate) and change.ref_name == MAIN_BRANCH:
+            elif isinstance(change, up.SetSnapshotRefUpdate) and change.ref_name == MAIN_BRANCH:
                 if change.snapshot_id in added and change.snapshot_id != self._current_snapshot_id:
                     intermediate.add(change.snapshot_id)
-        removed_any = any(isinstance(c, RemoveSnapshotsUpdate) for c in self._changes)
+        removed_any = any(isinstance(c, up.RemoveSnapshotsUpdate) for c in self._changes)
         live = {s.snapshot_id for s in self._snapshots}
         return update_snapshot_log(
             self._snapshot_log, live, self._current_snapshot_id, intermediate, removed_any
@@ -633,27 +597,29 @@ def _check_version(version: int) -> None:
 
 
 _HANDLERS: dict[type[TableUpdate], Callable[[MetadataBuilder, Any], Any]] = {
-    AssignUUIDUpdate: lambda b, u: b.assign_uuid(u.uuid),
-    UpgradeFormatVersionUpdate: lambda b, u: b.upgrade_format_version(u.format_version),
-    AddSchemaUpdate: lambda b, u: b.add_schema(u.schema, u.last_column_id),
-    SetCurrentSchemaUpdate: lambda b, u: b.set_current_schema(u.schema_id),
-    AddPartitionSpecUpdate: lambda b, u: b.add_partition_spec(u.spec),
-    SetDefaultSpecUpdate: lambda b, u: b.set_default_spec(u.spec_id),
-    AddSortOrderUpdate: lambda b, u: b.add_sort_order(u.sort_order),
-    SetDefaultSortOrderUpdate: lambda b, u: b.set_default_sort_order(u.sort_order_id),
-    AddSnapshotUpdate: lambda b, u: b.add_snapshot(u.snapshot),
-    SetSnapshotRefUpdate: lambda b, u: b.set_ref(u.ref_name, u.ref),
-    RemoveSnapshotsUpdate: lambda b, u: b.remove_snapshots(u.snapshot_ids),
-    RemoveSnapshotRefUpdate: lambda b, u: b.remove_ref(u.ref_name),
-    SetLocationUpdate: lambda b, u: b.set_location(u.location),
-    SetPropertiesUpdate: lambda b, u: b.set_properties(u.updates),
-    RemovePropertiesUpdate: lambda b, u: b.remove_properties(u.removals),
-    SetStatisticsUpdate: lambda b, u: b.set_statistics(u.statistics),
-    RemoveStatisticsUpdate: lambda b, u: b.remove_statistics(u.snapshot_id),
-    SetPartitionStatisticsUpdate: lambda b, u: b.set_partition_statistics(u.partition_statistics),
-    RemovePartitionStatisticsUpdate: lambda b, u: b.remove_partition_statistics(u.snapshot_id),
-    RemovePartitionSpecsUpdate: lambda b, u: b.remove_partition_specs(u.spec_ids),
-    RemoveSchemasUpdate: lambda b, u: b.remove_schemas(u.schema_ids),
+    up.AssignUUIDUpdate: lambda b, u: b.assign_uuid(u.uuid),
+    up.UpgradeFormatVersionUpdate: lambda b, u: b.upgrade_format_version(u.format_version),
+    up.AddSchemaUpdate: lambda b, u: b.add_schema(u.schema, u.last_column_id),
+    up.SetCurrentSchemaUpdate: lambda b, u: b.set_current_schema(u.schema_id),
+    up.AddPartitionSpecUpdate: lambda b, u: b.add_partition_spec(u.spec),
+    up.SetDefaultSpecUpdate: lambda b, u: b.set_default_spec(u.spec_id),
+    up.AddSortOrderUpdate: lambda b, u: b.add_sort_order(u.sort_order),
+    up.SetDefaultSortOrderUpdate: lambda b, u: b.set_default_sort_order(u.sort_order_id),
+    up.AddSnapshotUpdate: lambda b, u: b.add_snapshot(u.snapshot),
+    up.SetSnapshotRefUpdate: lambda b, u: b.set_ref(u.ref_name, u.ref),
+    up.RemoveSnapshotsUpdate: lambda b, u: b.remove_snapshots(u.snapshot_ids),
+    up.RemoveSnapshotRefUpdate: lambda b, u: b.remove_ref(u.ref_name),
+    up.SetLocationUpdate: lambda b, u: b.set_location(u.location),
+    up.SetPropertiesUpdate: lambda b, u: b.set_properties(u.updates),
+    up.RemovePropertiesUpdate: lambda b, u: b.remove_properties(u.removals),
+    up.SetStatisticsUpdate: lambda b, u: b.set_statistics(u.statistics),
+    up.RemoveStatisticsUpdate: lambda b, u: b.remove_statistics(u.snapshot_id),
+    up.SetPartitionStatisticsUpdate: (
+        lambda b, u: b.set_partition_statistics(u.partition_statistics)
+    ),
+    up.RemovePartitionStatisticsUpdate: lambda b, u: b.remove_partition_statistics(u.snapshot_id),
+    up.RemovePartitionSpecsUpdate: lambda b, u: b.remove_partition_specs(u.spec_ids),
+    up.RemoveSchemasUpdate: lambda b, u: b.remove_schemas(u.schema_ids),
 }
 
 

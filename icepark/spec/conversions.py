@@ -355,8 +355,11 @@ def _shortest_digits(x: float, single: bool) -> str:
     target = _FLOAT.pack(x)
     for precision in range(1, 10):
         text = f"{x:.{precision}g}"
-        if _FLOAT.pack(float(text)) == target:
-            return text
+        try:
+            if _FLOAT.pack(float(text)) == target:
+                return text
+        except OverflowError:  # rounded up past the largest float
+            continue
     return repr(x)
 
 

@@ -274,6 +274,8 @@ def partition_spec_from_json(obj: Any, *, legacy_next_id: int | None = None) -> 
         spec_id, fields_json = INITIAL_SPEC_ID, obj
     elif isinstance(obj, dict) and isinstance(obj.get("fields"), list):
         spec_id, fields_json = obj.get("spec-id", INITIAL_SPEC_ID), obj["fields"]
+        if not _is_int(spec_id):
+            raise ValidationError(f"Cannot parse partition spec id from json: {spec_id!r}")
     else:
         raise ValidationError(f"Cannot parse partition spec from json: {obj!r}"[:300])
     fields = []
@@ -284,7 +286,15 @@ def partition_spec_from_json(obj: Any, *, legacy_next_id: int | None = None) -> 
         field_id = fj.get("field-id")
         if field_id is None:
             field_id = next_id
+        if not all(_is_int(v) for v in (fj["source-id"], field_id)) or not isinstance(
+            fj["name"], str
+        ):
+            raise ValidationError(f"Cannot parse partition field from json: {fj!r}")
         next_id = field_id + 1
         transform = parse_transform(fj["transform"], allow_unknown=True)
         fields.append(PartitionField(fj["source-id"], field_id, transform, fj["name"]))
     return PartitionSpec(spec_id, tuple(fields))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -144,8 +144,12 @@ def sort_order_from_json(obj: Any) -> SortOrder:
     if "order-id" not in obj:
         raise ValidationError(f"Cannot parse sort order from json: {obj!r}"[:300])
     fields = []
+    if not isinstance(obj["order-id"], int) or isinstance(obj["order-id"], bool):
+        raise ValidationError(f"Cannot parse sort order id from json: {obj['order-id']!r}")
     for fj in obj["fields"]:
         try:
+            if not isinstance(fj["source-id"], int) or isinstance(fj["source-id"], bool):
+                raise TypeError("source-id must be an integer")
             fields.append(
                 SortField(
                     source_id=fj["source-id"],

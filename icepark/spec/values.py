@@ -111,9 +111,16 @@ def _float_to_json(t: IcebergType, value: Any) -> Any:
         # the shortest decimal that reads back as the same 32-bit float
         for precision in range(1, 10):
             candidate = float(f"{x:.{precision}g}")
-            if _FLOAT.pack(candidate) == packed:
+            if _packs_to(candidate, packed):
                 return candidate
     return x
+
+
+def _packs_to(x: float, packed: bytes) -> bool:
+    try:
+        return _FLOAT.pack(x) == packed
+    except OverflowError:
+        return False
 
 
 def _iso_year(year: int) -> str:

@@ -134,7 +134,7 @@ def run(transform: Transform, source: IcebergType, arr: pa.Array | pa.ChunkedArr
 
 
 @pytest.mark.parametrize(("transform", "source", "arrow_type", "values"), CASES, ids=repr)
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_vectorised_equals_scalar(
     transform: Transform,
@@ -218,6 +218,10 @@ def test_other_units_and_encodings() -> None:
         None,
     ]
     assert apply_transform(BucketTransform(100), StringType(), dictionary).to_pylist()[0] == 89
+    days = pa.array([-1, 1], pa.int32()).view(pa.date32())
+    assert apply_transform(HourTransform(), TimestampType(), days).to_pylist() == [-24, 24]
+    date64 = pa.array([-1, 86_400_000], pa.int64()).view(pa.date64())
+    assert apply_transform(YearTransform(), DateType(), date64).to_pylist() == [-1, 0]
     dates_as_ts = build_array(pa.timestamp("s"), [-1, 86_400])
     assert apply_transform(DayTransform(), DateType(), dates_as_ts).cast(
         pa.int32()

@@ -21,7 +21,10 @@ SCHEMA = pa.schema(
         pa.field("id", pa.int64(), nullable=False),
         pa.field("ts", pa.timestamp("us", tz="UTC")),
         pa.field("name", pa.string(), metadata={"doc": "the name"}),
-        pa.field("point", pa.struct([pa.field("x", pa.float64(), nullable=False), pa.field("y", pa.float64())])),
+        pa.field(
+            "point",
+            pa.struct([pa.field("x", pa.float64(), nullable=False), pa.field("y", pa.float64())]),
+        ),
         pa.field("tags", pa.list_(pa.string())),
     ]
 )
@@ -48,7 +51,9 @@ def _json(args: list[str], catalog_args: list[str] | None = None) -> Any:
     return json.loads(_ok([*args, "--json"], catalog_args))
 
 
-def _add_snapshot(table: Table, snapshot_id: int, parent: int | None, seq: int, manifest_list: str) -> None:
+def _add_snapshot(
+    table: Table, snapshot_id: int, parent: int | None, seq: int, manifest_list: str
+) -> None:
     summary = Summary(
         Operation.APPEND,
         {"added-data-files": "2", "added-records": str(10 * seq), "total-records": str(15 * seq)},
@@ -97,7 +102,12 @@ def catalog_setup(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Table
 def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Keep the user's ~/.icepark.yaml and ICEPARK_* variables out of the tests."""
     monkeypatch.setenv("ICEPARK_CONFIG", str(tmp_path / "no-such-config.yaml"))
-    for name in ("ICEPARK_CATALOG", "ICEPARK_CATALOG_URI", "ICEPARK_WAREHOUSE", "ICEPARK_CATALOG_TYPE"):
+    for name in (
+        "ICEPARK_CATALOG",
+        "ICEPARK_CATALOG_URI",
+        "ICEPARK_WAREHOUSE",
+        "ICEPARK_CATALOG_TYPE",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -119,6 +129,19 @@ def test_namespaces(catalog_setup: tuple[Table, list[str]]) -> None:
     assert json.loads(_ok(["--json", "namespaces"], args)) == {"namespaces": [["db"], ["other"]]}
 
 
+def test_catalog_from_environment(
+    catalog_setup: tuple[Table, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, args = catalog_setup
+    options = dict(zip(args[::2], args[1::2]))
+    if "--uri" in options:
+        monkeypatch.setenv("ICEPARK_CATALOG_URI", options["--uri"])
+    else:
+        monkeypatch.setenv("ICEPARK_CATALOG_TYPE", options["--type"])
+    monkeypatch.setenv("ICEPARK_WAREHOUSE", options["--warehouse"])
+    assert _ok(["tables"]).split() == ["db.t", "db.u"]
+
+
 def test_tables(catalog_setup: tuple[Table, list[str]]) -> None:
     _, args = catalog_setup
     assert _ok(["tables", "db"], args).split() == ["db.t", "db.u"]
@@ -129,7 +152,9 @@ def test_tables(catalog_setup: tuple[Table, list[str]]) -> None:
     }
 
 
-def test_missing_namespace_and_table_are_clean_errors(catalog_setup: tuple[Table, list[str]]) -> None:
+def test_missing_namespace_and_table_are_clean_errors(
+    catalog_setup: tuple[Table, list[str]],
+) -> None:
     _, args = catalog_setup
     result = _run(["describe", "db.nope"], args)
     assert result.exit_code == 1
@@ -200,7 +225,9 @@ def test_describe_json(catalog_setup: tuple[Table, list[str]]) -> None:
         ("id_bucket", "bucket[16]", "id"),
     ]
     assert partition[0]["field-id"] == 1000
-    assert [(f["source-name"], f["direction"]) for f in doc["sort-order"]["fields"]] == [("id", "asc")]
+    assert [(f["source-name"], f["direction"]) for f in doc["sort-order"]["fields"]] == [
+        ("id", "asc")
+    ]
     assert doc["properties"]["owner"] == "tests"
     current = doc["current-snapshot"]
     assert current["snapshot-id"] == SECOND_ID
@@ -364,7 +391,8 @@ def test_avro_manifest_list(manifest_list: Path, tmp_path: Path) -> None:
 def test_avro_json_encoding(manifest_list: Path) -> None:
     record = json.loads(_ok(["avro", "--avro-json", str(manifest_list)]).strip())
     # Avro's JSON encoding (as avro-tools tojson): unions tagged, bytes as code points
-    assert record["added_snapshot_id"] == {"long": FIRST_ID}
+    assert record["added_snapshot_id"] == FIRST_ID  # required in v2: no union
+    assert record["key_metadata"] is None
     summary = record["partitions"]["array"][0]
     assert summary["lower_bound"] == {"bytes": "\x01\x00\x00\x00"}
     assert summary["upper_bound"] == {"bytes": "\xff\x00\x00\x00"}
@@ -388,7 +416,44 @@ def test_avro_raw_logical_types(tmp_path: Path) -> None:
     }
     with path.open("wb") as f:
         fastavro.writer(f, schema, [{"t": 5}, {"t": 6}])
-    assert [json.loads(line) for line in _ok(["avro", str(path)]).splitlines()] == [{"t": 5}, {"t": 6}]
+    assert [json.loads(line) for line in _ok(["avro", str(path)]).splitlines()] == [
+        {"t": 5},
+        {"t": 6},
+    ]
+
+
+def test_avro_manifest(catalog_setup: tuple[Table, list[str]], tmp_path: Path) -> None:
+    from icepark.manifest import DataFile, FileContent, FileFormat, write_manifest
+
+    table, _ = catalog_setup
+    path = str(tmp_path / "manifest.avro")
+    writer = write_manifest(
+        table.io.new_output(path),
+        table.spec(),
+        table.schema(),
+        format_version=2,
+        snapshot_id=FIRST_ID,
+    )
+    with writer:
+        writer.add(
+            DataFile(
+                content=FileContent.DATA,
+                file_path="/data/a.parquet",
+                file_format=FileFormat.PARQUET,
+                partition=(19000, 3),
+                record_count=10,
+                file_size_in_bytes=100,
+                lower_bounds={1: b"\x01\x00\x00\x00\x00\x00\x00\x00"},
+            )
+        )
+    record = json.loads(_ok(["avro", path]))
+    assert record["snapshot_id"] == FIRST_ID
+    data_file = record["data_file"]
+    assert data_file["file_path"] == "/data/a.parquet"
+    assert data_file["partition"] == {"ts_day": 19000, "id_bucket": 3}  # a date as raw days
+    assert data_file["lower_bounds"] == [{"key": 1, "value": "0100000000000000"}]
+    header = _json(["avro", "--header", path])
+    assert header["partition-spec"][0]["name"] == "ts_day"
 
 
 def test_avro_truncated_and_garbage(manifest_list: Path, tmp_path: Path) -> None:

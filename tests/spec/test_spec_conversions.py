@@ -311,3 +311,14 @@ TS_2024 = 1_704_448_800_000_000  # 2024-01-05T10:00:00
 )
 def test_partition_value_to_str(t: PrimitiveType, value: Any, expected: str) -> None:
     assert partition_value_to_str(t, value) == expected
+
+
+@given(st.floats(width=32, allow_nan=False, allow_infinity=False))
+def test_float_human_string_reads_back(x: float) -> None:
+    text = partition_value_to_str(FloatType(), x)
+    assert struct.unpack("<f", struct.pack("<f", float(text)))[0] == x
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_double_human_string_reads_back(x: float) -> None:
+    assert float(partition_value_to_str(DoubleType(), x)) == x
