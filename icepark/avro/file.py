@@ -139,14 +139,19 @@ class AvroFileWriter:
         self.length: int | None = None
 
     def write(self, record: dict[str, Any]) -> None:
+        """Append one record. A record that cannot be encoded aborts the whole file (a
+        half-encoded record would corrupt it), so the writer cannot be used after that."""
         if self._closed:
             raise ValidationError(f"Cannot write to a closed Avro file: {self.location}")
         try:
             self._writer.write(record)
-        except IceparkError:
-            raise
-        except (ValueError, TypeError, OverflowError, KeyError, AttributeError) as exc:
-            raise ValidationError(f"Cannot write record to {self.location}: {exc}") from exc
+        except BaseException as exc:
+            self.abort()
+            if isinstance(exc, IceparkError) or not isinstance(exc, Exception):
+                raise
+            raise ValidationError(
+                f"Cannot write record to {self.location} (nothing was written): {exc}"
+            ) from exc
 
     def close(self) -> int:
         """Flush, publish the file and return its length in bytes."""

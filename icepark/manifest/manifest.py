@@ -24,12 +24,13 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
-from icepark.avro.file import AvroFileWriter, read_avro_file, read_avro_metadata
+from icepark.avro.file import AvroContents, AvroFileWriter, read_avro_file, read_avro_metadata
 from icepark.avro.schema import (
     FIELD_ID_PROP,
     avro_to_type,
     from_avro_value,
     named_avro_types,
+    schema_to_avro,
     to_avro_value,
 )
 from icepark.errors import IceparkError, InvalidAvroFileError, ValidationError
@@ -49,7 +50,8 @@ from icepark.manifest.schemas import (
     PARTITION_FIELD_ID,
     check_format_version,
     data_file_field_names,
-    manifest_entry_avro_schema,
+    iceberg_schema_json,
+    manifest_entry_schema,
 )
 from icepark.spec.conversions import to_bytes
 from icepark.spec.partitioning import (
@@ -171,7 +173,11 @@ class ManifestWriter:
         }
         if format_version >= 2:
             metadata["content"] = "data" if content == ManifestContent.DATA else "deletes"
-        avro_schema = manifest_entry_avro_schema(format_version, self._partition_type)
+        entry_schema = manifest_entry_schema(format_version, self._partition_type)
+        iceberg_schema = iceberg_schema_json(entry_schema)
+        if iceberg_schema is not None:
+            metadata["iceberg.schema"] = iceberg_schema
+        avro_schema = schema_to_avro(entry_schema, "manifest_entry")
         self._file_fields = data_file_field_names(format_version)
         self._writer = AvroFileWriter(output_file, avro_schema, metadata, codec, overwrite)
         self.location = self._writer.location
@@ -207,6 +213,7 @@ class ManifestWriter:
         if self._manifest_file is not None:
             raise ValidationError(f"Cannot add to a closed manifest writer: {self.location}")
         self._check_entry(entry)
+        self._writer.write(self._record(entry))
         data_file = entry.data_file
         self._files[entry.status] += 1
         self._rows[entry.status] += data_file.record_count
@@ -216,7 +223,6 @@ class ManifestWriter:
         if entry.is_live and seq is not None:
             if self._min_sequence_number is None or seq < self._min_sequence_number:
                 self._min_sequence_number = seq
-        self._writer.write(self._record(entry))
 
     def _check_entry(self, entry: ManifestEntry) -> None:
         f = entry.data_file
@@ -456,6 +462,17 @@ def read_manifest(
     Without ``manifest`` nothing is inherited, except that v1 manifests have sequence numbers 0.
     """
     contents = read_avro_file(input_file)
+    try:
+        return _read_entries(contents, manifest, spec)
+    except InvalidAvroFileError:
+        raise
+    except (IceparkError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise InvalidAvroFileError(f"Invalid manifest {contents.location}: {exc}") from exc
+
+
+def _read_entries(
+    contents: AvroContents, manifest: ManifestFile | None, spec: PartitionSpec | None
+) -> list[ManifestEntry]:
     location = contents.location
     schema = contents.writer_schema
     named = named_avro_types(schema)

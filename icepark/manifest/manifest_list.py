@@ -17,9 +17,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from icepark.avro.file import AvroFileWriter, read_avro_file
+from icepark.avro.file import AvroContents, AvroFileWriter, read_avro_file
 from icepark.avro.schema import FIELD_ID_PROP, named_avro_types
-from icepark.errors import InvalidAvroFileError, ValidationError
+from icepark.errors import IceparkError, InvalidAvroFileError, ValidationError
 from icepark.manifest.models import (
     UNASSIGNED_SEQUENCE_NUMBER,
     ManifestContent,
@@ -28,8 +28,10 @@ from icepark.manifest.models import (
 )
 from icepark.manifest.schemas import (
     MANIFEST_LIST_FIELDS,
+    iceberg_schema_json,
     manifest_list_avro_schema,
     manifest_list_field_names,
+    manifest_list_schema,
 )
 
 __all__ = [
@@ -170,6 +172,9 @@ def write_manifest_list(
     if format_version >= 3:
         metadata["first-row-id"] = str(first_row_id)
     metadata["format-version"] = str(format_version)
+    iceberg_schema = iceberg_schema_json(manifest_list_schema(format_version))
+    if iceberg_schema is not None:
+        metadata["iceberg.schema"] = iceberg_schema
 
     next_row_id = first_row_id
     written: list[ManifestFile] = []
@@ -248,6 +253,15 @@ def _opt_bytes(value: Any) -> bytes | None:
 def read_manifest_list(input_file: Any) -> list[ManifestFile]:
     """The manifests listed in a manifest list file (any format version)."""
     contents = read_avro_file(input_file)
+    try:
+        return _read_manifests(contents)
+    except InvalidAvroFileError:
+        raise
+    except (IceparkError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise InvalidAvroFileError(f"Invalid manifest list {contents.location}: {exc}") from exc
+
+
+def _read_manifests(contents: AvroContents) -> list[ManifestFile]:
     location = contents.location
     schema = contents.writer_schema
     if not isinstance(schema, dict) or schema.get("type") != "record":

@@ -9,10 +9,12 @@ names the records as Java does: ``manifest_entry`` / ``manifest_file`` at the to
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from icepark.avro.schema import schema_to_avro
-from icepark.errors import UnsupportedFormatVersionError
+from icepark.errors import IceparkError, UnsupportedFormatVersionError
+from icepark.spec.schema import Schema, schema_to_json
 from icepark.spec.types import (
     BinaryType,
     BooleanType,
@@ -32,6 +34,7 @@ __all__ = [
     "MANIFEST_LIST_FIELDS",
     "PARTITION_FIELD_ID",
     "check_format_version",
+    "iceberg_schema_json",
     "data_file_field_names",
     "data_file_type",
     "manifest_entry_avro_schema",
@@ -48,6 +51,15 @@ def check_format_version(format_version: int, what: str) -> None:
         raise UnsupportedFormatVersionError(
             f"Cannot write {what} for format version {format_version}: supported are 1, 2, 3"
         )
+
+
+def iceberg_schema_json(struct: StructType) -> str | None:
+    """The ``iceberg.schema`` value Java's Avro writer puts in every file: the Iceberg schema
+    of the records as compact JSON (None if the struct is not a valid schema)."""
+    try:
+        return json.dumps(schema_to_json(Schema(*struct.fields)), separators=(",", ":"))
+    except IceparkError:
+        return None
 
 
 # -- manifests -------------------------------------------------------------------------------
@@ -132,7 +144,11 @@ DATA_FILE_FIELDS: dict[str, NestedField] = {
         ),
         NestedField(140, "sort_order_id", IntegerType(), False, "Sort order ID"),
         NestedField(
-            142, "first_row_id", LongType(), False, "Starting row ID to assign to new rows"
+            142,
+            "first_row_id",
+            LongType(),
+            False,
+            "The first row ID assigned to the first row in the data file",
         ),
         NestedField(
             143,

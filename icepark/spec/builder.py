@@ -166,6 +166,15 @@ class MetadataBuilder:
         return self
 
     def apply_all(self, updates: Iterable[TableUpdate]) -> MetadataBuilder:
+        """Apply updates in order. Creating a table, the format version asked for anywhere in
+        the list is set first (as Java's REST handlers do), so schemas are checked against it."""
+        updates = list(updates)
+        if self._base is None and not self._changes:
+            version = next(
+                (u for u in updates if isinstance(u, up.UpgradeFormatVersionUpdate)), None
+            )
+            if version is not None:
+                self.upgrade_format_version(version.format_version)
         for update in updates:
             self.apply(update)
         return self

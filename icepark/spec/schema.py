@@ -56,12 +56,17 @@ class Schema:
 
     @classmethod
     def of(
-        cls, struct: StructType, schema_id: int = DEFAULT_SCHEMA_ID, identifier_field_ids: Iterable[int] = ()
+        cls,
+        struct: StructType,
+        schema_id: int = DEFAULT_SCHEMA_ID,
+        identifier_field_ids: Iterable[int] = (),
     ) -> Schema:
         return cls(*struct.fields, schema_id=schema_id, identifier_field_ids=identifier_field_ids)
 
     def with_schema_id(self, schema_id: int) -> Schema:
-        return Schema(*self.fields, schema_id=schema_id, identifier_field_ids=self.identifier_field_ids)
+        return Schema(
+            *self.fields, schema_id=schema_id, identifier_field_ids=self.identifier_field_ids
+        )
 
     def with_identifier_fields(self, field_ids: Iterable[int]) -> Schema:
         return Schema(*self.fields, schema_id=self.schema_id, identifier_field_ids=field_ids)
@@ -201,7 +206,9 @@ class Schema:
     def _validate_identifier_field(self, field_id: int) -> None:
         f = self._by_id.get(field_id)
         if f is None:
-            raise InvalidSchemaError(f"Cannot add field id {field_id} as an identifier field: not found")
+            raise InvalidSchemaError(
+                f"Cannot add field id {field_id} as an identifier field: not found"
+            )
         name = self._names_by_id[field_id]
         if not isinstance(f.field_type, PrimitiveType):
             raise InvalidSchemaError(
@@ -213,7 +220,8 @@ class Schema:
             )
         if isinstance(f.field_type, FloatType | DoubleType):
             raise InvalidSchemaError(
-                f"Cannot add field {name!r} as an identifier field: must not be float or double field"
+                f"Cannot add field {name!r} as an identifier field: "
+                "must not be float or double field"
             )
         parent = self._parents.get(field_id)
         while parent is not None:
@@ -276,7 +284,8 @@ def _index_by_name(struct: StructType) -> dict[str, int]:
     short: dict[str, int] = {}
     for path, fid in names.items():
         parts = path.split(".")
-        kept = [p for i, p in enumerate(parts) if not (p in ("element", "value") and i < len(parts) - 1)]
+        last = len(parts) - 1
+        kept = [p for i, p in enumerate(parts) if not (p in ("element", "value") and i < last)]
         alias = ".".join(kept)
         if alias != path and alias not in names:
             short[alias] = fid
@@ -314,7 +323,9 @@ def prune_columns(schema: Schema, selected: set[int]) -> Schema:
             if t.value_id in selected or t.key_id in selected:
                 return t
             sub = prune(t.value_type)
-            return None if sub is None else MapType(t.key_id, t.key_type, t.value_id, sub, t.value_required)
+            if sub is None:
+                return None
+            return MapType(t.key_id, t.key_type, t.value_id, sub, t.value_required)
         return None
 
     pruned = prune(schema.as_struct())
@@ -430,9 +441,17 @@ def schema_to_json(schema: Schema) -> dict[str, Any]:
 
 def schema_from_json(obj: Any) -> Schema:
     if not isinstance(obj, dict) or obj.get("type") != "struct":
-        raise InvalidSchemaError(f"Cannot parse type from json, expected a struct schema: {obj!r}"[:300])
+        raise InvalidSchemaError(
+            f"Cannot parse type from json, expected a struct schema: {obj!r}"[:300]
+        )
     struct = type_from_json(obj, default_from_json=_default_from_json)
     assert isinstance(struct, StructType)
     schema_id = obj.get("schema-id", DEFAULT_SCHEMA_ID)
+    if not isinstance(schema_id, int) or isinstance(schema_id, bool):
+        raise InvalidSchemaError(f"Cannot parse schema-id from json: {schema_id!r}")
     ids = obj.get("identifier-field-ids") or []
+    if not isinstance(ids, list) or not all(
+        isinstance(i, int) and not isinstance(i, bool) for i in ids
+    ):
+        raise InvalidSchemaError(f"Cannot parse identifier-field-ids from json: {ids!r}")
     return Schema(*struct.fields, schema_id=schema_id, identifier_field_ids=ids)

@@ -427,6 +427,27 @@ def _require(obj: dict[str, Any], key: str, what: str) -> Any:
     return obj[key]
 
 
+def _optional_str(obj: dict[str, Any], key: str) -> str | None:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, str):
+        raise InvalidSchemaError(f"Field {key!r} must be a string: {obj}")
+    return value
+
+
+def _require_int(obj: dict[str, Any], key: str, what: str) -> int:
+    value = _require(obj, key, what)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidSchemaError(f"Cannot parse {what} from json: {key!r} must be an integer")
+    return value
+
+
+def _require_bool(obj: dict[str, Any], key: str, what: str) -> bool:
+    value = _require(obj, key, what)
+    if not isinstance(value, bool):
+        raise InvalidSchemaError(f"Cannot parse {what} from json: {key!r} must be a boolean")
+    return value
+
+
 def type_from_json(obj: Any, *, default_from_json: Any = None) -> IcebergType:
     """Parse a type from its JSON form; ``default_from_json(json, type)`` parses defaults."""
     if isinstance(obj, str):
@@ -442,7 +463,9 @@ def type_from_json(obj: Any, *, default_from_json: Any = None) -> IcebergType:
         for fj in fields_json:
             if not isinstance(fj, dict):
                 raise InvalidSchemaError(f"Cannot parse struct field from json: {fj!r}")
-            ftype = type_from_json(_require(fj, "type", "field"), default_from_json=default_from_json)
+            ftype = type_from_json(
+                _require(fj, "type", "field"), default_from_json=default_from_json
+            )
             required = _require(fj, "required", "field")
             if not isinstance(required, bool):
                 raise InvalidSchemaError(f"Field 'required' must be a boolean: {fj}")
@@ -463,7 +486,7 @@ def type_from_json(obj: Any, *, default_from_json: Any = None) -> IcebergType:
                     name=name,
                     field_type=ftype,
                     required=required,
-                    doc=fj.get("doc"),
+                    doc=_optional_str(fj, "doc"),
                     initial_default=initial,
                     write_default=write,
                 )
@@ -471,20 +494,22 @@ def type_from_json(obj: Any, *, default_from_json: Any = None) -> IcebergType:
         return StructType(*fields)
     if kind == "list":
         return ListType(
-            element_id=_require(obj, "element-id", "list"),
+            element_id=_require_int(obj, "element-id", "list"),
             element_type=type_from_json(
                 _require(obj, "element", "list"), default_from_json=default_from_json
             ),
-            element_required=bool(_require(obj, "element-required", "list")),
+            element_required=_require_bool(obj, "element-required", "list"),
         )
     if kind == "map":
         return MapType(
-            key_id=_require(obj, "key-id", "map"),
-            key_type=type_from_json(_require(obj, "key", "map"), default_from_json=default_from_json),
-            value_id=_require(obj, "value-id", "map"),
+            key_id=_require_int(obj, "key-id", "map"),
+            key_type=type_from_json(
+                _require(obj, "key", "map"), default_from_json=default_from_json
+            ),
+            value_id=_require_int(obj, "value-id", "map"),
             value_type=type_from_json(
                 _require(obj, "value", "map"), default_from_json=default_from_json
             ),
-            value_required=bool(_require(obj, "value-required", "map")),
+            value_required=_require_bool(obj, "value-required", "map"),
         )
     raise InvalidSchemaError(f"Cannot parse type from json: {obj!r}")

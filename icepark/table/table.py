@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from icepark.errors import IceparkError
 from icepark.io import FileIO, load_file_io
 from icepark.spec.metadata import TableMetadata, table_metadata_from_json
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
-from icepark.spec.snapshots import Snapshot, SnapshotRef
+from icepark.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef, SnapshotRefType
 from icepark.spec.sorting import SortOrder
 from icepark.spec.updates import TableRequirement, TableUpdate
+
+if TYPE_CHECKING:
+    from icepark.expressions import BooleanExpression
+    from icepark.table.scan import DataScan
+    from icepark.table.transaction import Transaction
 
 __all__ = ["CommitResult", "TableCommitter", "Table", "ReadOnlyTableError", "read_table_metadata"]
 
@@ -158,3 +164,112 @@ class Table:
         )
         self.metadata, self.metadata_location = result.metadata, result.metadata_location
         return result.metadata
+
+    def transaction(self) -> Transaction:
+        """``with table.transaction() as tx:`` commits only when the block exits cleanly."""
+        from icepark.table.transaction import Transaction
+
+        return Transaction(self)
+
+    def append(self, data: Any, *, branch: str = MAIN_BRANCH, **kw: Any) -> Table:
+        """Append a pyarrow Table, RecordBatchReader or batches as one snapshot."""
+        with self.transaction() as tx:
+            tx.append(data, branch=branch, **kw)
+        return self
+
+    def overwrite(
+        self,
+        data: Any,
+        filter: str | BooleanExpression | None = None,  # noqa: A002 - the public name
+        *,
+        branch: str = MAIN_BRANCH,
+        **kw: Any,
+    ) -> Table:
+        """Replace the rows matching ``filter`` (everything when None) with ``data``."""
+        with self.transaction() as tx:
+            tx.overwrite(data, filter, branch=branch, **kw)
+        return self
+
+    def overwrite_partitions(self, data: Any, *, branch: str = MAIN_BRANCH, **kw: Any) -> Table:
+        """Dynamic overwrite: replace the partitions that ``data`` touches."""
+        with self.transaction() as tx:
+            tx.overwrite_partitions(data, branch=branch, **kw)
+        return self
+
+    def set_properties(self, properties: dict[str, str] | None = None, **kw: str) -> Table:
+        with self.transaction() as tx:
+            tx.set_properties(properties, **kw)
+        return self
+
+    def scan(
+        self,
+        filter: str | BooleanExpression | None = None,  # noqa: A002 - the public name
+        columns: Sequence[str] | None = None,
+        snapshot_id: int | None = None,
+        as_of: int | dt.datetime | dt.date | None = None,
+        ref: str | None = None,
+        case_sensitive: bool = True,
+        options: dict[str, str] | None = None,
+    ) -> DataScan:
+        """A scan; ``filter`` is an expression or a string like ``"ts >= '2024-01-01'"``;
+        ``as_of`` is epoch milliseconds or a datetime; ``ref`` a branch or tag."""
+        from icepark.expressions import AlwaysTrue, parse_filter
+        from icepark.table.scan import DataScan
+
+        row_filter = (
+            AlwaysTrue() if filter is None else parse_filter(filter) if isinstance(filter, str) else filter
+        )
+        return DataScan(
+            self.io,
+            self.metadata,
+            row_filter,
+            tuple(columns) if columns is not None else None,
+            snapshot_id,
+            as_of,
+            ref,
+            case_sensitive,
+            options=dict(options or {}),
+        )
+
+    # -- branches and tags -----------------------------------------------------------------
+
+    def _set_ref(self, name: str, snapshot_id: int | None, kind: SnapshotRefType, **retention: Any) -> Table:
+        from icepark.errors import ValidationError
+        from icepark.spec.updates import AssertRefSnapshotId, SetSnapshotRefUpdate
+
+        if snapshot_id is None:
+            current = self.current_snapshot()
+            if current is None:
+                raise ValidationError(f"Table {self.name} has no snapshot to point {name!r} at")
+            snapshot_id = current.snapshot_id
+        existing = self.metadata.ref(name)
+        self.commit(
+            [AssertRefSnapshotId(name, existing.snapshot_id if existing else None)],
+            [SetSnapshotRefUpdate(name, snapshot_id, kind, **retention)],
+        )
+        return self
+
+    def create_branch(self, name: str, snapshot_id: int | None = None, **retention: Any) -> Table:
+        """A branch at ``snapshot_id`` (the current snapshot by default)."""
+        if self.metadata.ref(name) is not None:
+            from icepark.errors import ValidationError
+
+            raise ValidationError(f"Ref {name!r} already exists in table {self.name}")
+        return self._set_ref(name, snapshot_id, SnapshotRefType.BRANCH, **retention)
+
+    def create_tag(self, name: str, snapshot_id: int | None = None, **retention: Any) -> Table:
+        """A tag at ``snapshot_id`` (the current snapshot by default)."""
+        if self.metadata.ref(name) is not None:
+            from icepark.errors import ValidationError
+
+            raise ValidationError(f"Ref {name!r} already exists in table {self.name}")
+        return self._set_ref(name, snapshot_id, SnapshotRefType.TAG, **retention)
+
+    def remove_ref(self, name: str) -> Table:
+        from icepark.errors import ValidationError
+        from icepark.spec.updates import RemoveSnapshotRefUpdate
+
+        if name == MAIN_BRANCH or self.metadata.ref(name) is None:
+            raise ValidationError(f"Cannot remove ref {name!r} from table {self.name}")
+        self.commit([], [RemoveSnapshotRefUpdate(name)])
+        return self

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,8 @@ def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Catalog:
     if request.param == "filesystem":
         return FileSystemCatalog("test", warehouse=str(tmp_path / "wh"))
     url = request.getfixturevalue("postgres_url")
-    cat = SqlCatalog(f"test_{tmp_path.name}"[:60], uri=url, warehouse=str(tmp_path / "wh"))
+    # a catalog name of its own: the PostgreSQL server outlives test runs
+    cat = SqlCatalog(f"t_{uuid.uuid4().hex}", uri=url, warehouse=str(tmp_path / "wh"))
     return cat
 
 

@@ -26,9 +26,11 @@ from icepark.manifest import (
     ManifestFile,
     PartitionFieldSummary,
     manifest_list_avro_schema,
+    manifest_list_schema,
     read_manifest_list,
     write_manifest_list,
 )
+from icepark.spec.schema import schema_from_json
 
 FILEIO = PyArrowFileIO()
 SNAPSHOT_ID = 8744736658442914487
@@ -149,6 +151,8 @@ def test_file_metadata_matches_java(tmp_path: Path, version: int) -> None:
     if version >= 3:
         expected["first-row-id"] = "1000"
     expected["format-version"] = str(version)
+    iceberg_schema = schema_from_json(json.loads(metadata.pop("iceberg.schema")))
+    assert iceberg_schema.as_struct() == manifest_list_schema(version)
     assert {k: v for k, v in metadata.items() if not k.startswith("avro.")} == expected
     assert metadata["avro.codec"] == "deflate"
     assert schema == manifest_list_avro_schema(version)

@@ -654,3 +654,19 @@ def test_apply_each_update_type() -> None:
 
     with pytest.raises(ValidationError, match="unsupported update"):
         MetadataBuilder(md).apply(Strange())
+
+
+def test_create_applies_the_requested_format_version_first() -> None:
+    nanos = Schema(NestedField(1, "ts", TimestampNanoType()))
+    updates: list[TableUpdate] = [
+        AddSchemaUpdate(nanos), SetCurrentSchemaUpdate(-1),
+        AddPartitionSpecUpdate(PartitionSpec(0, ())), SetDefaultSpecUpdate(-1),
+        AddSortOrderUpdate(UNSORTED_ORDER), SetDefaultSortOrderUpdate(-1),
+        SetLocationUpdate("s3://b/t"), UpgradeFormatVersionUpdate(3),
+    ]
+    b = MetadataBuilder(None).apply_all(updates)
+    assert b.updates[0] == UpgradeFormatVersionUpdate(3)
+    md = b.build()
+    assert md.format_version == 3 and md.next_row_id == 0
+    with pytest.raises(ValidationError, match="not supported until v3"):
+        MetadataBuilder(None).apply_all(updates[:-1])

@@ -1,0 +1,1 @@
+"""Scan planning: snapshot -> manifests -> entries -> file scan tasks."""

@@ -1,0 +1,203 @@
+"""Table scans: choose a snapshot (time travel), plan files and read them as Arrow."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+
+import pyarrow as pa
+
+from icepark.arrow.reader import read_data_file
+from icepark.arrow.schema import schema_to_arrow
+from icepark.errors import UnsupportedOperationError, ValidationError
+from icepark.expressions import AlwaysTrue, BooleanExpression, bind, parse_filter
+from icepark.io import FileIO
+from icepark.planning.planner import (
+    CombinedScanTask,
+    FileScanTask,
+    SplitOptions,
+    plan_files,
+    plan_tasks,
+)
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.name_mapping import NameMapping, name_mapping_from_json
+from icepark.spec.schema import Schema
+from icepark.spec.snapshots import Snapshot
+
+__all__ = ["DataScan", "resolve_snapshot"]
+
+
+def _to_ms(value: int | dt.datetime | dt.date) -> int:
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.UTC)
+        return int(value.timestamp() * 1000)
+    if isinstance(value, dt.date):
+        return int(dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).timestamp() * 1000)
+    return int(value)
+
+
+def resolve_snapshot(
+    metadata: TableMetadata,
+    snapshot_id: int | None = None,
+    as_of: int | dt.datetime | dt.date | None = None,
+    ref: str | None = None,
+) -> Snapshot | None:
+    """The snapshot a scan reads: by id, by time (ms or datetime), by branch or tag, or the
+    current one. Errors name the table's location and what was asked for."""
+    given = [x is not None for x in (snapshot_id, as_of, ref)]
+    if sum(given) > 1:
+        raise ValidationError("Give at most one of snapshot_id, as_of and ref")
+    if snapshot_id is not None:
+        snapshot = metadata.snapshot_by_id(snapshot_id)
+        if snapshot is None:
+            raise ValidationError(f"Cannot find snapshot {snapshot_id} in table {metadata.location}")
+        return snapshot
+    if as_of is not None:
+        ms = _to_ms(as_of)
+        snapshot = metadata.snapshot_as_of(ms)
+        if snapshot is None:
+            raise ValidationError(
+                f"Cannot find a snapshot older than {ms} ms in table {metadata.location}"
+            )
+        return snapshot
+    if ref is not None:
+        if metadata.ref(ref) is None:
+            raise ValidationError(f"Cannot find ref {ref!r} in table {metadata.location}")
+        return metadata.snapshot_by_name(ref)
+    return metadata.current_snapshot()
+
+
+@dataclass(frozen=True)
+class DataScan:
+    """A scan of one table snapshot; build with ``table.scan(...)``."""
+
+    io: FileIO
+    metadata: TableMetadata
+    row_filter: BooleanExpression = field(default_factory=AlwaysTrue)
+    selected: tuple[str, ...] | None = None
+    snapshot_id: int | None = None
+    as_of: int | dt.datetime | dt.date | None = None
+    ref: str | None = None
+    case_sensitive: bool = True
+    use_snapshot_schema: bool | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+    # -- refinement ------------------------------------------------------------------------
+
+    def filter(self, expr: str | BooleanExpression) -> DataScan:
+        extra = parse_filter(expr) if isinstance(expr, str) else expr
+        combined = extra if isinstance(self.row_filter, AlwaysTrue) else self.row_filter & extra
+        return replace(self, row_filter=combined)
+
+    def select(self, *columns: str) -> DataScan:
+        return replace(self, selected=tuple(columns))
+
+    # -- resolution ------------------------------------------------------------------------
+
+    @cached_property
+    def snapshot(self) -> Snapshot | None:
+        return resolve_snapshot(self.metadata, self.snapshot_id, self.as_of, self.ref)
+
+    @cached_property
+    def schema(self) -> Schema:
+        """The table schema the scan reads with: the snapshot's own schema when time
+        travelling by id or time (or to a tag), else the current one."""
+        use_snapshot = self.use_snapshot_schema
+        if use_snapshot is None:
+            tag = self.ref is not None and (r := self.metadata.ref(self.ref)) is not None and not r.is_branch
+            use_snapshot = self.snapshot_id is not None or self.as_of is not None or tag
+        snap = self.snapshot
+        if use_snapshot and snap is not None and snap.schema_id is not None:
+            found = self.metadata.schema_by_id(snap.schema_id)
+            if found is not None:
+                return found
+        return self.metadata.schema()
+
+    @cached_property
+    def projected_schema(self) -> Schema:
+        if self.selected is None or "*" in self.selected:
+            return self.schema
+        from icepark.spec.metadata_columns import metadata_column
+
+        names = [n for n in self.selected if metadata_column(n) is None]
+        projected = self.schema.select(names, self.case_sensitive)
+        extra = [metadata_column(n) for n in self.selected if metadata_column(n) is not None]
+        fields = list(projected.fields) + [f for f in extra if f is not None]
+        order = {n.lower() if not self.case_sensitive else n: i for i, n in enumerate(self.selected)}
+
+        def position(name: str) -> int:
+            key = name if self.case_sensitive else name.lower()
+            return order.get(key, len(order))
+
+        fields.sort(key=lambda f: position(f.name))
+        return Schema(*fields, schema_id=self.schema.schema_id)
+
+    @cached_property
+    def _name_mapping(self) -> NameMapping | None:
+        text = self.metadata.properties.get("schema.name-mapping.default")
+        return name_mapping_from_json(text) if text else None
+
+    # -- planning --------------------------------------------------------------------------
+
+    def plan_files(self) -> list[FileScanTask]:
+        bind(self.schema, self.row_filter, self.case_sensitive)  # fail early on bad columns
+        return plan_files(
+            self.io, self.metadata, self.snapshot, self.row_filter, self.schema, self.case_sensitive
+        )
+
+    def plan_tasks(self) -> list[CombinedScanTask]:
+        props = {**self.metadata.properties, **self.options}
+        return plan_tasks(self.plan_files(), SplitOptions.from_properties(props))
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @cached_property
+    def arrow_schema(self) -> pa.Schema:
+        return schema_to_arrow(self.projected_schema)
+
+    def read_task(self, task: FileScanTask) -> Iterator[pa.RecordBatch]:
+        if task.delete_files:
+            raise UnsupportedOperationError(
+                f"{task.file.file_path} has {len(task.delete_files)} delete file(s): applying "
+                "row-level deletes is not supported yet"
+            )
+        residual = None
+        if not isinstance(task.residual, AlwaysTrue):
+            residual = bind(self.schema, task.residual, self.case_sensitive)
+        yield from read_data_file(
+            self.io,
+            task.file,
+            projected_schema=self.projected_schema,
+            table_schema=self.schema,
+            partition_spec=self.metadata.spec_by_id(task.spec_id),
+            row_filter=residual,
+            name_mapping=self._name_mapping,
+            start=task.start,
+            length=task.length,
+        )
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """Stream the matching rows batch by batch (memory bounded by the batch)."""
+        for task in self.plan_files():
+            yield from self.read_task(task)
+
+    def to_arrow(self) -> pa.Table:
+        batches = list(self.to_batches())
+        return pa.Table.from_batches(batches, schema=self.arrow_schema)
+
+    def count(self) -> int:
+        """The number of matching rows; from metadata alone when no residual or delete
+        applies to a file."""
+        total = 0
+        for task in self.plan_files():
+            if isinstance(task.residual, AlwaysTrue) and not task.delete_files and task.is_whole_file:
+                total += task.file.record_count
+            else:
+                total += sum(b.num_rows for b in self.read_task(task))
+        return total
+
+    def columns(self) -> Sequence[str]:
+        return [f.name for f in self.projected_schema.fields]

@@ -1,0 +1,270 @@
+"""Transactions: stage actions, commit them at once, retry conflicts by re-running them.
+
+``with table.transaction() as tx:`` commits only when the block exits cleanly. A commit
+that conflicts (``CommitFailedError``) is retried on fresh metadata per the table's
+``commit.retry.*`` properties; files written for a commit that definitely failed are deleted;
+after ``CommitStateUnknownError`` nothing is deleted.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from icepark.errors import CommitFailedError, CommitStateUnknownError, ValidationError
+from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
+from icepark.manifest import DataFile
+from icepark.spec.builder import MetadataBuilder
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.snapshots import MAIN_BRANCH
+from icepark.spec.updates import (
+    RemovePropertiesUpdate,
+    SetPropertiesUpdate,
+    TableRequirement,
+    TableUpdate,
+)
+from icepark.table.operations import (
+    Action,
+    AppendAction,
+    MetadataAction,
+    OverwriteAction,
+    ReplacePartitionsAction,
+    Staged,
+)
+
+if TYPE_CHECKING:
+    from icepark.table.table import Table
+
+__all__ = ["Transaction", "RetryPolicy"]
+
+
+class RetryPolicy:
+    """``commit.retry.num-retries`` (4), ``min-wait-ms`` (100), ``max-wait-ms`` (60000) and
+    ``total-timeout-ms`` (1800000), as Java reads them."""
+
+    def __init__(self, properties: Mapping[str, str]) -> None:
+        self.num_retries = int(properties.get("commit.retry.num-retries", "4"))
+        self.min_wait_ms = int(properties.get("commit.retry.min-wait-ms", "100"))
+        self.max_wait_ms = int(properties.get("commit.retry.max-wait-ms", "60000"))
+        self.total_timeout_ms = int(properties.get("commit.retry.total-timeout-ms", "1800000"))
+
+    def wait_ms(self, attempt: int) -> float:
+        """Exponential backoff with jitter, between min and max wait."""
+        cap = min(self.max_wait_ms, self.min_wait_ms * (2 ** max(attempt - 1, 0)))
+        return float(random.uniform(self.min_wait_ms, max(cap, self.min_wait_ms)))
+
+
+def _as_filter(value: str | BooleanExpression | None) -> BooleanExpression:
+    if value is None:
+        return AlwaysTrue()
+    if isinstance(value, str):
+        return parse_filter(value)
+    return value
+
+
+def _holds(requirement: TableRequirement, base: TableMetadata) -> bool:
+    try:
+        requirement.validate(base)
+    except CommitFailedError:
+        return False
+    return True
+
+
+class Transaction:
+    """A group of changes to one table, committed together."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+        self._start: TableMetadata = table.metadata
+        self._actions: list[Action] = []
+        self._done = False
+
+    @property
+    def table(self) -> Table:
+        return self._table
+
+    @property
+    def start_metadata(self) -> TableMetadata:
+        return self._start
+
+    # -- staging ---------------------------------------------------------------------------
+
+    def add_action(self, action: Action) -> Transaction:
+        if self._done:
+            raise ValidationError(f"Transaction on {self._table.name} is already finished")
+        self._actions.append(action)
+        return self
+
+    def set_properties(self, properties: Mapping[str, str] | None = None, **kw: str) -> Transaction:
+        updates = {**(properties or {}), **kw}
+        return self.add_action(MetadataAction([SetPropertiesUpdate(updates)]))
+
+    def remove_properties(self, *keys: str) -> Transaction:
+        return self.add_action(MetadataAction([RemovePropertiesUpdate(list(keys))]))
+
+    def update(self, *updates: TableUpdate) -> Transaction:
+        return self.add_action(MetadataAction(list(updates)))
+
+    # -- data ------------------------------------------------------------------------------
+
+    def _write(self, data: Any) -> list[DataFile]:
+        from icepark.table.writes import write_arrow
+
+        return write_arrow(self._table.io, self._start, data)
+
+    def append(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        merge: bool = True,
+    ) -> Transaction:
+        """Append ``data`` (a pyarrow Table, RecordBatchReader or batches) as new files.
+
+        A merge append (as Java's default) unless ``merge=False`` or the table's
+        ``commit.manifest-merge.enabled`` is false."""
+        files = self._write(data)
+        return self.add_action(
+            AppendAction(self._table.io, files, branch, dict(snapshot_properties or {}), merge=merge)
+        )
+
+    def append_files(self, files: list[DataFile], *, branch: str = MAIN_BRANCH) -> Transaction:
+        """Commit data files written elsewhere (e.g. by Spark executors)."""
+        return self.add_action(AppendAction(self._table.io, files, branch, merge=True))
+
+    def overwrite(
+        self,
+        data: Any,
+        filter: str | BooleanExpression | None = None,  # noqa: A002 - the public name
+        *,
+        branch: str = MAIN_BRANCH,
+        case_sensitive: bool = True,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Replace the rows matching ``filter`` (all rows when None) with ``data``."""
+        from icepark.table.writes import rewrite_without
+
+        row_filter = _as_filter(filter)
+        io = self._table.io
+        files = self._write(data) if data is not None else []
+
+        def rewrite(f: DataFile, base: TableMetadata, expr: BooleanExpression) -> list[DataFile]:
+            return rewrite_without(io, base, f, expr, case_sensitive)
+
+        isolation = self._start.properties.get("write.delete.isolation-level", "serializable")
+        return self.add_action(
+            OverwriteAction(
+                io, files, branch, dict(snapshot_properties or {}), row_filter=row_filter,
+                rewrite=rewrite, isolation=isolation, case_sensitive=case_sensitive,
+            )
+        )
+
+    def overwrite_partitions(
+        self, data: Any, *, branch: str = MAIN_BRANCH, snapshot_properties: Mapping[str, str] | None = None
+    ) -> Transaction:
+        """Dynamic overwrite: replace the partitions ``data`` touches."""
+        files = self._write(data)
+        isolation = self._start.properties.get("write.delete.isolation-level", "serializable")
+        return self.add_action(
+            ReplacePartitionsAction(
+                self._table.io, files, branch, dict(snapshot_properties or {}), isolation=isolation
+            )
+        )
+
+    # -- committing ------------------------------------------------------------------------
+
+    def _stage_all(self, base: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement], list[str]]:
+        updates: list[TableUpdate] = []
+        requirements: list[TableRequirement] = []
+        written: list[str] = []
+        current = base
+        try:
+            for action in self._actions:
+                staged: Staged = action.stage(current, self._start)
+                written.extend(staged.written)
+                updates.extend(staged.updates)
+                for r in staged.requirements:
+                    # Keep what holds against the base; a requirement on a snapshot staged
+                    # earlier in this transaction is covered by the earlier action's own.
+                    if r not in requirements and _holds(r, base):
+                        requirements.append(r)
+                current = MetadataBuilder(current).apply_all(staged.updates).build()
+        except BaseException:
+            self._delete(written)
+            raise
+        return updates, requirements, written
+
+    def _delete(self, paths: list[str]) -> None:
+        for path in paths:
+            try:
+                self._table.io.delete(path)
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+
+    def _abort_actions(self) -> None:
+        for action in self._actions:
+            action.abort(self._table.io)
+
+    def commit_transaction(self) -> Table:
+        """Commit every staged change at once; retry conflicts on fresh metadata."""
+        if self._done:
+            raise ValidationError(f"Transaction on {self._table.name} is already finished")
+        self._done = True
+        if not self._actions:
+            return self._table
+        policy = RetryPolicy(self._table.metadata.properties)
+        started = time.monotonic()
+        attempt = 0
+        base = self._table.metadata
+        while True:
+            try:
+                updates, requirements, written = self._stage_all(base)
+            except BaseException:
+                self._abort_actions()
+                raise
+            try:
+                self._table.commit(requirements, updates)
+                return self._table
+            except CommitStateUnknownError:
+                raise
+            except CommitFailedError:
+                self._delete(written)
+                attempt += 1
+                elapsed_ms = (time.monotonic() - started) * 1000
+                if attempt > policy.num_retries or elapsed_ms > policy.total_timeout_ms:
+                    self._abort_actions()
+                    raise
+                time.sleep(policy.wait_ms(attempt) / 1000)
+                self._table.refresh()
+                base = self._table.metadata
+            except BaseException:
+                self._delete(written)
+                self._abort_actions()
+                raise
+
+    def abort(self) -> None:
+        """Drop the staged changes and delete the files written for them."""
+        if not self._done:
+            self._done = True
+            self._abort_actions()
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.commit_transaction()
+        else:
+            self.abort()
+
+    def __repr__(self) -> str:
+        return f"Transaction({self._table.name!r}, {len(self._actions)} staged)"
