@@ -6,21 +6,28 @@ how to reach each column (``column_for_field_id``), which lets the same filter r
 data file's own columns (found by field id, cast after type promotion) or against constants
 (columns the file lacks).
 
-Null and NaN semantics are SQL's, as Spark evaluates the same filter (Spark re-checks pushed
-filters with its own semantics, and Iceberg's Java ``Evaluator`` is not SQL: it compares nulls
-as smallest values and calls ``null != 5`` true):
+Null semantics are SQL's, as Spark returns for the same filter (Iceberg's Java ``Evaluator`` is
+not SQL: it compares nulls as the smallest values, so it calls ``null != 5`` and ``null < 5``
+true; Spark re-checks such filters with SQL semantics):
 
 * a null value matches no comparison: ``=``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in``,
   ``not in``, ``starts with`` and ``not starts with`` are all unknown for null, so a null row
-  is not selected, whatever the operator (``x != 5`` and ``x not in (1, 2)`` exclude nulls);
-  only ``is null`` and ``is not nan`` select nulls (Spark: ``isnan(null)`` is false).
-  ``not`` is pushed down to the predicates first
-  (:func:`~icepark.expressions.rewrite_not`), which under these rules is exact;
-* NaN sorts above every other value, as in Spark (and Java's ``Double.compare``): NaN
-  matches ``>``, ``>=``, ``!=`` and ``not in``, and never ``=``, ``<``, ``<=`` or ``in``
-  (literals are never NaN; use ``is nan``). Arrow's comparisons are IEEE's, so ``>``, ``>=``,
-  ``!=`` and ``not in`` on floats add ``or is_nan(x)``, which also keeps Arrow's row group
-  statistics (that ignore NaN) from skipping row groups holding NaN.
+  is not selected whatever the operator (``x != 5`` and ``x not in (1, 2)`` exclude nulls).
+  Only ``is null`` and ``is not nan`` select nulls (a null is not NaN; Spark's
+  ``isnan(null)`` is false). ``not`` is pushed down to the predicates first
+  (:func:`~icepark.expressions.rewrite_not`), exact for nulls under these rules, so
+  ``not (x = 5)`` excludes nulls too. To select the rows a filter does *not* select
+  (copy-on-write deletes), use ``~fill_null(expr, False)`` on the result of the filter.
+* NaN follows icepark's expression model (and Java's metrics evaluators, which prune files
+  and row groups that way): NaN matches ``!=``, ``not in``, ``is nan`` and nothing else, so
+  ``x > 5`` does not select NaN (Spark, which orders NaN above all values, would).
+
+Arrow's row group statistics ignore NaN, and a row group whose values are all ``v`` besides
+NaN gets the guarantee ``x == v``, under which Arrow folds any expression on ``x`` (``x != v``
+and ``is_nan(x)`` become false). With ``for_pruning=True`` the float predicates that can
+select NaN (``!=``, ``not in``, ``is nan``) become ``true`` so that pruning never drops such
+row groups, as do predicates on uuid columns (Arrow cannot compare the ``pa.uuid()``
+statistics); the result is then a superset filter, good for pruning only.
 
 UUID columns are compared through their 16-byte storage (``pa.uuid()`` has no compute
 kernels): references to uuid fields are cast to ``binary(16)``, which works for ``pa.uuid()``
@@ -40,6 +47,7 @@ import pyarrow.compute as pc
 from icepark.arrow.schema import primitive_to_arrow, type_to_arrow
 from icepark.errors import InvalidValueError, ValidationError
 from icepark.expressions import (
+    BoundPredicate,
     BoundPredicateVisitor,
     BoundReference,
     Expression,
@@ -97,14 +105,17 @@ def to_arrow_python(value: Any, t: IcebergType) -> Any:
     if value is None:
         return None
     if isinstance(t, StructType):
-        return {f.name: to_arrow_python(_struct_item(value, f, i), f.field_type)
-                for i, f in enumerate(t.fields)}
+        return {
+            f.name: to_arrow_python(_struct_item(value, f, i), f.field_type)
+            for i, f in enumerate(t.fields)
+        }
     if isinstance(t, ListType):
         return [to_arrow_python(v, t.element_type) for v in value]
     if isinstance(t, MapType):
         items = value.items() if isinstance(value, dict) else value
-        return [(to_arrow_python(k, t.key_type), to_arrow_python(v, t.value_type))
-                for k, v in items]
+        return [
+            (to_arrow_python(k, t.key_type), to_arrow_python(v, t.value_type)) for k, v in items
+        ]
     if isinstance(t, UUIDType):
         if isinstance(value, uuid.UUID):
             return value.bytes
@@ -152,7 +163,10 @@ def to_arrow_array(
 
 
 def to_arrow_expression(
-    bound_expr: Expression, column_for_field_id: Callable[[int], pc.Expression]
+    bound_expr: Expression,
+    column_for_field_id: Callable[[int], pc.Expression],
+    *,
+    for_pruning: bool = False,
 ) -> pc.Expression:
     """The Arrow compute expression of a bound icepark expression.
 
@@ -160,9 +174,9 @@ def to_arrow_expression(
     reference (``pc.field("a", "b")``), a cast of one, or a constant (``pc.scalar``). Its
     values must be of the Arrow type icepark uses for the field's Iceberg type (uuid columns
     may also be plain ``fixed_size_binary(16)``). Literals become scalars of that type. See
-    the module docstring for null and NaN semantics.
+    the module docstring for null and NaN semantics, and for ``for_pruning``.
     """
-    return visit(rewrite_not(bound_expr), _ToArrow(column_for_field_id))
+    return visit(rewrite_not(bound_expr), _ToArrow(column_for_field_id, for_pruning))
 
 
 def _literal_type(ref: BoundReference) -> pa.DataType:
@@ -181,6 +195,9 @@ def _literal(ref: BoundReference, value: Any) -> pa.Scalar:
 def _literals(ref: BoundReference, values: Iterable[Any]) -> pa.Array:
     target = _literal_type(ref)
     items = [to_arrow_python(v, ref.type) for v in values]
+    if isinstance(ref.type, FloatType | DoubleType) and any(v == 0.0 for v in items):
+        # is_in hashes bit patterns, but -0.0 = 0.0 (as for eq, and in Spark)
+        items = [v for v in items if v != 0.0] + [0.0, -0.0]
     try:
         return pa.array(items, type=target)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as e:
@@ -188,8 +205,11 @@ def _literals(ref: BoundReference, values: Iterable[Any]) -> pa.Array:
 
 
 class _ToArrow(BoundPredicateVisitor[pc.Expression]):
-    def __init__(self, column_for_field_id: Callable[[int], pc.Expression]) -> None:
+    def __init__(
+        self, column_for_field_id: Callable[[int], pc.Expression], for_pruning: bool
+    ) -> None:
         self._column_for = column_for_field_id
+        self._for_pruning = for_pruning
 
     def _col(self, ref: BoundReference) -> pc.Expression:
         expr = self._column_for(ref.field_id)
@@ -201,9 +221,18 @@ class _ToArrow(BoundPredicateVisitor[pc.Expression]):
     def _is_float(ref: BoundReference) -> bool:
         return isinstance(ref.type, FloatType | DoubleType)
 
-    def _or_nan(self, ref: BoundReference, col: pc.Expression, expr: pc.Expression) -> pc.Expression:
-        # NaN is above every value (Spark): it matches >, >=, != and not in
-        return expr | pc.is_nan(col) if self._is_float(ref) else expr
+    def _nan_safe(self, ref: BoundReference, expr: pc.Expression) -> pc.Expression:
+        """``expr``, or ``true`` when pruning on a float predicate that may select NaN."""
+        if self._for_pruning and self._is_float(ref):
+            return pc.scalar(True)
+        return expr
+
+    def visit_bound_predicate(self, pred: BoundPredicate) -> pc.Expression:
+        if self._for_pruning and isinstance(pred.term.type, UUIDType):
+            # Arrow's statistics guarantees on uuid columns compare extension values, which
+            # has no kernel: do not prune on uuid predicates
+            return pc.scalar(True)
+        return super().visit_bound_predicate(pred)
 
     def visit_true(self) -> pc.Expression:
         return pc.scalar(True)
@@ -231,7 +260,7 @@ class _ToArrow(BoundPredicateVisitor[pc.Expression]):
         if not self._is_float(ref):
             return pc.scalar(False)
         # is_nan(null) is null: not selected, as Spark's isnan(null) is false
-        return pc.is_nan(self._col(ref))
+        return self._nan_safe(ref, pc.is_nan(self._col(ref)))
 
     def not_nan(self, ref: BoundReference) -> pc.Expression:
         if not self._is_float(ref):
@@ -247,19 +276,17 @@ class _ToArrow(BoundPredicateVisitor[pc.Expression]):
         return self._col(ref) <= _literal(ref, literal)
 
     def gt(self, ref: BoundReference, literal: Any) -> pc.Expression:
-        col = self._col(ref)
-        return self._or_nan(ref, col, col > _literal(ref, literal))
+        return self._col(ref) > _literal(ref, literal)
 
     def gt_eq(self, ref: BoundReference, literal: Any) -> pc.Expression:
-        col = self._col(ref)
-        return self._or_nan(ref, col, col >= _literal(ref, literal))
+        return self._col(ref) >= _literal(ref, literal)
 
     def eq(self, ref: BoundReference, literal: Any) -> pc.Expression:
         return self._col(ref) == _literal(ref, literal)
 
     def not_eq(self, ref: BoundReference, literal: Any) -> pc.Expression:
-        col = self._col(ref)
-        return self._or_nan(ref, col, col != _literal(ref, literal))
+        # IEEE: NaN != x is true
+        return self._nan_safe(ref, self._col(ref) != _literal(ref, literal))
 
     def in_(self, ref: BoundReference, literals: frozenset[Any]) -> pc.Expression:
         if not literals:
@@ -272,8 +299,7 @@ class _ToArrow(BoundPredicateVisitor[pc.Expression]):
         if not literals:
             return col.is_valid()
         # is_in is false for nulls, so its negation must exclude them explicitly
-        expr = ~col.isin(_literals(ref, literals)) & col.is_valid()
-        return self._or_nan(ref, col, expr)
+        return self._nan_safe(ref, ~col.isin(_literals(ref, literals)) & col.is_valid())
 
     def starts_with(self, ref: BoundReference, prefix: Any) -> pc.Expression:
         return pc.starts_with(self._col(ref), pattern=str(prefix))

@@ -37,11 +37,21 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from icepark.arrow._projection import (
+    Const,
+    MetaValues,
+    Node,
+    Planner,
+    Pos,
+    Read,
+    StructNode,
+    child_fields,
+    project,
+)
 from icepark.arrow.expressions import storage_type, to_arrow_expression, to_arrow_scalar
 from icepark.arrow.schema import (
     apply_name_mapping,
     field_id_of,
-    primitive_from_arrow,
     schema_to_arrow,
     type_to_arrow,
 )
@@ -57,8 +67,6 @@ from icepark.io.fileio import FileIO
 from icepark.manifest.models import DataFile, FileFormat
 from icepark.spec.metadata_columns import (
     FILE_PATH_FIELD_ID,
-    IS_DELETED_FIELD_ID,
-    PARTITION_FIELD_ID,
     POS_FIELD,
     POS_FIELD_ID,
     SPEC_ID_FIELD_ID,
@@ -68,26 +76,11 @@ from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.transforms import IdentityTransform
 from icepark.spec.types import (
-    BinaryType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FixedType,
-    FloatType,
     IcebergType,
-    IntegerType,
     ListType,
-    LongType,
     MapType,
     NestedField,
-    PrimitiveType,
-    StringType,
     StructType,
-    TimestampNanoType,
-    TimestampType,
-    TimestamptzNanoType,
-    TimestamptzType,
-    UnknownType,
     UUIDType,
 )
 
@@ -95,9 +88,6 @@ __all__ = ["DEFAULT_BATCH_SIZE", "read_data_file", "file_schema_with_ids"]
 
 DEFAULT_BATCH_SIZE = 131072
 
-_META_IDS = frozenset(
-    {FILE_PATH_FIELD_ID, POS_FIELD_ID, SPEC_ID_FIELD_ID, PARTITION_FIELD_ID, IS_DELETED_FIELD_ID}
-)
 _POS_COLUMN = "__icepark_pos__"
 
 
@@ -112,6 +102,8 @@ def read_data_file(
     name_mapping: NameMapping | None,
     batch_size: int = DEFAULT_BATCH_SIZE,
     include_positions: bool = False,
+    start: int = 0,
+    length: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """The rows of a Parquet data file as batches of ``schema_to_arrow(projected_schema)``.
 
@@ -122,6 +114,10 @@ def read_data_file(
     unless the projected schema has one, so that position deletes can be applied.
     Batches hold at most ``batch_size`` rows; empty batches are not returned. The file is
     opened on the first ``next()`` and closed when the iterator is exhausted or closed.
+
+    ``start`` and ``length`` select a split of the file, as a scan task gives it: only the row
+    groups whose first byte (Java's ``getStartingPos``) lies in ``[start, start + length)``
+    are read (``length`` None: to the end of the file).
     """
     if batch_size < 1:
         raise ValidationError(f"batch_size must be positive: {batch_size}")
@@ -136,8 +132,17 @@ def read_data_file(
     filter_expr = None if row_filter is None or isinstance(row_filter, AlwaysTrue) else row_filter
     if isinstance(filter_expr, AlwaysFalse):
         return iter(())
+    split = (start, None if length is None else start + length)
     return _read_parquet(
-        io, data_file, output, table_schema, partition_spec, filter_expr, name_mapping, batch_size
+        io,
+        data_file,
+        output,
+        table_schema,
+        partition_spec,
+        filter_expr,
+        name_mapping,
+        batch_size,
+        split,
     )
 
 
@@ -160,308 +165,9 @@ def _has_ids(schema: pa.Schema) -> bool:
     def walk(f: pa.Field) -> bool:
         if field_id_of(f) is not None:
             return True
-        return any(walk(c) for c in _child_fields(f.type))
+        return any(walk(c) for c in child_fields(f.type))
 
     return any(walk(f) for f in schema)
-
-
-def _child_fields(t: pa.DataType) -> list[pa.Field]:
-    if pa.types.is_struct(t):
-        return list(t)
-    if pa.types.is_map(t):
-        return [t.key_field, t.item_field]
-    if _is_list_like(t):
-        return [t.value_field]
-    return []
-
-
-def _is_list_like(t: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_list(t)
-        or pa.types.is_large_list(t)
-        or pa.types.is_fixed_size_list(t)
-        or pa.types.is_list_view(t)
-        or pa.types.is_large_list_view(t)
-    )
-
-
-# -- projection plan ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Const:
-    """A column the file lacks: one value (or null) for every row."""
-
-    scalar: pa.Scalar | None  # of storage_type(arrow_type); None for null
-    arrow_type: pa.DataType
-
-    def array(self, length: int) -> pa.Array:
-        storage = storage_type(self.arrow_type)
-        if self.scalar is None:
-            arr = pa.nulls(length, storage)
-        else:
-            arr = pa.repeat(self.scalar, length)
-        return arr if arr.type.equals(self.arrow_type, check_metadata=True) else arr.cast(
-            self.arrow_type
-        )
-
-
-@dataclass(frozen=True)
-class _Prim:
-    arrow_type: pa.DataType
-
-
-@dataclass(frozen=True)
-class _Struct:
-    arrow_type: pa.StructType
-    children: tuple[_Read | _Const, ...]
-
-
-@dataclass(frozen=True)
-class _List:
-    arrow_type: pa.ListType
-    element: _Node
-
-
-@dataclass(frozen=True)
-class _Map:
-    arrow_type: pa.MapType
-    key: _Node
-    value: _Node
-
-
-_Node = _Prim | _Struct | _List | _Map
-
-
-@dataclass(frozen=True)
-class _Read:
-    """A column read from the file (by the name it has there) and projected by ``node``."""
-
-    name: str
-    node: _Node
-
-
-@dataclass(frozen=True)
-class _Pos:
-    """The ``_pos`` metadata column."""
-
-
-@dataclass(frozen=True)
-class _MetaValues:
-    """The values of the constant metadata columns for one data file."""
-
-    file_path: str
-    spec_id: int
-    spec: PartitionSpec | None
-    partition: tuple[Any, ...]
-
-    def constant(self, f: NestedField, arrow_type: pa.DataType) -> _Const:
-        value: Any
-        if f.field_id == FILE_PATH_FIELD_ID:
-            value = self.file_path
-        elif f.field_id == SPEC_ID_FIELD_ID:
-            value = self.spec_id
-        elif f.field_id == IS_DELETED_FIELD_ID:
-            value = False
-        else:  # _partition: by partition field id, null for fields not in the file's spec
-            by_id: dict[int, Any] = {}
-            if self.spec is not None:
-                by_id = {pf.field_id: v for pf, v in zip(self.spec.fields, self.partition)}
-            if not isinstance(f.field_type, StructType):
-                raise InvalidSchemaError(f"The _partition column must be a struct: {f}")
-            value = {c.field_id: by_id.get(c.field_id) for c in f.field_type.fields}
-        return _Const(to_arrow_scalar(value, f.field_type, arrow_type), arrow_type)
-
-
-class _Planner:
-    """Matches the projected schema to the file's columns by id and builds the plan."""
-
-    def __init__(self, location: str, constants: dict[int, tuple[Any, IcebergType]]) -> None:
-        self.location = location
-        self.constants = constants
-
-    def top(
-        self, output: Schema, target: pa.Schema, file_schema: pa.Schema, meta: _MetaValues
-    ) -> list[_Read | _Const | _Pos]:
-        plan: list[_Read | _Const | _Pos] = []
-        by_id = _by_id(list(file_schema))
-        for f, tf in zip(output.fields, target):
-            if f.field_id == POS_FIELD_ID:
-                plan.append(_Pos())
-            elif f.field_id in _META_IDS:
-                plan.append(meta.constant(f, tf.type))
-            else:
-                plan.append(self._child(f, tf, by_id, f.name))
-        return plan
-
-    def _child(
-        self, f: NestedField, tf: pa.Field, by_id: dict[int, pa.Field], path: str
-    ) -> _Read | _Const:
-        file_field = by_id.get(f.field_id)
-        if file_field is None or isinstance(f.field_type, UnknownType):
-            return self._missing(f, tf, path)
-        return _Read(file_field.name, self._node(f.field_type, tf.type, file_field, path))
-
-    def _missing(self, f: NestedField, tf: pa.Field, path: str) -> _Const:
-        if f.field_id in self.constants:
-            value, value_type = self.constants[f.field_id]
-        else:
-            value, value_type = f.initial_default, f.field_type
-            if value is None and f.required and not isinstance(f.field_type, UnknownType):
-                raise InvalidSchemaError(
-                    f"Missing required field {path!r} (id {f.field_id}) in data file "
-                    f"{self.location}, and it has no initial default"
-                )
-        scalar = None if value is None else to_arrow_scalar(value, value_type, tf.type)
-        return _Const(scalar, tf.type)
-
-    def _node(self, t: IcebergType, target: pa.DataType, file_field: pa.Field, path: str) -> _Node:
-        ft = file_field.type
-        if pa.types.is_dictionary(ft):
-            ft = ft.value_type
-        if isinstance(t, StructType):
-            if not pa.types.is_struct(ft):
-                raise self._mismatch(path, t, ft)
-            by_id = _by_id(list(ft))
-            children = tuple(
-                self._child(c, tc, by_id, f"{path}.{c.name}") for c, tc in zip(t.fields, target)
-            )
-            return _Struct(target, children)
-        if isinstance(t, ListType):
-            if not _is_list_like(ft):
-                raise self._mismatch(path, t, ft)
-            element = self._nested(t.element_id, ft.value_field, path, "element")
-            return _List(
-                target, self._node(t.element_type, target.value_type, element, f"{path}.element")
-            )
-        if isinstance(t, MapType):
-            if not pa.types.is_map(ft):
-                raise self._mismatch(path, t, ft)
-            key = self._nested(t.key_id, ft.key_field, path, "key")
-            value = self._nested(t.value_id, ft.item_field, path, "value")
-            return _Map(
-                target,
-                self._node(t.key_type, target.key_type, key, f"{path}.key"),
-                self._node(t.value_type, target.item_type, value, f"{path}.value"),
-            )
-        assert isinstance(t, PrimitiveType)
-        if _is_list_like(ft) or pa.types.is_struct(ft) or pa.types.is_map(ft):
-            raise self._mismatch(path, t, ft)
-        try:
-            file_type = primitive_from_arrow(ft)
-        except InvalidSchemaError as e:
-            raise InvalidSchemaError(f"Column {path!r} of data file {self.location}: {e}") from e
-        if not _readable_as(file_type, t):
-            raise InvalidSchemaError(
-                f"Cannot read column {path!r} of data file {self.location} as {t}: "
-                f"the file holds {file_type}"
-            )
-        return _Prim(target)
-
-    def _nested(self, expected_id: int, file_field: pa.Field, path: str, what: str) -> pa.Field:
-        found = field_id_of(file_field)
-        if found != expected_id:
-            raise InvalidSchemaError(
-                f"The {what} of column {path!r} in data file {self.location} has field id "
-                f"{found}, the table expects {expected_id}"
-            )
-        return file_field
-
-    def _mismatch(self, path: str, t: IcebergType, ft: pa.DataType) -> InvalidSchemaError:
-        return InvalidSchemaError(
-            f"Cannot read column {path!r} of data file {self.location} as {t}: "
-            f"the file holds Arrow type {ft}"
-        )
-
-
-def _by_id(fields: list[pa.Field]) -> dict[int, pa.Field]:
-    out: dict[int, pa.Field] = {}
-    for f in fields:
-        fid = field_id_of(f)
-        if fid is not None:
-            out.setdefault(fid, f)
-    return out
-
-
-_TIMESTAMPS = (TimestampType, TimestamptzType, TimestampNanoType, TimestamptzNanoType)
-
-
-def _readable_as(file_type: PrimitiveType, expected: PrimitiveType) -> bool:
-    """Whether a file column of ``file_type`` may be read as ``expected`` (type promotion,
-    plus the Parquet variants Java reads too: INT96 and ms/ns timestamps, UTC adjustment,
-    fixed[16] for uuid, binary for string)."""
-    if file_type == expected:
-        return True
-    if isinstance(expected, LongType):
-        return isinstance(file_type, IntegerType)
-    if isinstance(expected, DoubleType):
-        return isinstance(file_type, FloatType)
-    if isinstance(expected, DecimalType):
-        return (
-            isinstance(file_type, DecimalType)
-            and file_type.scale == expected.scale
-            and file_type.precision <= expected.precision
-        )
-    if isinstance(expected, _TIMESTAMPS):
-        return isinstance(file_type, DateType | TimestampType | TimestamptzType) or (
-            isinstance(file_type, TimestampNanoType | TimestamptzNanoType)
-        )
-    if isinstance(expected, UUIDType):
-        return isinstance(file_type, FixedType) and file_type.length == 16
-    if isinstance(expected, StringType):
-        return isinstance(file_type, BinaryType)
-    return False
-
-
-# -- projecting batches ------------------------------------------------------------------------
-
-_TRUNCATING_CAST = {"allow_time_truncate": True}
-
-
-def _cast(arr: pa.Array, target: pa.DataType) -> pa.Array:
-    if arr.type.equals(target, check_metadata=True):
-        return arr
-    if pa.types.is_timestamp(arr.type) and pa.types.is_timestamp(target):
-        # INT96 / nanosecond files read as microseconds: Java truncates the same way
-        return pc.cast(arr, options=pc.CastOptions(target, **_TRUNCATING_CAST))
-    return arr.cast(target)
-
-
-def _project(arr: pa.Array, node: _Node) -> pa.Array:
-    if isinstance(arr, pa.DictionaryArray):
-        arr = arr.dictionary_decode()
-    if isinstance(node, _Prim):
-        return _cast(arr, node.arrow_type)
-    mask = arr.is_null() if arr.null_count else None
-    if isinstance(node, _Struct):
-        children = [
-            _project(arr.field(c.name), c.node) if isinstance(c, _Read) else c.array(len(arr))
-            for c in node.children
-        ]
-        return pa.StructArray.from_arrays(children, fields=list(node.arrow_type), mask=mask)
-    if isinstance(node, _List):
-        if not pa.types.is_list(arr.type):
-            arr = arr.cast(pa.list_(arr.type.value_field))
-        offsets, values = _rebased(arr.offsets, arr.values)
-        elements = _project(values, node.element)
-        return pa.ListArray.from_arrays(offsets, elements, type=node.arrow_type, mask=mask)
-    offsets, entries = _rebased(arr.offsets, arr.values)
-    return pa.MapArray.from_arrays(
-        offsets,
-        _project(entries.field(0), node.key),
-        _project(entries.field(1), node.value),
-        type=node.arrow_type,
-        mask=mask,
-    )
-
-
-def _rebased(offsets: pa.Array, values: pa.Array) -> tuple[pa.Array, pa.Array]:
-    """Offsets starting at 0 (a fresh array) and the slice of values they cover."""
-    if len(offsets) == 0:
-        return pa.array([0], pa.int32()), values.slice(0, 0)
-    start, end = offsets[0].as_py(), offsets[-1].as_py()
-    fresh = pc.subtract(offsets, pa.scalar(start, offsets.type))
-    return fresh, values.slice(start, end - start)
 
 
 # -- reading -----------------------------------------------------------------------------------
@@ -485,7 +191,7 @@ def _index_file(schema: pa.Schema) -> dict[int, _FileColumn]:
             for c in t:
                 walk(c, (*path, c.name), repeated)
         else:
-            for c in _child_fields(t):
+            for c in child_fields(t):
                 walk(c, (*path, c.name), True)
 
     for f in schema:
@@ -507,16 +213,11 @@ class _Reader:
         output: Schema,
         table_schema: Schema,
         spec: PartitionSpec | None,
-        row_filter: Expression | None,
-        batch_size: int,
     ) -> None:
         self.data_file = data_file
         self.location = data_file.file_path
-        self.output = output
         self.table_schema = table_schema
         self.spec = spec
-        self.row_filter = row_filter
-        self.batch_size = batch_size
         self.target = schema_to_arrow(output)
         self.constants = self._identity_constants()
 
@@ -539,9 +240,14 @@ class _Reader:
     # -- filter columns --
 
     def filter_column(
-        self, field_id: int, schema: pa.Schema, index: dict[int, _FileColumn]
+        self,
+        field_id: int,
+        schema: pa.Schema,
+        index: dict[int, _FileColumn],
+        used: set[tuple[str, ...]],
     ) -> pc.Expression:
-        """The expression of a filter column over a file (or batch) with ``schema``."""
+        """The expression of a filter column over a file (or batch) with ``schema``; the
+        file columns it reads are added to ``used``."""
         if field_id == FILE_PATH_FIELD_ID:
             return pc.scalar(self.location)
         if field_id == SPEC_ID_FIELD_ID:
@@ -553,16 +259,17 @@ class _Reader:
                 raise ValidationError(
                     f"Cannot filter on field {field.name!r}: it is inside a list or a map"
                 )
+            used.add(column.path)
             expr = pc.field(*column.path)
             target = type_to_arrow(field.field_type)
             actual = _type_at(schema, column.path)
             if isinstance(field.field_type, UUIDType | StructType | ListType | MapType):
                 return expr
             return expr if actual.equals(target) else expr.cast(target)
-        return self._missing_filter_column(field, index)
+        return self._missing_filter_column(field, index, used)
 
     def _missing_filter_column(
-        self, field: NestedField, index: dict[int, _FileColumn]
+        self, field: NestedField, index: dict[int, _FileColumn], used: set[tuple[str, ...]]
     ) -> pc.Expression:
         storage = storage_type(type_to_arrow(field.field_type))
         null = pc.scalar(pa.scalar(None, storage))
@@ -581,16 +288,15 @@ class _Reader:
         scalar = pc.scalar(to_arrow_scalar(value, field.field_type, storage))
         if parent is None:
             return scalar
+        used.add(index[parent].path)
         present = pc.field(*index[parent].path).is_valid()
         return pc.if_else(present, scalar, null)
 
     def _spec_id(self) -> int:
         return self.spec.spec_id if self.spec is not None else self.data_file.spec_id
 
-    def meta_values(self) -> _MetaValues:
-        return _MetaValues(
-            self.location, self._spec_id(), self.spec, self.data_file.partition
-        )
+    def meta_values(self) -> MetaValues:
+        return MetaValues(self.location, self._spec_id(), self.spec, self.data_file.partition)
 
 
 def _read_parquet(
@@ -602,8 +308,9 @@ def _read_parquet(
     row_filter: Expression | None,
     name_mapping: NameMapping | None,
     batch_size: int,
+    split: tuple[int, int | None],
 ) -> Iterator[pa.RecordBatch]:
-    reader = _Reader(data_file, output, table_schema, spec, row_filter, batch_size)
+    reader = _Reader(data_file, output, table_schema, spec)
     location = data_file.file_path
     with _open(io, location) as opened:
         fragment = opened.fragment() if row_filter is not None else None
@@ -612,26 +319,27 @@ def _read_parquet(
         )
         file_schema = file_schema_with_ids(pf.schema_arrow, name_mapping, location)
         index = _index_file(file_schema)
-        planner = _Planner(location, reader.constants)
+        planner = Planner(location, reader.constants)
         plan = planner.top(output, reader.target, file_schema, reader.meta_values())
-        row_groups = list(range(pf.metadata.num_row_groups))
+        row_groups = _row_groups_in_split(pf.metadata, split)
         row_expr: pc.Expression | None = None
-        filter_ids: set[int] = set()
+        filter_paths: set[tuple[str, ...]] = set()
         if row_filter is not None and fragment is not None:
             phys = fragment.physical_schema
-
-            def prune_column(fid: int) -> pc.Expression:
-                filter_ids.add(fid)
-                return reader.filter_column(fid, phys, index)
-
-            prune_expr = to_arrow_expression(row_filter, prune_column)
-            row_groups = sorted(f.row_groups[0].id for f in fragment.split_by_row_group(prune_expr))
+            prune_expr = to_arrow_expression(
+                row_filter,
+                lambda fid: reader.filter_column(fid, phys, index, set()),
+                for_pruning=True,
+            )
+            kept = {f.row_groups[0].id for f in fragment.split_by_row_group(prune_expr)}
+            row_groups = [rg for rg in row_groups if rg in kept]
             batch_schema = pf.schema_arrow
             row_expr = to_arrow_expression(
-                row_filter, lambda fid: reader.filter_column(fid, batch_schema, index)
+                row_filter,
+                lambda fid: reader.filter_column(fid, batch_schema, index, filter_paths),
             )
-        columns = _read_paths(plan, [index[i].path for i in filter_ids if i in index])
-        needs_pos = any(isinstance(p, _Pos) for p in plan)
+        columns = _read_paths(plan, filter_paths)
+        needs_pos = any(isinstance(p, Pos) for p in plan)
         starts = _row_group_starts(pf.metadata)
         positions = _Positions(batch_size) if needs_pos else None
         for run in _runs(row_groups):
@@ -654,7 +362,7 @@ def _read_parquet(
 
 def _assemble(
     target: pa.Schema,
-    plan: list[_Read | _Const | _Pos],
+    plan: list[Read | Const | Pos],
     batch: pa.RecordBatch,
     pos: pa.Array | None,
     location: str,
@@ -663,40 +371,69 @@ def _assemble(
     arrays: list[pa.Array] = []
     try:
         for item in plan:
-            if isinstance(item, _Read):
-                arrays.append(_project(batch.column(item.name), item.node))
-            elif isinstance(item, _Const):
+            if isinstance(item, Read):
+                arrays.append(project(batch.column(item.name), item.node))
+            elif isinstance(item, Const):
                 arrays.append(item.array(n))
             else:
                 assert pos is not None
                 arrays.append(pos)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise InvalidValueError(f"Cannot read data file {location}: {e}") from e
+    if not arrays:  # no column projected (a count): keep the row count
+        return batch.select([]).replace_schema_metadata(target.metadata)
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
-def _read_paths(plan: list[_Read | _Const | _Pos], filter_paths: list[tuple[str, ...]]) -> list[str]:
+def _read_paths(plan: list[Read | Const | Pos], filter_paths: set[tuple[str, ...]]) -> list[str]:
     """The Parquet column paths to read: struct fields are pruned to what is used, lists,
     maps and names holding dots are read whole."""
     paths: set[tuple[str, ...]] = set()
 
-    def collect(prefix: tuple[str, ...], node: _Node) -> None:
-        reads = [c for c in node.children if isinstance(c, _Read)] if isinstance(
-            node, _Struct
-        ) else []
-        if not isinstance(node, _Struct) or not reads:
+    def collect(prefix: tuple[str, ...], node: Node) -> None:
+        reads = (
+            [c for c in node.children if isinstance(c, Read)]
+            if isinstance(node, StructNode)
+            else []
+        )
+        if not isinstance(node, StructNode) or not reads:
             paths.add(prefix)  # a leaf, a list or map, or a struct needed only for its nulls
             return
         for c in reads:
             collect((*prefix, c.name), c.node)
 
     for item in plan:
-        if isinstance(item, _Read):
+        if isinstance(item, Read):
             collect((item.name,), item.node)
     paths.update(filter_paths)
     cleaned = {p if not any("." in name for name in p) else p[:1] for p in paths}
     minimal = [p for p in cleaned if not any(q != p and p[: len(q)] == q for q in cleaned)]
     return [".".join(p) for p in sorted(minimal)]
+
+
+def _row_groups_in_split(metadata: pq.FileMetaData, split: tuple[int, int | None]) -> list[int]:
+    start, end = split
+    if start <= 0 and end is None:
+        return list(range(metadata.num_row_groups))
+    out = []
+    for i in range(metadata.num_row_groups):
+        pos = _starting_pos(metadata.row_group(i))
+        if pos >= start and (end is None or pos < end):
+            out.append(i)
+    return out
+
+
+def _starting_pos(row_group: pq.RowGroupMetaData) -> int:
+    """The offset of a row group's first page (its first column's dictionary page, if it has
+    one before the first data page), as Java's ``BlockMetaData.getStartingPos``."""
+    if row_group.num_columns == 0:
+        return 0
+    column = row_group.column(0)
+    data = int(column.data_page_offset)
+    dictionary = column.dictionary_page_offset
+    if column.has_dictionary_page and dictionary is not None and 0 < dictionary < data:
+        return int(dictionary)
+    return data
 
 
 def _row_group_starts(metadata: pq.FileMetaData) -> list[int]:
@@ -736,34 +473,33 @@ class _Positions:
 
 
 class _Opened:
-    """An open data file: the source ParquetFile reads, and a dataset fragment for pruning."""
+    """An open data file (one random access handle, opened on first use) for ParquetFile
+    and for the dataset fragment used to prune row groups."""
 
     def __init__(self, io: FileIO, location: str) -> None:
         self._io = io
         self._location = location
-        self._handles: list[Any] = []
+        self._handle: Any = None
         try:
             self._fs, self._path = io.filesystem(location)
-        except NotImplementedError:
+        except NotImplementedError:  # a FileIO not built on pyarrow: use its streams
             self._fs, self._path = None, location
 
-    def _open(self) -> Any:
-        try:
-            if self._fs is not None:
-                handle = self._fs.open_input_file(self._path)
-            else:
-                handle = pa.PythonFile(self._io.new_input(self._location).open(), mode="r")
-        except FileNotFoundError as e:
-            raise NoSuchFileError(f"Data file not found: {self._location}") from e
-        self._handles.append(handle)
-        return handle
-
     def source(self) -> Any:
-        return self._open()
+        if self._handle is None:
+            try:
+                if self._fs is not None:
+                    self._handle = self._fs.open_input_file(self._path)
+                else:
+                    stream = self._io.new_input(self._location).open()
+                    self._handle = pa.PythonFile(stream, mode="r")
+            except FileNotFoundError as e:
+                raise NoSuchFileError(f"Data file not found: {self._location}") from e
+        return self._handle
 
     def fragment(self) -> ds.ParquetFileFragment:
         """A fragment of the whole file, with its footer read (for row group pruning)."""
-        frag = ds.ParquetFileFormat().make_fragment(self._open())
+        frag = ds.ParquetFileFormat().make_fragment(self.source())
         frag.ensure_complete_metadata()
         return frag
 
@@ -771,8 +507,8 @@ class _Opened:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for handle in self._handles:
-            handle.close()
+        if self._handle is not None:
+            self._handle.close()
 
 
 def _open(io: FileIO, location: str) -> _Opened:

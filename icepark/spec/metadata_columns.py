@@ -63,6 +63,7 @@ __all__ = [
     "delete_file_row_field",
     "is_metadata_field_id",
     "metadata_field",
+    "metadata_column",
     "ROW_METADATA_FIELDS",
 ]
 
@@ -83,50 +84,83 @@ ROW_ID_FIELD_ID = _MAX_INT - 107  # 2147483540
 LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID = _MAX_INT - 108  # 2147483539
 
 FILE_PATH_FIELD = NestedField(
-    FILE_PATH_FIELD_ID, "_file", StringType(), required=True,
+    FILE_PATH_FIELD_ID,
+    "_file",
+    StringType(),
+    required=True,
     doc="Path of the file in which a row is stored",
 )
 POS_FIELD = NestedField(
-    POS_FIELD_ID, "_pos", LongType(), required=True,
+    POS_FIELD_ID,
+    "_pos",
+    LongType(),
+    required=True,
     doc="Ordinal position of a row in the source data file",
 )
 IS_DELETED_FIELD = NestedField(
-    IS_DELETED_FIELD_ID, "_deleted", BooleanType(), required=True,
+    IS_DELETED_FIELD_ID,
+    "_deleted",
+    BooleanType(),
+    required=True,
     doc="Whether the row has been deleted",
 )
 SPEC_ID_FIELD = NestedField(
-    SPEC_ID_FIELD_ID, "_spec_id", IntegerType(), required=True,
+    SPEC_ID_FIELD_ID,
+    "_spec_id",
+    IntegerType(),
+    required=True,
     doc="Spec ID used to track the file containing a row",
 )
 PARTITION_FIELD_NAME = "_partition"
 PARTITION_FIELD_DOC = "Partition to which a row belongs to"
 DELETE_FILE_PATH_FIELD = NestedField(
-    DELETE_FILE_PATH_FIELD_ID, "file_path", StringType(), required=True,
+    DELETE_FILE_PATH_FIELD_ID,
+    "file_path",
+    StringType(),
+    required=True,
     doc="Path of a file in which a deleted row is stored",
 )
 DELETE_FILE_POS_FIELD = NestedField(
-    DELETE_FILE_POS_FIELD_ID, "pos", LongType(), required=True,
+    DELETE_FILE_POS_FIELD_ID,
+    "pos",
+    LongType(),
+    required=True,
     doc="Ordinal position of a deleted row in the data file",
 )
 CHANGE_TYPE_FIELD = NestedField(
-    CHANGE_TYPE_FIELD_ID, "_change_type", StringType(), required=True,
+    CHANGE_TYPE_FIELD_ID,
+    "_change_type",
+    StringType(),
+    required=True,
     doc="Record type in changelog",
 )
 CHANGE_ORDINAL_FIELD = NestedField(
-    CHANGE_ORDINAL_FIELD_ID, "_change_ordinal", IntegerType(), required=False,
+    CHANGE_ORDINAL_FIELD_ID,
+    "_change_ordinal",
+    IntegerType(),
+    required=False,
     doc="Change ordinal in changelog",
 )
 COMMIT_SNAPSHOT_ID_FIELD = NestedField(
-    COMMIT_SNAPSHOT_ID_FIELD_ID, "_commit_snapshot_id", LongType(), required=False,
+    COMMIT_SNAPSHOT_ID_FIELD_ID,
+    "_commit_snapshot_id",
+    LongType(),
+    required=False,
     doc="Commit snapshot ID",
 )
 ROW_ID_FIELD = NestedField(
-    ROW_ID_FIELD_ID, "_row_id", LongType(), required=False,
+    ROW_ID_FIELD_ID,
+    "_row_id",
+    LongType(),
+    required=False,
     doc="Implicit row ID that is automatically assigned",
 )
 LAST_UPDATED_SEQUENCE_NUMBER_FIELD = NestedField(
-    LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID, "_last_updated_sequence_number", LongType(),
-    required=False, doc="Sequence number when the row was last updated",
+    LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID,
+    "_last_updated_sequence_number",
+    LongType(),
+    required=False,
+    doc="Sequence number when the row was last updated",
 )
 
 #: the metadata columns of rows with a fixed type (``_partition`` depends on the table)
@@ -147,7 +181,10 @@ def partition_field(partition_type: StructType) -> NestedField:
     (a spec's :meth:`~icepark.spec.partitioning.PartitionSpec.partition_type`, or the union
     of all specs' partition fields, as Java uses for tables with evolved partitioning)."""
     return NestedField(
-        PARTITION_FIELD_ID, PARTITION_FIELD_NAME, partition_type, required=False,
+        PARTITION_FIELD_ID,
+        PARTITION_FIELD_NAME,
+        partition_type,
+        required=False,
         doc=PARTITION_FIELD_DOC,
     )
 
@@ -155,7 +192,10 @@ def partition_field(partition_type: StructType) -> NestedField:
 def delete_file_row_field(row_type: StructType) -> NestedField:
     """The optional ``row`` column of position delete files (the deleted rows' values)."""
     return NestedField(
-        DELETE_FILE_ROW_FIELD_ID, "row", row_type, required=False,
+        DELETE_FILE_ROW_FIELD_ID,
+        "row",
+        row_type,
+        required=False,
         doc="Deleted row values",
     )
 
@@ -166,6 +206,15 @@ def is_metadata_field_id(field_id: int) -> bool:
 
 
 def metadata_field(name: str) -> NestedField | None:
-    """The row metadata column called ``name`` (``_file``, ``_pos``, ...), or None;
-    ``_partition`` is not returned since its type depends on the table."""
+    """The row metadata column called ``name`` (``_file``, ``_pos``, ``_deleted``,
+    ``_spec_id``, ``_row_id``, ``_last_updated_sequence_number``), or None; ``_partition`` is
+    not returned since its type depends on the table (see :func:`partition_field`)."""
     return _BY_NAME.get(name)
+
+
+def metadata_column(name: str, partition_type: StructType | None = None) -> NestedField | None:
+    """The row metadata column called ``name`` (``_file``, ``_pos``, ``_spec_id``, ...), or
+    None. ``_partition`` is returned only when its ``partition_type`` is given."""
+    if name == PARTITION_FIELD_NAME:
+        return partition_field(partition_type) if partition_type is not None else None
+    return metadata_field(name)

@@ -23,7 +23,9 @@ from icepark.planning.planner import (
 )
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.name_mapping import NameMapping, name_mapping_from_json
+from icepark.spec.metadata_columns import PARTITION_FIELD_NAME, metadata_field, partition_field
 from icepark.spec.schema import Schema
+from icepark.spec.types import NestedField, StructType
 from icepark.spec.snapshots import Snapshot
 
 __all__ = ["DataScan", "resolve_snapshot"]
@@ -117,22 +119,37 @@ class DataScan:
         return self.metadata.schema()
 
     @cached_property
+    def partition_type(self) -> StructType:
+        """The union of every spec's partition fields (by field id), as Java's ``_partition``."""
+        fields: dict[int, NestedField] = {}
+        for spec in sorted(self.metadata.partition_specs, key=lambda sp: sp.spec_id):
+            for f in spec.partition_type(self.schema).fields:
+                fields.setdefault(f.field_id, f)
+        return StructType(*fields.values())
+
+    def _metadata_column(self, name: str) -> NestedField | None:
+        if name == PARTITION_FIELD_NAME:
+            return partition_field(self.partition_type)
+        return metadata_field(name)
+
+    @cached_property
     def projected_schema(self) -> Schema:
+        """The columns asked for, in the order asked (metadata columns like ``_file`` too)."""
         if self.selected is None or "*" in self.selected:
             return self.schema
-        from icepark.spec.metadata_columns import metadata_column
-
-        names = [n for n in self.selected if metadata_column(n) is None]
-        projected = self.schema.select(names, self.case_sensitive)
-        extra = [metadata_column(n) for n in self.selected if metadata_column(n) is not None]
-        fields = list(projected.fields) + [f for f in extra if f is not None]
-        order = {n.lower() if not self.case_sensitive else n: i for i, n in enumerate(self.selected)}
-
-        def position(name: str) -> int:
-            key = name if self.case_sensitive else name.lower()
-            return order.get(key, len(order))
-
-        fields.sort(key=lambda f: position(f.name))
+        fields: list[NestedField] = []
+        data_columns = [n for n in self.selected if self._metadata_column(n) is None]
+        projected = self.schema.select(data_columns, self.case_sensitive)
+        by_name = {f.name if self.case_sensitive else f.name.lower(): f for f in projected.fields}
+        for name in self.selected:
+            meta = self._metadata_column(name)
+            if meta is not None:
+                fields.append(meta)
+                continue
+            top = name.split(".", 1)[0]
+            found = by_name.pop(top if self.case_sensitive else top.lower(), None)
+            if found is not None:
+                fields.append(found)
         return Schema(*fields, schema_id=self.schema.schema_id)
 
     @cached_property

@@ -103,7 +103,7 @@ class Transaction:
         return self.add_action(MetadataAction([SetPropertiesUpdate(updates)]))
 
     def remove_properties(self, *keys: str) -> Transaction:
-        return self.add_action(MetadataAction([RemovePropertiesUpdate(list(keys))]))
+        return self.add_action(MetadataAction([RemovePropertiesUpdate(tuple(keys))]))
 
     def update(self, *updates: TableUpdate) -> Transaction:
         return self.add_action(MetadataAction(list(updates)))

@@ -61,7 +61,7 @@ def rewrite_without(
         return pc.field(*path.split("."))
 
     selects = to_arrow_expression(bound, column)
-    keep = pc.invert(pc.fill_null(selects, False))  # type: ignore[arg-type]
+    keep = selects.is_null() | ~selects  # Kleene logic: a null (unknown) match keeps the row
     kept = (pa.Table.from_batches([b]).filter(keep) for b in batches)
     remaining = [t for t in kept if t.num_rows]
     if not remaining:

@@ -113,13 +113,27 @@ def _norm_ref(v: Any) -> Any:
     return v
 
 
+def _typed(v: Any, t: pa.DataType) -> Any:
+    """As refspark prints it: structs as lists of values, maps as objects."""
+    if v is None:
+        return None
+    if pa.types.is_struct(t):
+        return [_typed(v[f.name], f.type) for f in t]
+    if pa.types.is_map(t):
+        return {str(k): _typed(x, t.item_type) for k, x in v}
+    if pa.types.is_list(t):
+        return [_typed(x, t.value_type) for x in v]
+    if isinstance(v, bytes) and isinstance(t, pa.ExtensionType):
+        return str(uuid.UUID(bytes=v))
+    return _norm(v)
+
+
 def _our_rows(t: pa.Table) -> list[list[Any]]:
-    out = []
-    for row in t.sort_by("id").to_pylist():
-        if "u" in row and row["u"] is not None:
-            row["u"] = uuid.UUID(bytes=row["u"])
-        out.append([_norm(row[c]) for c in t.column_names])
-    return out
+    types = [t.schema.field(c).type for c in t.column_names]
+    return [
+        [_typed(row[c], typ) for c, typ in zip(t.column_names, types)]
+        for row in t.sort_by("id").to_pylist()
+    ]
 
 
 def _metrics(table: Table) -> dict[str, tuple[Any, ...]]:

@@ -84,9 +84,17 @@ def test_filters_prune_and_filter(table: Table) -> None:
         & pc.field("category").isin(["a", "b"])
     )
     assert _ids(out) == _ids(expected)
-    by_metrics = table.scan(filter=col("id") == 7)
+    assert table.scan(filter=col("id") == 7).to_arrow().column("id").to_pylist() == [7]
+
+
+def test_metrics_prune_files(catalog: Catalog) -> None:
+    t = catalog.create_table("db.u", SCHEMA)
+    for start in (0, 100, 200):
+        t.append(_rows(100, start=start))
+    by_metrics = t.scan(filter=col("id") == 107)
     assert len(by_metrics.plan_files()) == 1
-    assert by_metrics.to_arrow().column("id").to_pylist() == [7]
+    assert by_metrics.to_arrow().column("id").to_pylist() == [107]
+    table = t
     assert table.scan(filter="id > 1000").to_arrow().num_rows == 0
     assert table.scan(filter="id < 10", columns=["id"]).to_arrow().column_names == ["id"]
 
@@ -103,11 +111,18 @@ def test_overwrite_by_filter_and_partitions(table: Table) -> None:
     table.overwrite(None, filter="id < 10")
     assert table.scan(filter="id < 10").count() == 0
     assert table.scan().count() == 103 - len([i for i in range(10) if i % 3 != 0])
-    before = table.scan().count()
-    table.overwrite_partitions(_rows(5, start=2000))  # touches day 0..4, category a/b/c
+    before = table.scan().to_arrow()
+    new = _rows(5, start=2000)  # partitions (day0,a) (day1,b) (day2,c) (day3,a) (day4,b)
+
+    def key(row: dict[str, object]) -> tuple[object, object]:
+        return (row["ts"].date(), row["category"])  # type: ignore[attr-defined]
+
+    touched = {key(r) for r in new.to_pylist()}
+    table.overwrite_partitions(new)
     after = table.scan().to_arrow()
-    assert sorted(set(after.column("id").to_pylist())) == list(range(2000, 2005))
-    assert before != after.num_rows
+    kept = [r["id"] for r in before.to_pylist() if key(r) not in touched]
+    assert sorted(after.column("id").to_pylist()) == sorted(kept + list(range(2000, 2005)))
+    assert table.current_snapshot().summary["replace-partitions"] == "true"  # type: ignore[union-attr,index]
 
 
 def test_time_travel_branches_and_tags(table: Table) -> None:
