@@ -7,10 +7,17 @@ from pathlib import Path
 
 import pytest
 import refengine
+from hypothesis import HealthCheck, settings
 
 from services import postgres_url, s3_endpoint  # noqa: F401  (fixtures)
 
 CONFORMANCE = refengine.SHARED / "conformance"
+
+# Two cores run the suite in parallel with Spark: time limits per example only add noise.
+settings.register_profile(
+    "icepark", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.load_profile("icepark")
 
 
 @pytest.fixture(scope="session")
@@ -37,3 +44,10 @@ def warehouse(tmp_path: Path) -> Path:
     path = tmp_path / "warehouse"
     path.mkdir()
     return path
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """Sets print in hash order, which differs between pytest-xdist workers: sort them."""
+    if isinstance(val, set | frozenset):
+        return "{" + ",".join(sorted(map(repr, val))) + "}"
+    return None

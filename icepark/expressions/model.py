@@ -163,6 +163,14 @@ class _Immutable:
     def _set(self, name: str, value: Any) -> None:
         object.__setattr__(self, name, value)
 
+    def __setstate__(self, state: Any) -> None:
+        # unpickling (scan tasks carry residuals to Spark executors): restore the slots
+        # without the immutable __setattr__
+        dict_state, slot_state = state if isinstance(state, tuple) else (state, None)
+        for mapping in (dict_state, slot_state):
+            for name, value in (mapping or {}).items():
+                object.__setattr__(self, name, value)
+
     def _key(self) -> tuple[Any, ...]:
         raise NotImplementedError
 

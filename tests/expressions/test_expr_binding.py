@@ -98,7 +98,7 @@ def test_case_insensitive() -> None:
 
 
 def test_unknown_and_unbindable_columns() -> None:
-    with pytest.raises(ValidationError, match="Cannot find column 'nmae'.*'name'"):
+    with pytest.raises(ValidationError, match=r"Cannot find column 'nmae'.*'name'"):
         bind(SCHEMA, col("nmae") == "x")
     with pytest.raises(ValidationError, match="inside a list or map"):
         bind(SCHEMA, col("tags.element") == "x")
@@ -115,7 +115,7 @@ def test_unary_simplification() -> None:
     assert isinstance(bind(SCHEMA, col("location").is_null()), BoundUnaryPredicate)
     assert isinstance(bind(SCHEMA, col("location.lat").is_null()), BoundUnaryPredicate)
     assert isinstance(bind(SCHEMA, col("location.lat").is_nan()), BoundUnaryPredicate)
-    with pytest.raises(ValidationError, match="is nan.*'i'"):
+    with pytest.raises(ValidationError, match=r"is nan.*'i'"):
         bind(SCHEMA, col("i").is_nan())
     with pytest.raises(ValidationError, match="starts_with"):
         bind(SCHEMA, col("i").starts_with("a"))
@@ -130,7 +130,7 @@ def test_literal_conversion_and_errors() -> None:
     bound = bind(SCHEMA, col("tstz") >= "2024-01-01 10:00:00+02:00")
     assert isinstance(bound, BoundLiteralPredicate)
     assert bound.literal == 1704067200000000 + 8 * 3600 * 1_000_000
-    with pytest.raises(ValidationError, match="'abc'.*'id'"):
+    with pytest.raises(ValidationError, match=r"'abc'.*'id'"):
         bind(SCHEMA, col("id") == "abc")
     with pytest.raises(ValidationError, match="'i'"):
         bind(SCHEMA, col("i").isin([1, "x"]))

@@ -36,7 +36,9 @@ def test_column_operators_build_predicates() -> None:
     assert col("x").not_null().op == Operation.NOT_NULL
     assert col("x").is_nan().op == Operation.IS_NAN
     assert col("x").not_nan().op == Operation.NOT_NAN
-    assert col("x").isin([1, 2]) == col("x").is_in((2, 1)) == SetPredicate(Operation.IN, "x", {1, 2})
+    expected = SetPredicate(Operation.IN, "x", {1, 2})
+    assert col("x").isin([1, 2]) == expected
+    assert col("x").is_in((2, 1)) == expected
     assert col("x").not_in([1]).op == Operation.NOT_IN
     assert col("s").starts_with("ab").op == Operation.STARTS_WITH
     assert col("s").not_starts_with("ab").op == Operation.NOT_STARTS_WITH

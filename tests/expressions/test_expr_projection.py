@@ -45,9 +45,9 @@ from icepark.spec.types import (
     UUIDType,
 )
 
-O = Operation
-LT, LT_EQ, GT, GT_EQ = O.LT, O.LT_EQ, O.GT, O.GT_EQ
-EQ, NOT_EQ, IN, NOT_IN = O.EQ, O.NOT_EQ, O.IN, O.NOT_IN
+Op = Operation
+LT, LT_EQ, GT, GT_EQ = Op.LT, Op.LT_EQ, Op.GT, Op.GT_EQ
+EQ, NOT_EQ, IN, NOT_IN = Op.EQ, Op.NOT_EQ, Op.IN, Op.NOT_IN
 
 
 def _project(source: IcebergType, term: str, expr: Expression, strict: bool) -> Any:
@@ -302,15 +302,15 @@ def test_truncate_strings() -> None:
         (NOT_EQ, "ab"), (IN, ["ab", "abc"]), (NOT_IN, ["ab", "abc"])])
     v = col("value")
     term = "truncate(5, value)"
-    assert _project(s, term, v.starts_with("abcdefg"), False) == (O.STARTS_WITH, "abcde")
-    assert _project(s, term, v.starts_with("abc"), False) == (O.STARTS_WITH, "abc")
+    assert _project(s, term, v.starts_with("abcdefg"), False) == (Op.STARTS_WITH, "abcde")
+    assert _project(s, term, v.starts_with("abc"), False) == (Op.STARTS_WITH, "abc")
     assert _project(s, term, v.starts_with("abcdefg"), True) == "false"
     assert _project(s, term, v.starts_with("abcde"), True) == (EQ, "abcde")
-    assert _project(s, term, v.starts_with("abc"), True) == (O.STARTS_WITH, "abc")
-    assert _project(s, term, v.not_starts_with("abc"), False) == (O.NOT_STARTS_WITH, "abc")
+    assert _project(s, term, v.starts_with("abc"), True) == (Op.STARTS_WITH, "abc")
+    assert _project(s, term, v.not_starts_with("abc"), False) == (Op.NOT_STARTS_WITH, "abc")
     assert _project(s, term, v.not_starts_with("abcde"), False) == (NOT_EQ, "abcde")
     assert _project(s, term, v.not_starts_with("abcdefg"), False) == "true"
-    assert _project(s, term, v.not_starts_with("abcdefg"), True) == (O.NOT_STARTS_WITH, "abcde")
+    assert _project(s, term, v.not_starts_with("abcdefg"), True) == (Op.NOT_STARTS_WITH, "abcde")
 
 
 def test_truncate_binary() -> None:
@@ -358,7 +358,7 @@ def test_identity_passes_everything_through() -> None:
             projected = _project(LongType(), "value", expr, strict)
             assert projected == expr or projected[0] == expr.op  # type: ignore[attr-defined]
     assert _project(DoubleType(), "value", v.is_nan(), True) == v.is_nan()
-    assert _project(StringType(), "value", v.starts_with("a"), False) == (O.STARTS_WITH, "a")
+    assert _project(StringType(), "value", v.starts_with("a"), False) == (Op.STARTS_WITH, "a")
 
 
 def test_void_and_unary() -> None:
@@ -369,10 +369,10 @@ def test_void_and_unary() -> None:
     for term in ["bucket(4, value)", "truncate(4, value)"]:
         for strict in (True, False):
             assert _project(LongType(), term, v.is_null(), strict) == UnaryPredicate(
-                O.IS_NULL, "value_" + ("bucket" if "bucket" in term else "trunc")
+                Op.IS_NULL, "value_" + ("bucket" if "bucket" in term else "trunc")
             )
     assert _project(TS, "day(value)", v.not_null(), True) == UnaryPredicate(
-        O.NOT_NULL, "value_day"
+        Op.NOT_NULL, "value_day"
     )
 
 

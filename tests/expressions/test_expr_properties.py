@@ -11,10 +11,12 @@ row evaluator.
 
 from __future__ import annotations
 
+import functools
 import math
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -86,6 +88,7 @@ PARTITION_TERMS = [
 _HOUR = 3_600_000_000
 
 
+@functools.cache
 def _values(column: str) -> st.SearchStrategy[Any]:
     # extremes whose truncation stays in range (rows outside it cannot be written)
     t = TYPES[column]
@@ -120,73 +123,83 @@ def _values(column: str) -> st.SearchStrategy[Any]:
     raise AssertionError(t)
 
 
-def _literal(column: str, pool: list[Any]) -> st.SearchStrategy[Any]:
-    """Literals for ``column``: random values, values of the generated rows and prefixes of
-    them (so that equality, ``in`` and ``starts_with`` often hit)."""
+@functools.cache
+def _random_literals(column: str) -> st.SearchStrategy[Any]:
     values = _values(column).filter(lambda v: not (isinstance(v, float) and math.isnan(v)))
     t = TYPES[column]
     if isinstance(t, DecimalType):
         # also literals with more digits than the scale (bound exactly, not rounded)
-        values = st.one_of(values, st.integers(-3000, 3000).map(lambda u: Decimal(u).scaleb(-3)))
-    elif isinstance(t, IntegerType):
+        return st.one_of(values, st.integers(-3000, 3000).map(lambda u: Decimal(u).scaleb(-3)))
+    if isinstance(t, IntegerType):
         extremes = [2**40, -(2**40), Decimal("2.5"), 2**31 - 1, -(2**31)]
-        values = st.one_of(values, st.sampled_from(extremes))
-    elif isinstance(t, LongType):
-        values = st.one_of(values, st.sampled_from([2**70, Decimal("-2.5"), -(2**63)]))
+        return st.one_of(values, st.sampled_from(extremes))
+    if isinstance(t, LongType):
+        return st.one_of(values, st.sampled_from([2**70, Decimal("-2.5"), -(2**63)]))
+    return values
+
+
+def _literal(draw: st.DrawFn, column: str, pool: list[Any]) -> Any:
+    """A literal for ``column``: a random value, a value of the generated rows or a prefix of
+    one (so that equality, ``in`` and ``starts_with`` often hit)."""
     seen = [v for v in pool if v is not None and not (isinstance(v, float) and math.isnan(v))]
-    if isinstance(t, StringType | BinaryType):
+    if isinstance(TYPES[column], StringType | BinaryType):
         seen += [v[:k] for v in seen for k in range(len(v))]
-    if not seen:
-        return values
-    return st.one_of(values, st.sampled_from(seen), st.sampled_from(seen))
+    if seen and draw(st.integers(0, 2)) > 0:
+        return draw(st.sampled_from(seen))
+    return draw(_random_literals(column))
 
 
-def _predicates(pools: dict[str, list[Any]]) -> st.SearchStrategy[Expression]:
-    @st.composite
-    def draw_predicate(draw: st.DrawFn) -> Expression:
-        column = draw(st.sampled_from(COLUMNS))
-        t = TYPES[column]
-        ops = [Operation.IS_NULL, Operation.NOT_NULL, Operation.LT, Operation.LT_EQ,
-               Operation.GT, Operation.GT_EQ, Operation.EQ, Operation.NOT_EQ, Operation.IN,
-               Operation.NOT_IN]
-        if isinstance(t, DoubleType):
-            ops += [Operation.IS_NAN, Operation.NOT_NAN]
-        if isinstance(t, StringType):
-            ops += [Operation.STARTS_WITH, Operation.NOT_STARTS_WITH] * 3
-        op = draw(st.sampled_from(ops))
-        literal = _literal(column, pools.get(column, []))
-        if op.is_unary:
-            return predicate(op, column)
-        if op.is_set:
-            return predicate(op, column, draw(st.lists(literal, min_size=1, max_size=4)))
-        return predicate(op, column, draw(literal))
-
-    return draw_predicate()
+_OPS = [Operation.IS_NULL, Operation.NOT_NULL, Operation.LT, Operation.LT_EQ, Operation.GT,
+        Operation.GT_EQ, Operation.EQ, Operation.NOT_EQ, Operation.IN, Operation.NOT_IN]
 
 
-def _expressions(rows: list[tuple[Any, ...]]) -> st.SearchStrategy[Expression]:
-    pools = {c: [_get(r, c) for r in rows] for c in COLUMNS}
-    return st.recursive(
-        _predicates(pools),
-        lambda children: st.one_of(
-            st.builds(and_, children, children),
-            st.builds(or_, children, children),
-            st.builds(not_, children),
-        ),
-        max_leaves=4,
-    )
+def _predicate(draw: st.DrawFn, pools: dict[str, list[Any]], column: str) -> Expression:
+    t = TYPES[column]
+    ops = list(_OPS)
+    if isinstance(t, DoubleType):
+        ops += [Operation.IS_NAN, Operation.NOT_NAN]
+    if isinstance(t, StringType):
+        ops += [Operation.STARTS_WITH, Operation.NOT_STARTS_WITH] * 3
+    op = draw(st.sampled_from(ops))
+    if op.is_unary:
+        return predicate(op, column)
+    if op.is_set:
+        size = draw(st.integers(1, 4))
+        return predicate(op, column, [_literal(draw, column, pools[column]) for _ in range(size)])
+    return predicate(op, column, _literal(draw, column, pools[column]))
 
 
 @st.composite
-def _rows(draw: st.DrawFn) -> tuple[Any, ...]:
-    row: list[Any] = []
-    for field in SCHEMA.fields:
-        if isinstance(field.field_type, StructType):
-            row.append(draw(st.one_of(st.none(), st.builds(lambda x: (x,), _values("st.x")))))
-            continue
-        value = draw(_values(field.name))
-        row.append(value if field.required else draw(st.one_of(st.just(value), st.none())))
-    return tuple(row)
+def _expressions(
+    draw: st.DrawFn,
+    rows: list[tuple[Any, ...]],
+    columns: tuple[str, ...] = tuple(COLUMNS),
+    max_depth: int = 2,
+) -> Expression:
+    """A random filter on ``columns`` with literals biased to the values of ``rows``."""
+    pools = {c: [_get(r, c) for r in rows] for c in columns}
+
+    def tree(depth: int) -> Expression:
+        kind = draw(st.integers(0, 3)) if depth < max_depth else 0
+        if kind == 0:
+            return _predicate(draw, pools, draw(st.sampled_from(columns)))
+        if kind == 3:
+            return not_(tree(depth + 1))
+        combine = and_ if kind == 1 else or_
+        return combine(tree(depth + 1), tree(depth + 1))
+
+    return tree(0)
+
+
+def _field_values(field: NestedField) -> st.SearchStrategy[Any]:
+    if isinstance(field.field_type, StructType):
+        values = st.builds(lambda x: (x,), _values("st.x"))
+    else:
+        values = _values(field.name)
+    return values if field.required else st.one_of(st.none(), values, values, values)
+
+
+_ROWS = st.tuples(*(_field_values(f) for f in SCHEMA.fields))
 
 
 _SPECS = st.lists(st.sampled_from(PARTITION_TERMS), min_size=1, max_size=4, unique=True).map(
@@ -213,9 +226,12 @@ _SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[Hea
 
 
 @_SETTINGS
-@given(st.data(), _SPECS, _rows())
+@given(st.data(), _SPECS, _ROWS)
 def test_projections_bracket_the_row_filter(data: st.DataObject, spec: Any, row: Any) -> None:
-    expr = data.draw(_expressions([row]))
+    _check_projections(data.draw(_expressions([row])), spec, row)
+
+
+def _check_projections(expr: Expression, spec: Any, row: Any) -> None:
     matches = evaluator(SCHEMA, expr)(row)
     partition = _partition(spec, row)
     ptype = spec.partition_type(SCHEMA)
@@ -228,9 +244,12 @@ def test_projections_bracket_the_row_filter(data: st.DataObject, spec: Any, row:
 
 
 @_SETTINGS
-@given(st.data(), _SPECS, _rows())
+@given(st.data(), _SPECS, _ROWS)
 def test_residual_is_exact_for_the_partition(data: st.DataObject, spec: Any, row: Any) -> None:
-    expr = data.draw(_expressions([row]))
+    _check_residual(data.draw(_expressions([row])), spec, row)
+
+
+def _check_residual(expr: Expression, spec: Any, row: Any) -> None:
     residual = residual_evaluator(spec, expr, SCHEMA).residual_for(_partition(spec, row))
     assert evaluator(SCHEMA, residual)(row) == evaluator(SCHEMA, expr)(row), str(residual)
 
@@ -290,14 +309,19 @@ def _file(rows: list[tuple[Any, ...]], truncate: int | None, drop: set[int]) -> 
 @_SETTINGS
 @given(
     st.data(),
-    st.lists(_rows(), min_size=0, max_size=6),
+    st.lists(_ROWS, min_size=0, max_size=6),
     st.one_of(st.none(), st.integers(1, 2)),
     st.sets(st.sampled_from([SCHEMA.find_field_id(c) for c in COLUMNS]), max_size=2),
 )
 def test_metrics_evaluators(
     data: st.DataObject, rows: list[Any], truncate: int | None, drop: set[int]
 ) -> None:
-    expr = data.draw(_expressions(rows))
+    _check_metrics(data.draw(_expressions(rows)), rows, truncate, drop)
+
+
+def _check_metrics(
+    expr: Expression, rows: list[Any], truncate: int | None, drop: set[int]
+) -> None:
     data_file = _file(rows, truncate, drop)
     row_eval = evaluator(SCHEMA, expr)
     matching = [row_eval(r) for r in rows]
@@ -334,12 +358,59 @@ def _manifest(spec: Any, partitions: list[tuple[Any, ...]]) -> ManifestFile:
 
 
 @_SETTINGS
-@given(st.data(), _SPECS, st.lists(_rows(), min_size=1, max_size=6))
+@given(st.data(), _SPECS, st.lists(_ROWS, min_size=1, max_size=6))
 def test_manifest_evaluator_keeps_matching_manifests(
     data: st.DataObject, spec: Any, rows: list[Any]
 ) -> None:
-    expr = data.draw(_expressions(rows))
+    _check_manifest(data.draw(_expressions(rows)), spec, rows)
+
+
+def _check_manifest(expr: Expression, spec: Any, rows: list[Any]) -> None:
     manifest = _manifest(spec, [_partition(spec, r) for r in rows])
     row_eval = evaluator(SCHEMA, expr)
     if any(row_eval(r) for r in rows):
         assert manifest_evaluator(spec, SCHEMA, expr)(manifest)
+
+
+# -- focused variants: one partition field, filters of one or two predicates on its source ------
+
+_FOCUSED_SETTINGS = settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+def _single(term: str) -> tuple[Any, tuple[str, ...]]:
+    spec = build_partition_spec(SCHEMA, [(term, "p0")])
+    return spec, (SCHEMA.find_column_name(spec.fields[0].source_id) or "",)
+
+
+@pytest.mark.parametrize("term", PARTITION_TERMS)
+@_FOCUSED_SETTINGS
+@given(data=st.data(), row=_ROWS)
+def test_projection_of_one_column(term: str, data: st.DataObject, row: Any) -> None:
+    spec, columns = _single(term)
+    expr = data.draw(_expressions([row], columns, max_depth=1))
+    _check_projections(expr, spec, row)
+    _check_residual(expr, spec, row)
+
+
+@pytest.mark.parametrize("column", COLUMNS)
+@_FOCUSED_SETTINGS
+@given(
+    data=st.data(),
+    rows=st.lists(_ROWS, min_size=1, max_size=5),
+    truncate=st.one_of(st.none(), st.integers(1, 2)),
+)
+def test_metrics_of_one_column(
+    column: str, data: st.DataObject, rows: list[Any], truncate: int | None
+) -> None:
+    expr = data.draw(_expressions(rows, (column,), max_depth=1))
+    _check_metrics(expr, rows, truncate, set())
+
+
+@pytest.mark.parametrize("term", PARTITION_TERMS)
+@_FOCUSED_SETTINGS
+@given(data=st.data(), rows=st.lists(_ROWS, min_size=1, max_size=5))
+def test_manifest_of_one_column(term: str, data: st.DataObject, rows: list[Any]) -> None:
+    spec, columns = _single(term)
+    _check_manifest(data.draw(_expressions(rows, columns, max_depth=1)), spec, rows)

@@ -1,0 +1,333 @@
+"""Reading an Iceberg table into a Spark DataFrame.
+
+Planning happens on the driver with icepark (:meth:`DataScan.plan_files`): manifests,
+partitions and column metrics prune files before Spark sees any. Then one of two paths
+reads the planned files; :func:`read` chooses per scan (``path="auto"``):
+
+**native** (the default): Spark's own Parquet reader over the planned file list, with a
+schema whose ``StructField`` metadata carries the Iceberg field ids and
+``spark.sql.parquet.fieldId.read.enabled``: columns are matched by id (renames, reordering,
+dropped and added columns, nested structs, lists and maps), a column a file lacks reads as
+null, promoted types (int -> long, float -> double, date -> timestamp, wider decimals) are
+widened by Spark, only the needed columns are read, and the filter becomes a Spark filter
+that Spark pushes to Parquet row groups. Identity partition values of files that lack their
+source column, ``_file``, ``_spec_id`` and ``_partition`` come from a small broadcast table
+of per-file values joined on ``_metadata.file_path``; ``_pos`` is ``_metadata.row_index``.
+
+**python**: each combined scan task (:meth:`DataScan.plan_tasks`) becomes a Spark task that
+reads its files with :meth:`DataScan.read_task` (icepark's Arrow reader) and yields Arrow
+batches cast to Spark's Arrow schema (``mapInArrow`` over the pickled tasks). Used when a
+file has delete files, when the table has a name mapping (files may lack field ids), when a
+projected field has an ``initial-default``, when a column is a uuid (Spark's reader cannot
+read Parquet UUIDs), or when a metadata column other than ``_file``, ``_pos``,
+``_spec_id``, ``_partition`` and ``_deleted`` is asked for.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import pickle
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from icepark.arrow.conform import value_to_arrow_scalar
+from icepark.arrow.schema import type_to_arrow
+from icepark.errors import ValidationError
+from icepark.expressions import BooleanExpression, referenced_names
+from icepark.planning.planner import FileScanTask
+from icepark.spark._common import (
+    prepare_session,
+    resolve_table,
+    spark_reported_path,
+    temporary_conf,
+    to_spark_location,
+)
+from icepark.spark.filters import quote_column, to_spark_column
+from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
+from icepark.spec.metadata_columns import (
+    FILE_PATH_FIELD_ID,
+    IS_DELETED_FIELD_ID,
+    PARTITION_FIELD_ID,
+    POS_FIELD_ID,
+    SPEC_ID_FIELD_ID,
+    is_metadata_field_id,
+)
+from icepark.spec.schema import Schema
+from icepark.spec.types import IcebergType, ListType, MapType, NestedField, StructType, UUIDType
+from icepark.table import Table
+from icepark.table.scan import DataScan
+
+__all__ = ["read", "read_scan", "ReadPath", "choose_path"]
+
+ReadPath = Literal["auto", "native", "python"]
+
+_NATIVE_META = frozenset(
+    {FILE_PATH_FIELD_ID, POS_FIELD_ID, SPEC_ID_FIELD_ID, PARTITION_FIELD_ID, IS_DELETED_FIELD_ID}
+)
+_PATH_KEY = "__icepark_file__"
+
+
+def read(
+    spark: SparkSession,
+    table: Table | str,
+    filter: str | BooleanExpression | None = None,  # noqa: A002 - the public name
+    columns: Sequence[str] | None = None,
+    snapshot_id: int | None = None,
+    as_of: int | dt.datetime | dt.date | None = None,
+    ref: str | None = None,
+    *,
+    case_sensitive: bool = True,
+    catalog: Any = None,
+    path: ReadPath = "auto",
+) -> DataFrame:
+    """A DataFrame of the table's rows matching ``filter`` (an icepark filter string such
+    as ``"ts >= '2024-01-01' and id = 5"`` or an expression), with ``columns`` (metadata
+    columns ``_file``, ``_pos``, ``_spec_id``, ``_partition`` included), at a snapshot, time
+    (``as_of``: epoch ms or datetime) or ref. ``table`` is a Table or a name loaded from
+    ``catalog`` (default ``icepark.load_catalog()``). ``path`` forces the native or python
+    path (see the module docstring)."""
+    resolved = resolve_table(table, catalog)
+    scan = resolved.scan(filter, columns, snapshot_id, as_of, ref, case_sensitive)
+    return read_scan(spark, scan, path=path)
+
+
+def _fields_need_python(fields: Sequence[NestedField]) -> str | None:
+    for f in fields:
+        if f.initial_default is not None:
+            return f"column {f.name!r} has an initial default"
+        reason = _type_needs_python(f.field_type, f.name)
+        if reason:
+            return reason
+    return None
+
+
+def _type_needs_python(t: IcebergType, name: str) -> str | None:
+    if isinstance(t, UUIDType):
+        return f"column {name!r} is a uuid"
+    if isinstance(t, StructType):
+        return _fields_need_python(t.fields)
+    if isinstance(t, ListType | MapType):
+        return _fields_need_python(t.fields)
+    return None
+
+
+def choose_path(scan: DataScan, tasks: Sequence[FileScanTask]) -> tuple[ReadPath, str]:
+    """``("native" | "python", why)`` for a planned scan."""
+    if any(t.delete_files for t in tasks):
+        return "python", "files have delete files"
+    if scan.metadata.properties.get("schema.name-mapping.default"):
+        return "python", "the table has a name mapping (files may lack field ids)"
+    for f in scan.projected_schema.fields:
+        if is_metadata_field_id(f.field_id) and f.field_id not in _NATIVE_META:
+            return "python", f"metadata column {f.name!r}"
+    data_fields = [f for f in scan.projected_schema.fields if not is_metadata_field_id(f.field_id)]
+    reason = _fields_need_python(data_fields)
+    if reason:
+        return "python", reason
+    return "native", "Spark's Parquet reader with field ids"
+
+
+def read_scan(spark: SparkSession, scan: DataScan, *, path: ReadPath = "auto") -> DataFrame:
+    """Read a planned :class:`DataScan` (see :func:`read`)."""
+    tasks = scan.plan_files()
+    chosen, _why = choose_path(scan, tasks)
+    if path == "native" and chosen == "python":
+        raise ValidationError(f"Cannot read natively: {_why}")
+    if path == "python" or chosen == "python":
+        return _read_python(spark, scan)
+    return _read_native(spark, scan, tasks)
+
+
+# -- native -----------------------------------------------------------------------------------
+
+
+def _read_schema(scan: DataScan) -> Schema:
+    """The data columns to read: the projected ones plus those the filter needs."""
+    projected = [f for f in scan.projected_schema.fields if not is_metadata_field_id(f.field_id)]
+    have = {f.field_id for f in projected}
+    extra: list[NestedField] = []
+    names = referenced_names(scan.row_filter) if not _is_true(scan.row_filter) else set()
+    for name in sorted(names):
+        top = scan.schema.find_field(name.split(".", 1)[0], scan.case_sensitive)
+        if top.field_id not in have:
+            have.add(top.field_id)
+            extra.append(top)
+    return Schema(*projected, *extra)
+
+
+def _is_true(expr: BooleanExpression) -> bool:
+    from icepark.expressions import AlwaysTrue
+
+    return isinstance(expr, AlwaysTrue)
+
+
+def _may_lack(task: FileScanTask, field_id: int) -> bool:
+    """Whether a file may lack a column: its metrics do not mention the column."""
+    f = task.file
+    for metrics in (f.value_counts, f.null_value_counts, f.column_sizes):
+        if metrics and field_id in metrics:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class _Constant:
+    field: NestedField
+    position: int  # in the file's partition tuple, per spec id
+    positions: dict[int, int]
+
+
+def _identity_constants(scan: DataScan, read: Schema, tasks: Sequence[FileScanTask]) -> list[_Constant]:
+    """Identity-partition source columns that some planned file may lack."""
+    out: list[_Constant] = []
+    top_ids = {f.field_id: f for f in read.fields}
+    for field_id, f in top_ids.items():
+        positions: dict[int, int] = {}
+        for spec in scan.metadata.partition_specs:
+            for i, pf in enumerate(spec.fields):
+                if pf.source_id == field_id and pf.transform.is_identity:
+                    positions[spec.spec_id] = i
+        if not positions:
+            continue
+        if any(t.spec_id in positions and _may_lack(t, field_id) for t in tasks):
+            out.append(_Constant(f, 0, positions))
+    return out
+
+
+def _files_table(
+    scan: DataScan, tasks: Sequence[FileScanTask], constants: list[_Constant]
+) -> pa.Table:
+    """Per-file values: Spark's path, ``_file``, ``_spec_id``, ``_partition``, constants."""
+    files: dict[str, FileScanTask] = {}
+    for t in tasks:
+        files.setdefault(t.file.file_path, t)
+    ptype = scan.partition_type
+    columns: dict[str, pa.Array] = {
+        _PATH_KEY: pa.array([spark_reported_path(p) for p in files], pa.string()),
+        "_file": pa.array(list(files), pa.string()),
+        "_spec_id": pa.array([t.spec_id for t in files.values()], pa.int32()),
+    }
+    if len(ptype.fields):
+        rows = []
+        for t in files.values():
+            spec = scan.metadata.spec_by_id(t.spec_id)
+            by_id = {pf.field_id: v for pf, v in zip(spec.fields, t.file.partition)} if spec else {}
+            rows.append({pf.field_id: by_id.get(pf.field_id) for pf in ptype.fields})
+        columns["_partition"] = _struct_array(ptype, rows)
+    for c in constants:
+        t_arrow = type_to_arrow(c.field.field_type, include_field_ids=False)
+        values = []
+        for t in files.values():
+            pos = c.positions.get(t.spec_id)
+            value = t.file.partition[pos] if pos is not None else None
+            values.append(_arrow_value(value, c.field.field_type, t_arrow))
+        columns[_const_name(c.field)] = pa.array(values, t_arrow)
+    return pa.table(columns)
+
+
+def _arrow_value(value: Any, t: IcebergType, arrow_type: pa.DataType) -> Any:
+    if value is None:
+        return None
+    return value_to_arrow_scalar(value, t, arrow_type).as_py()
+
+
+def _struct_array(ptype: StructType, rows: list[dict[int, Any]]) -> pa.Array:
+    children = []
+    fields = []
+    for pf in ptype.fields:
+        at = type_to_arrow(pf.field_type, include_field_ids=False)
+        if pa.types.is_null(at):
+            at = pa.string()  # a dropped source column: always null
+        children.append(pa.array([_arrow_value(r[pf.field_id], pf.field_type, at) for r in rows], at))
+        fields.append(pa.field(pf.name, at))
+    return pa.StructArray.from_arrays(children, fields=fields)
+
+
+def _const_name(f: NestedField) -> str:
+    return f"__icepark_const_{f.field_id}__"
+
+
+def _read_native(spark: SparkSession, scan: DataScan, tasks: Sequence[FileScanTask]) -> DataFrame:
+    prepare_session(spark)
+    read_schema = _read_schema(scan)
+    spark_schema = to_spark_schema(read_schema)
+    if not tasks:
+        return spark.createDataFrame([], to_spark_schema(scan.projected_schema))
+    locations = list(dict.fromkeys(to_spark_location(t.file.file_path) for t in tasks))
+    # list the given files on the driver (no listing job) and infer no partition columns
+    with temporary_conf(spark, {"spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000"}):
+        df = spark.read.schema(spark_schema).option("mergeSchema", "false").parquet(*locations)
+    projected = scan.projected_schema.fields
+    meta_ids = {f.field_id for f in projected if is_metadata_field_id(f.field_id)}
+    constants = _identity_constants(scan, read_schema, tasks)
+    needs_join = bool(constants) or bool(meta_ids & {FILE_PATH_FIELD_ID, PARTITION_FIELD_ID})
+    spec_ids = {t.spec_id for t in tasks}
+    if SPEC_ID_FIELD_ID in meta_ids and len(spec_ids) > 1:
+        needs_join = True
+    if POS_FIELD_ID in meta_ids:
+        df = df.withColumn("__icepark_pos__", F.col("_metadata.row_index"))
+    if needs_join:
+        files = spark.createDataFrame(_files_table(scan, tasks, constants))
+        df = df.withColumn("__icepark_fp__", F.col("_metadata.file_path"))
+        df = df.join(F.broadcast(files), F.col("__icepark_fp__") == files[_PATH_KEY], "left")
+        for c in constants:
+            name = quote_column(c.field.name)
+            df = df.withColumn(c.field.name, F.coalesce(F.col(name), F.col(_const_name(c.field))))
+    condition = to_spark_column(scan.row_filter, scan.schema, scan.case_sensitive)
+    if condition is not None:
+        df = df.filter(condition)
+    selected: list[Column] = []
+    for f in projected:
+        selected.append(_output_column(f, spec_ids, needs_join).alias(f.name))
+    return df.select(*selected)
+
+
+def _output_column(f: NestedField, spec_ids: set[int], joined: bool) -> Column:
+    if f.field_id == FILE_PATH_FIELD_ID:
+        return F.col("_file")
+    if f.field_id == POS_FIELD_ID:
+        return F.col("__icepark_pos__")
+    if f.field_id == SPEC_ID_FIELD_ID:
+        return F.col("_spec_id") if joined and len(spec_ids) > 1 else F.lit(min(spec_ids)).cast("int")
+    if f.field_id == PARTITION_FIELD_ID:
+        return F.col("_partition")
+    if f.field_id == IS_DELETED_FIELD_ID:
+        return F.lit(False)
+    return F.col(quote_column(f.name))
+
+
+# -- python -----------------------------------------------------------------------------------
+
+
+class _TaskReader:
+    """The function ``mapInArrow`` runs: read the pickled combined tasks of each input row."""
+
+    def __init__(self, scan: DataScan, target: pa.Schema) -> None:
+        self.scan = scan
+        self.target = target
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for payload in batch.column("task").to_pylist():
+                combined = pickle.loads(payload)
+                for task in combined.tasks:
+                    for out in self.scan.read_task(task):
+                        if out.num_rows:
+                            yield cast_to_spark_arrow(out, self.target)
+
+
+def _read_python(spark: SparkSession, scan: DataScan) -> DataFrame:
+    schema = to_spark_schema(scan.projected_schema)
+    combined = scan.plan_tasks()
+    if not combined:
+        return spark.createDataFrame([], schema)
+    rows = [(i, pickle.dumps(c)) for i, c in enumerate(combined)]
+    rdd = spark.sparkContext.parallelize(rows, len(rows))
+    tasks = spark.createDataFrame(rdd, "i int, task binary")
+    reader = _TaskReader(scan, spark_arrow_schema(schema))
+    return tasks.mapInArrow(reader, schema)

@@ -1,0 +1,273 @@
+"""The ``icepark`` Python data source: Iceberg tables through Spark's own reader and writer
+APIs and SQL.
+
+After :func:`register`::
+
+    spark.read.format("icepark").option("table", "db.t").load()
+    spark.read.format("icepark").load("/path/to/metadata/v3.metadata.json")   # read-only
+    df.write.format("icepark").option("table", "db.t").mode("append").save()
+    spark.sql("CREATE TEMPORARY VIEW t USING icepark OPTIONS (table 'db.t')")  # SELECT, INSERT
+
+Options: ``table``; the catalog as ``catalog`` (a configured name), ``uri``, ``warehouse``,
+``type`` and ``catalog.<property>``; for reads ``snapshot-id``, ``as-of-timestamp`` (epoch
+ms), ``branch`` or ``tag``, ``filter`` (an icepark filter string); for writes
+``overwrite-mode`` = ``dynamic`` to replace only the partitions written (``mode("overwrite")``
+otherwise replaces the whole table) and ``branch``.
+
+This path always runs through Python (icepark's Arrow reader and writer in each task): Spark
+offers Python data sources no column pruning, so every column is read, and filters are
+pushed down only with ``spark.sql.python.filterPushdown.enabled`` (set by :func:`register`;
+Spark 4.1+), as icepark expressions that prune files and row groups. For speed use
+:func:`icepark.spark.read` and :func:`icepark.spark.write`, which use Spark's native Parquet
+reader and writer where they can.
+
+Everything a task or the commit needs travels in the options and in pickled values: reads
+plan on the driver and send each task its scan tasks; writes send back the entries of the
+files they wrote, and ``commit`` (which Spark runs in a Python worker of its own) reloads the
+table from the catalog the options name.
+"""
+
+from __future__ import annotations
+
+import pickle
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType as SparkStructType
+
+from icepark.arrow.writer import write_data_files
+from icepark.errors import ValidationError
+from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
+from icepark.spark._common import catalog_from_options, prepare_session
+from icepark.spark.filters import from_spark_filters
+from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
+from icepark.table import Table
+from icepark.table.scan import DataScan
+
+__all__ = ["IcebergDataSource", "register", "register_tables", "SOURCE_NAME"]
+
+SOURCE_NAME = "icepark"
+
+try:  # Spark 4.1+: writers that receive Arrow batches
+    from pyspark.sql.datasource import DataSourceArrowWriter as _WriterBase
+except ImportError:  # pragma: no cover - older Spark
+    _WriterBase = DataSourceWriter  # type: ignore[misc, assignment]
+
+
+def _lower(options: Mapping[str, str]) -> dict[str, str]:
+    return {k.lower(): v for k, v in options.items()}
+
+
+def _load_table(options: Mapping[str, str]) -> Table:
+    opts = _lower(options)
+    name = opts.get("table")
+    if name:
+        loaded: Table = catalog_from_options(options).load_table(name)
+        return loaded
+    path = opts.get("path")
+    if path:
+        return Table.from_metadata(path)
+    raise ValidationError("The icepark data source needs option 'table' (or a metadata file path)")
+
+
+def _scan(options: Mapping[str, str]) -> DataScan:
+    opts = _lower(options)
+    table = _load_table(options)
+    snapshot_id = int(opts["snapshot-id"]) if opts.get("snapshot-id") else None
+    as_of = int(opts["as-of-timestamp"]) if opts.get("as-of-timestamp") else None
+    ref = opts.get("branch") or opts.get("tag")
+    return table.scan(opts.get("filter"), None, snapshot_id, as_of, ref)
+
+
+@dataclass
+class _Partition(InputPartition):
+    """What one read task gets: the pickled scan and its pickled combined task."""
+
+    scan: bytes
+    task: bytes | None
+
+
+class _Reader(DataSourceReader):
+    def __init__(self, options: Mapping[str, str], schema: SparkStructType) -> None:
+        self.options = dict(options)
+        self.schema = schema
+        self.pushed: BooleanExpression = AlwaysTrue()
+
+    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:  # noqa: N802 - Spark's name
+        scan = _scan(self.options)
+        taken, rest = from_spark_filters(filters, scan.schema)
+        self.pushed = taken
+        return rest
+
+    def partitions(self) -> list[InputPartition]:
+        scan = _scan(self.options)
+        if not isinstance(self.pushed, AlwaysTrue):
+            scan = scan.filter(self.pushed)
+        payload = pickle.dumps(scan)
+        combined = scan.plan_tasks()
+        if not combined:
+            return [_Partition(payload, None)]
+        return [_Partition(payload, pickle.dumps(c)) for c in combined]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, _Partition)
+        if partition.task is None:
+            return
+        scan: DataScan = pickle.loads(partition.scan)
+        target = spark_arrow_schema(self.schema)
+        for task in pickle.loads(partition.task).tasks:
+            for batch in scan.read_task(task):
+                if batch.num_rows:
+                    yield cast_to_spark_arrow(batch, target)
+
+
+@dataclass
+class _Written(WriterCommitMessage):
+    files: bytes
+
+
+class _Writer(_WriterBase):  # type: ignore[misc, valid-type]
+    def __init__(self, options: Mapping[str, str], overwrite: bool) -> None:
+        table = _load_table(options)
+        if table.read_only:
+            raise ValidationError(f"Table {table.name} was opened from a metadata file: read-only")
+        self.options = dict(options)
+        self.overwrite = overwrite
+        self.io = table.io
+        self.metadata = table.metadata
+        self.write_uuid = str(uuid.uuid4())
+
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        md = self.metadata
+        files = write_data_files(
+            self.io, table_location=md.location, schema=md.schema(), spec=md.spec(),
+            sort_order=md.sort_order(), properties=md.properties, data=_batches(iterator),
+            write_uuid=self.write_uuid,
+            task_id=context.partitionId() if context else 0,
+            attempt_id=context.attemptNumber() if context else 0,
+        )
+        return _Written(pickle.dumps(files))
+
+    def _files(self, messages: list[WriterCommitMessage | None]) -> list[Any]:
+        files: list[Any] = []
+        for m in messages:
+            if isinstance(m, _Written):
+                files.extend(pickle.loads(m.files))
+        return files
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        from icepark.spark.writer import _action
+
+        table = _load_table(self.options)
+        opts = _lower(self.options)
+        mode = "append"
+        if self.overwrite:
+            dynamic = opts.get("overwrite-mode", "static").lower() == "dynamic"
+            mode = "overwrite-partitions" if dynamic else "overwrite"
+        files = self._files(messages)
+        row_filter = parse_filter(opts["filter"]) if opts.get("filter") and mode == "overwrite" else AlwaysTrue()
+        action = _action(table, files, mode, row_filter, opts.get("branch", "main"), {}, True)  # type: ignore[arg-type]
+        tx = table.transaction()
+        tx.add_action(action)
+        tx.commit_transaction()
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        for f in self._files(messages):
+            try:
+                self.io.delete(f.file_path)
+            except Exception:  # noqa: BLE001 - best-effort cleanup
+                pass
+
+
+def _batches(iterator: Iterator[Any]) -> Iterator[pa.RecordBatch]:
+    """Arrow batches from what Spark hands a writer (batches from 4.1, rows before)."""
+    rows: list[Any] = []
+    for item in iterator:
+        if isinstance(item, pa.RecordBatch):
+            yield item
+        else:
+            rows.append(item.asDict(recursive=True))
+            if len(rows) >= 65536:
+                yield pa.RecordBatch.from_pylist(rows)
+                rows = []
+    if rows:
+        yield pa.RecordBatch.from_pylist(rows)
+
+
+class IcebergDataSource(DataSource):
+    """``format("icepark")``; see the module docstring."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> SparkStructType:
+        return to_spark_schema(_scan(self.options).schema, with_ids=False)
+
+    def reader(self, schema: SparkStructType) -> DataSourceReader:
+        return _Reader(self.options, schema)
+
+    def writer(self, schema: SparkStructType, overwrite: bool) -> DataSourceWriter:
+        return _Writer(self.options, overwrite)
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``icepark`` data source and the settings it and icepark's native reads use
+    (filter pushdown into Python data sources, Parquet field-id matching)."""
+    prepare_session(spark)
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(IcebergDataSource)
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def catalog_options(catalog: Any) -> dict[str, str]:
+    """Data source options naming a catalog: a Catalog (its properties), a configured name,
+    or a mapping of properties."""
+    if catalog is None:
+        return {}
+    if isinstance(catalog, str):
+        return {"catalog": catalog}
+    if isinstance(catalog, Mapping):
+        return {f"catalog.{k}": str(v) for k, v in catalog.items()}
+    return {f"catalog.{k}": str(v) for k, v in catalog.properties.items()}
+
+
+def register_tables(spark: SparkSession, namespace: str, catalog: Any = None) -> list[str]:
+    """A temporary view (``USING icepark``) per table of ``namespace``, named as the table;
+    returns the view names. ``catalog``: a Catalog, a configured name, properties, or None
+    for ``icepark.load_catalog()``."""
+    from icepark.catalog import load_catalog
+
+    register(spark)
+    options = catalog_options(catalog)
+    if catalog is None or isinstance(catalog, str):
+        cat = load_catalog(catalog)
+    elif isinstance(catalog, Mapping):
+        cat = catalog_from_options(options)
+    else:
+        cat = catalog
+    views = []
+    for identifier in cat.list_tables(namespace):
+        name = identifier[-1]
+        opts = {"table": ".".join(identifier), **options}
+        rendered = ", ".join(f"`{k}` {_sql_string(v)}" for k, v in opts.items())
+        spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW `{name}` USING {SOURCE_NAME} OPTIONS ({rendered})")
+        views.append(name)
+    return views

@@ -1,0 +1,426 @@
+"""Writing a Spark DataFrame into an Iceberg table: executors write data files, the driver
+commits one snapshot.
+
+The DataFrame's columns are matched to the table schema by name (case-insensitively; extra
+columns are an error, missing optional columns are null) and cast to the table's types.
+Rows are then clustered: with ``write.distribution-mode`` ``hash`` (the default for
+partitioned tables, as in Java) they are repartitioned by their partition values, with
+``range`` range-partitioned by the sort order, with ``none`` left where they are; each task
+sorts its rows by partition and then by the table's sort order. Two paths write the files;
+:func:`write` chooses per table (``path="auto"``):
+
+**native** (the default): Spark's own Parquet writer, with the Iceberg field ids in the
+schema (``spark.sql.parquet.fieldId.write.enabled``), microsecond timestamps, the table's
+compression codec, and ``partitionBy`` hidden columns holding the exact partition values
+(computed by Spark functions, :mod:`icepark.spark.transforms`), into a folder of its own under
+the table's data location. The driver then reads the footers of the files written and makes
+their manifest entries (:mod:`icepark.spark.footer`). Used when every column is a
+boolean, int, long, float, double, decimal, date, timestamp(tz), string or binary (structs of
+them included) and every partition transform is identity, year, month, day, hour, void or
+truncate of an int, long, string or binary.
+
+**python**: ``mapInArrow`` runs icepark's Arrow writer (:func:`write_data_files`) on each
+task's batches, streamed; each task yields the pickled entries of its files. Used for lists,
+maps, uuids, fixed, time and unknown columns (Spark's writer gives list elements and map
+keys and values no field ids) and for bucket and decimal truncate partitions.
+
+Committing: ``append`` adds the files; ``overwrite`` replaces the rows matching ``filter``
+(all rows without one) with them; ``overwrite-partitions`` replaces the partitions they
+touch. If the Spark job fails or is cancelled nothing is committed and the files written are
+deleted (the native path's whole output folder; the python path's files by their write
+uuid); a commit that definitely failed deletes them too.
+"""
+
+from __future__ import annotations
+
+import pickle
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from icepark.arrow.metrics import MetricsConfig
+from icepark.arrow.writer import (
+    PARQUET_COMPRESSION,
+    PARQUET_COMPRESSION_DEFAULT,
+    data_location,
+    write_data_files,
+)
+from icepark.errors import ValidationError
+from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
+from icepark.io import FileIO
+from icepark.manifest import DataFile
+from icepark.spark._common import resolve_table, temporary_conf, to_spark_location
+from icepark.spark.filters import quote_column
+from icepark.spark.footer import data_file_from_footer
+from icepark.spark.transforms import transform_column
+from icepark.spark.types import FIELD_ID_KEY, to_spark_type
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.partitioning import PartitionSpec
+from icepark.spec.schema import Schema
+from icepark.spec.snapshots import MAIN_BRANCH
+from icepark.spec.sorting import NullOrder, SortDirection, SortOrder
+from icepark.spec.types import (
+    BinaryType,
+    BooleanType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IcebergType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructType,
+    TimestampType,
+    TimestamptzType,
+)
+from icepark.table import Table
+from icepark.table.operations import AppendAction, OverwriteAction, ReplacePartitionsAction
+
+__all__ = ["write", "WriteMode", "WritePath", "choose_write_path", "align_to_schema"]
+
+WriteMode = Literal["append", "overwrite", "overwrite-partitions"]
+WritePath = Literal["auto", "native", "python"]
+
+_NATIVE_TYPES = (
+    BooleanType, IntegerType, LongType, FloatType, DoubleType, DecimalType, DateType,
+    TimestampType, TimestamptzType, StringType, BinaryType,
+)
+_SPARK_CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4",
+                 "brotli": "brotli", "none": "none", "uncompressed": "none"}
+
+
+def _native_type(t: IcebergType) -> bool:
+    if isinstance(t, StructType):
+        return all(_native_type(f.field_type) for f in t.fields)
+    return isinstance(t, _NATIVE_TYPES)
+
+
+def choose_write_path(metadata: TableMetadata) -> tuple[WritePath, str]:
+    """``("native" | "python", why)`` for writing into a table."""
+    schema = metadata.schema()
+    for f in schema.fields:
+        if not _native_type(f.field_type):
+            return "python", f"column {f.name!r} is a {f.field_type}"
+    if metadata.properties.get("write.format.default", "parquet").lower() != "parquet":
+        return "python", "the table's file format is not Parquet"
+    codec = metadata.properties.get(PARQUET_COMPRESSION, PARQUET_COMPRESSION_DEFAULT).lower()
+    if codec not in _SPARK_CODECS:
+        return "python", f"codec {codec}"
+    for pf in metadata.spec().fields:
+        source = schema.find_field(pf.source_id)
+        if transform_column(pf.transform, source.field_type, F.lit(None)) is None:
+            return "python", f"partition transform {pf.transform} of {source.name!r}"
+    return "native", "Spark's Parquet writer with field ids"
+
+
+def align_to_schema(df: DataFrame, schema: Schema, *, with_ids: bool) -> DataFrame:
+    """``df``'s columns matched by name (case-insensitively) to the table schema, in its
+    order, cast to its types; missing optional columns are null."""
+    by_lower: dict[str, str] = {}
+    for name in df.columns:
+        if name.lower() in by_lower:
+            raise ValidationError(f"DataFrame has two columns named {name!r} (ignoring case)")
+        by_lower[name.lower()] = name
+    names = {f.name.lower() for f in schema.fields}
+    extra = [n for n in df.columns if n.lower() not in names]
+    if extra:
+        raise ValidationError(f"DataFrame columns {extra} are not in the table schema")
+    columns: list[Column] = []
+    for f in schema.fields:
+        spark_type = to_spark_type(f.field_type, with_ids=with_ids)
+        source = by_lower.get(f.name.lower())
+        if source is None:
+            if f.required:
+                raise ValidationError(f"DataFrame lacks required column {f.name!r}")
+            c = F.lit(None).cast(spark_type)
+        else:
+            c = F.col(quote_column(source))
+            if df.schema[source].dataType != spark_type:
+                c = c.cast(spark_type)
+        metadata = {FIELD_ID_KEY: f.field_id} if with_ids else {}
+        columns.append(c.alias(f.name, metadata=metadata))
+    return df.select(*columns)
+
+
+def _source_column(schema: Schema, source_id: int) -> Column:
+    name = schema.find_column_name(source_id)
+    if name is None:
+        raise ValidationError(f"No column with id {source_id}")
+    return F.col(quote_column(name))
+
+
+def _partition_columns(schema: Schema, spec: PartitionSpec) -> list[tuple[str, Column]]:
+    """(hidden column name, exact Spark expression) per non-void partition field."""
+    out = []
+    for i, pf in enumerate(spec.fields):
+        if pf.transform.is_void:
+            continue
+        source = schema.find_field(pf.source_id)
+        expr = transform_column(pf.transform, source.field_type, _source_column(schema, pf.source_id))
+        if expr is None:
+            continue
+        if isinstance(source.field_type, BinaryType) and (
+            pf.transform.is_identity or "truncate" in str(pf.transform)
+        ):
+            expr = F.hex(expr)  # Spark cannot partition by binary: hex is one to one
+        out.append((f"{pf.name}__p{i}", expr))
+    return out
+
+
+def _sort_columns(schema: Schema, order: SortOrder) -> tuple[list[Column], bool]:
+    """The sort order as Spark sort columns, and whether all of it could be expressed."""
+    out: list[Column] = []
+    for sf in order.fields:
+        source = schema.find_field(sf.source_id)
+        expr = transform_column(sf.transform, source.field_type, _source_column(schema, sf.source_id))
+        if expr is None:
+            return out, False
+        asc = sf.direction == SortDirection.ASC
+        first = sf.null_order == NullOrder.NULLS_FIRST
+        if asc:
+            out.append(expr.asc_nulls_first() if first else expr.asc_nulls_last())
+        else:
+            out.append(expr.desc_nulls_first() if first else expr.desc_nulls_last())
+    return out, True
+
+
+def _distribute(
+    df: DataFrame, metadata: TableMetadata, partition: list[Column], sort: list[Column]
+) -> DataFrame:
+    spec = metadata.spec()
+    default = "none" if spec.is_unpartitioned else "hash"
+    mode = metadata.properties.get("write.distribution-mode", default).lower()
+    if mode == "hash" and partition:
+        return df.repartition(*partition)
+    if mode == "range" and (partition or sort):
+        return df.repartitionByRange(*partition, *sort)
+    return df
+
+
+# -- native -----------------------------------------------------------------------------------
+
+
+def _write_native(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile]:
+    metadata = table.metadata
+    schema, spec, order = metadata.schema(), metadata.spec(), metadata.sort_order()
+    aligned = align_to_schema(df, schema, with_ids=True)
+    hidden = _partition_columns(schema, spec)
+    sort, complete = _sort_columns(schema, order)
+    with_parts = aligned.select("*", *[expr.alias(name) for name, expr in hidden])
+    part_refs = [F.col(quote_column(name)) for name, _ in hidden]
+    clustered = _distribute(with_parts, metadata, part_refs, sort)
+    if part_refs or sort:
+        clustered = clustered.sortWithinPartitions(*part_refs, *sort)
+    props = metadata.properties
+    codec = _SPARK_CODECS[props.get(PARQUET_COMPRESSION, PARQUET_COMPRESSION_DEFAULT).lower()]
+    out = f"{data_location(metadata.location, props)}/{write_uuid}"
+    io = table.io
+    writer = (
+        clustered.write.mode("errorifexists")
+        .option("compression", codec)
+        .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
+    )
+    row_group = props.get("write.parquet.row-group-size-bytes")
+    if row_group:
+        writer = writer.option("parquet.block.size", row_group)
+    if hidden:
+        writer = writer.partitionBy(*[name for name, _ in hidden])
+    settings = {
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        "spark.sql.parquet.fieldId.write.enabled": "true",
+        "spark.sql.parquet.writeLegacyFormat": "false",
+    }
+    try:
+        with temporary_conf(clustered.sparkSession, settings):
+            writer.parquet(to_spark_location(out))
+        entries = [e for e in io.list_prefix(out)]
+        data = [e for e in entries if _is_data_file(e.location)]
+        for e in entries:
+            if not _is_data_file(e.location):
+                _delete_quietly(io, e.location)
+        config = MetricsConfig.from_properties(props, schema, order)
+        sorted_order = order if complete and not order.is_unsorted else None
+
+        def entry(e: Any) -> DataFile:
+            location = _table_location(out, e.location)
+            return data_file_from_footer(
+                io, location, e.size, schema=schema, spec=spec, sort_order=sorted_order,
+                config=config,
+            )
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            return list(pool.map(entry, data))
+    except BaseException:
+        _delete_prefix_quietly(io, out)
+        raise
+
+
+def _table_location(out: str, listed: str) -> str:
+    """A listed file's location in the form the table uses (the output folder's scheme)."""
+    if listed.startswith(out):
+        return listed
+    marker = out.split("://", 1)[-1].lstrip("/")
+    index = listed.find(marker)
+    return out + listed[index + len(marker):] if index >= 0 else listed
+
+
+def _is_data_file(location: str) -> bool:
+    name = location.rsplit("/", 1)[-1]
+    return name.endswith(".parquet") and not name.startswith((".", "_"))
+
+
+def _delete_quietly(io: FileIO, location: str) -> None:
+    try:
+        io.delete(location)
+    except Exception:  # noqa: BLE001 - best-effort cleanup
+        pass
+
+
+def _delete_prefix_quietly(io: FileIO, location: str) -> None:
+    try:
+        io.delete_prefix(location)
+    except Exception:  # noqa: BLE001 - best-effort cleanup
+        pass
+
+
+# -- python -----------------------------------------------------------------------------------
+
+
+class _TaskWriter:
+    """The function ``mapInArrow`` runs: write a task's batches as data files."""
+
+    def __init__(self, io: FileIO, metadata: TableMetadata, write_uuid: str) -> None:
+        self.io = io
+        self.metadata = metadata
+        self.write_uuid = write_uuid
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        task_id = context.partitionId() if context is not None else 0
+        attempt = context.attemptNumber() if context is not None else 0
+        md = self.metadata
+        files = write_data_files(
+            self.io, table_location=md.location, schema=md.schema(), spec=md.spec(),
+            sort_order=md.sort_order(), properties=md.properties, data=batches,
+            write_uuid=self.write_uuid, task_id=task_id, attempt_id=attempt,
+        )
+        yield pa.RecordBatch.from_pydict({"files": [pickle.dumps(files)]},
+                                         schema=pa.schema([("files", pa.binary())]))
+
+
+def _write_python(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile]:
+    metadata = table.metadata
+    schema, spec, order = metadata.schema(), metadata.spec(), metadata.sort_order()
+    aligned = align_to_schema(df, schema, with_ids=False)
+    hidden = _partition_columns(schema, spec)
+    if len(hidden) < len([pf for pf in spec.fields if not pf.transform.is_void]):
+        # bucket and the like: cluster by the source columns instead
+        for pf in spec.fields:
+            if not pf.transform.is_void:
+                hidden.append((f"src{pf.source_id}", _source_column(schema, pf.source_id)))
+    sort, _ = _sort_columns(schema, order)
+    parts = [expr for _, expr in hidden]
+    clustered = _distribute(aligned, metadata, parts, sort)
+    if parts or sort:
+        clustered = clustered.sortWithinPartitions(*parts, *sort)
+    writer = _TaskWriter(table.io, metadata, write_uuid)
+    try:
+        rows = clustered.mapInArrow(writer, T.StructType([T.StructField("files", T.BinaryType())])).collect()
+    except BaseException:
+        _delete_written(table.io, metadata, write_uuid)
+        raise
+    return files_of([row["files"] for row in rows])
+
+
+def _delete_written(io: FileIO, metadata: TableMetadata, write_uuid: str) -> None:
+    """Delete the data files a failed job wrote (their names hold the write uuid)."""
+    try:
+        entries = io.list_prefix(data_location(metadata.location, metadata.properties))
+    except Exception:  # noqa: BLE001 - best-effort cleanup
+        return
+    for e in entries:
+        if write_uuid in e.location.rsplit("/", 1)[-1]:
+            _delete_quietly(io, e.location)
+
+
+# -- entry point ------------------------------------------------------------------------------
+
+
+def _action(
+    table: Table, files: list[DataFile], mode: WriteMode, row_filter: BooleanExpression,
+    branch: str, snapshot_properties: Mapping[str, str], case_sensitive: bool,
+) -> Any:
+    from icepark.table.writes import rewrite_without
+
+    io = table.io
+    props = dict(snapshot_properties)
+    isolation = table.metadata.properties.get("write.delete.isolation-level", "serializable")
+    if mode == "append":
+        return AppendAction(io, files, branch, props, merge=True)
+    if mode == "overwrite":
+        def rewrite(f: DataFile, base: TableMetadata, expr: BooleanExpression) -> list[DataFile]:
+            return rewrite_without(io, base, f, expr, case_sensitive)
+
+        return OverwriteAction(
+            io, files, branch, props, row_filter=row_filter, rewrite=rewrite,
+            isolation=isolation, case_sensitive=case_sensitive,
+        )
+    if mode == "overwrite-partitions":
+        return ReplacePartitionsAction(io, files, branch, props, isolation=isolation)
+    raise ValidationError(f"Unknown write mode {mode!r} (append, overwrite, overwrite-partitions)")
+
+
+def write(
+    df: DataFrame,
+    table: Table | str,
+    mode: WriteMode = "append",
+    filter: str | BooleanExpression | None = None,  # noqa: A002 - the public name
+    *,
+    catalog: Any = None,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+    case_sensitive: bool = True,
+    path: WritePath = "auto",
+) -> Table:
+    """Write ``df`` into ``table`` as one snapshot (see the module docstring); returns the
+    table with its new metadata."""
+    resolved = resolve_table(table, catalog)
+    if mode not in ("append", "overwrite", "overwrite-partitions"):
+        raise ValidationError(f"Unknown write mode {mode!r} (append, overwrite, overwrite-partitions)")
+    if filter is not None and mode != "overwrite":
+        raise ValidationError("A filter applies to mode='overwrite' only")
+    row_filter = parse_filter(filter) if isinstance(filter, str) else (filter or AlwaysTrue())
+    chosen, why = choose_write_path(resolved.metadata)
+    if path == "native" and chosen == "python":
+        raise ValidationError(f"Cannot write natively: {why}")
+    write_uuid = str(uuid.uuid4())
+    if path == "python" or chosen == "python":
+        files = _write_python(df, resolved, write_uuid)
+    else:
+        files = _write_native(df, resolved, write_uuid)
+    action = _action(resolved, files, mode, row_filter, branch, snapshot_properties or {}, case_sensitive)
+    tx = resolved.transaction()
+    try:
+        tx.add_action(action)
+    except BaseException:
+        action.abort(resolved.io)
+        raise
+    tx.commit_transaction()  # a definite failure deletes the files; an unknown state keeps them
+    return resolved
+
+
+def files_of(results: Sequence[bytes]) -> list[DataFile]:
+    """Unpickle the data file lists tasks sent back."""
+    out: list[DataFile] = []
+    for payload in results:
+        out.extend(pickle.loads(payload))
+    return out
