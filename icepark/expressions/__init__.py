@@ -27,35 +27,37 @@ from icepark.expressions.metrics_evaluator import (
     StrictMetricsEvaluator,
 )
 from icepark.expressions.model import (
-    Accessor,
     AlwaysFalse,
     AlwaysTrue,
     And,
     BooleanExpression,
+    Expression,
+    Not,
+    Operation,
+    Or,
+    and_,
+    not_,
+    or_,
+)
+from icepark.expressions.parser import parse_filter
+from icepark.expressions.predicates import (
+    Accessor,
     BoundLiteralPredicate,
     BoundPredicate,
     BoundReference,
     BoundSetPredicate,
     BoundUnaryPredicate,
-    Expression,
     LiteralPredicate,
-    Not,
-    Operation,
-    Or,
     Predicate,
     Reference,
     SetPredicate,
     Term,
     UnaryPredicate,
     UnboundPredicate,
-    and_,
     col,
     format_literal,
-    not_,
-    or_,
     predicate,
 )
-from icepark.expressions.parser import parse_filter
 from icepark.expressions.projection import inclusive_projection, strict_projection
 from icepark.expressions.residual import ResidualEvaluator, residual_evaluator
 from icepark.expressions.transform_projection import project_predicate

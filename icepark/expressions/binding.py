@@ -27,27 +27,29 @@ from typing import Any
 from icepark.errors import ValidationError
 from icepark.expressions.literals import ABOVE_MAX, BELOW_MIN, Inexact, convert_literal
 from icepark.expressions.model import (
-    Accessor,
     AlwaysFalse,
     AlwaysTrue,
     And,
+    Expression,
+    Not,
+    Operation,
+    Or,
+    and_,
+    not_,
+    or_,
+)
+from icepark.expressions.predicates import (
+    Accessor,
     BoundLiteralPredicate,
     BoundPredicate,
     BoundReference,
     BoundSetPredicate,
     BoundUnaryPredicate,
-    Expression,
     LiteralPredicate,
-    Not,
-    Operation,
-    Or,
     Reference,
     SetPredicate,
     UnaryPredicate,
     UnboundPredicate,
-    and_,
-    not_,
-    or_,
     predicate,
 )
 from icepark.expressions.visitors import ExpressionVisitor, visit

@@ -16,9 +16,11 @@ from icepark.expressions.model import (
     AlwaysFalse,
     AlwaysTrue,
     And,
-    BoundPredicate,
     Expression,
     Or,
+)
+from icepark.expressions.predicates import (
+    BoundPredicate,
 )
 from icepark.expressions.visitors import rewrite_not
 from icepark.spec.schema import Schema

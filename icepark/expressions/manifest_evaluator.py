@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from icepark.errors import InvalidValueError
 from icepark.expressions.binding import bind
-from icepark.expressions.model import BoundReference, Expression
+from icepark.expressions.model import (
+    Expression,
+)
+from icepark.expressions.predicates import (
+    BoundReference,
+)
 from icepark.expressions.projection import inclusive_projection
 from icepark.expressions.visitors import BoundPredicateVisitor, rewrite_not, visit
 from icepark.spec.conversions import from_bytes

@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING, Any
 from icepark.errors import InvalidValueError
 from icepark.expressions.binding import bind
 from icepark.expressions.manifest_evaluator import IN_PREDICATE_LIMIT
-from icepark.expressions.model import BoundReference, Expression
+from icepark.expressions.model import (
+    Expression,
+)
+from icepark.expressions.predicates import (
+    BoundReference,
+)
 from icepark.expressions.visitors import BoundPredicateVisitor, rewrite_not, visit
 from icepark.spec.conversions import from_bytes
 from icepark.spec.schema import Schema

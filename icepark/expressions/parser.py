@@ -35,14 +35,16 @@ from icepark.expressions.model import (
     AlwaysFalse,
     AlwaysTrue,
     Expression,
-    LiteralPredicate,
     Operation,
-    Reference,
-    SetPredicate,
-    UnaryPredicate,
     and_,
     not_,
     or_,
+)
+from icepark.expressions.predicates import (
+    LiteralPredicate,
+    Reference,
+    SetPredicate,
+    UnaryPredicate,
 )
 
 __all__ = ["parse_filter"]

@@ -20,10 +20,12 @@ from icepark.expressions.binding import bind
 from icepark.expressions.model import (
     AlwaysFalse,
     AlwaysTrue,
-    BoundPredicate,
     Expression,
     and_,
     or_,
+)
+from icepark.expressions.predicates import (
+    BoundPredicate,
 )
 from icepark.expressions.transform_projection import project_predicate
 from icepark.expressions.visitors import ExpressionVisitor, rewrite_not, visit

@@ -26,11 +26,13 @@ from typing import Any
 
 from icepark.errors import InvalidValueError
 from icepark.expressions.model import (
+    Expression,
+    Operation,
+)
+from icepark.expressions.predicates import (
     BoundLiteralPredicate,
     BoundPredicate,
     BoundSetPredicate,
-    Expression,
-    Operation,
     UnboundPredicate,
     predicate,
 )
@@ -42,6 +44,7 @@ from icepark.spec.transforms import (
     TimeTransform,
     Transform,
     TruncateTransform,
+    UnknownTransform,
 )
 from icepark.spec.types import (
     BinaryType,
@@ -76,7 +79,7 @@ def _project(
     source = pred.term.type
     if isinstance(transform, IdentityTransform):
         return _rename(name, pred)
-    if not transform.can_transform(source):
+    if isinstance(transform, UnknownTransform) or not transform.can_transform(source):
         return None
     if pred.op.is_unary:
         # every transform but void maps null to null and non-null to non-null; NaN is only

@@ -15,18 +15,20 @@ from icepark.expressions.model import (
     AlwaysFalse,
     AlwaysTrue,
     And,
+    Expression,
+    Not,
+    Operation,
+    Or,
+    and_,
+    or_,
+)
+from icepark.expressions.predicates import (
     BoundLiteralPredicate,
     BoundPredicate,
     BoundReference,
     BoundSetPredicate,
     BoundUnaryPredicate,
-    Expression,
-    Not,
-    Operation,
-    Or,
     UnboundPredicate,
-    and_,
-    or_,
 )
 
 __all__ = ["ExpressionVisitor", "BoundPredicateVisitor", "visit", "rewrite_not"]

@@ -405,3 +405,14 @@ def test_out_of_range_projection_is_safe() -> None:
     v = col("value")
     assert _project(TS, "hour(value)", v < 2**63 - 1, False) == "true"
     assert _project(TS, "hour(value)", v < 2**63 - 1, True) == "false"
+
+
+def test_unknown_transform_projects_nothing() -> None:
+    from icepark.spec.partitioning import PartitionField, PartitionSpec
+    from icepark.spec.transforms import UnknownTransform
+
+    schema = Schema(NestedField(1, "value", LongType()))
+    spec = PartitionSpec(0, (PartitionField(1, 1000, UnknownTransform("zorder"), "z"),))
+    for expr in [col("value") == 5, col("value").is_null()]:
+        assert inclusive_projection(schema, spec)(expr) == AlwaysTrue()
+        assert strict_projection(schema, spec)(expr) == AlwaysFalse()

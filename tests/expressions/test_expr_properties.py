@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 from decimal import Decimal
 from typing import Any
 
@@ -222,7 +223,11 @@ def _get(row: tuple[Any, ...], name: str | None) -> Any:
     return row[COLUMNS.index(name or "")]
 
 
-_SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# ICEPARK_PROPERTY_SCALE=10 runs ten times as many examples (for a thorough local run)
+_SCALE = float(os.environ.get("ICEPARK_PROPERTY_SCALE", "1"))
+_SETTINGS = settings(
+    max_examples=int(200 * _SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @_SETTINGS
@@ -375,7 +380,7 @@ def _check_manifest(expr: Expression, spec: Any, rows: list[Any]) -> None:
 # -- focused variants: one partition field, filters of one or two predicates on its source ------
 
 _FOCUSED_SETTINGS = settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=int(30 * _SCALE), deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 
