@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -116,7 +116,7 @@ def _history(table: Table, console: Console) -> None:
     for column in ("snapshot", "committed (UTC)", "operation", "added files", "added records", "total records"):
         out.add_column(column)
     for snap in table.snapshots():
-        summary = snap.summary or {}
+        summary: Mapping[str, str] = snap.summary or {}
         when = dt.datetime.fromtimestamp(snap.timestamp_ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
         out.add_row(
             str(snap.snapshot_id), when, str(summary.get("operation")),

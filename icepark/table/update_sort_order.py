@@ -1,0 +1,114 @@
+"""``table.replace_sort_order(...)``: a new default sort order, rebuilt on retry by name.
+
+::
+
+    table.replace_sort_order("id", "ts desc nulls last")
+    with table.replace_sort_order() as u:
+        u.asc("id")
+        u.desc("bucket(4, name)", nulls_last=True)
+
+Writers sort new files by the table's default order and record its id in each file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from icepark.errors import ValidationError
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.sorting import SortOrder, build_sort_order
+from icepark.spec.updates import (
+    AddSortOrderUpdate,
+    AssertTableUUID,
+    SetDefaultSortOrderUpdate,
+    TableUpdate,
+)
+from icepark.table.operations import Action, Staged
+
+if TYPE_CHECKING:
+    from icepark.table.table import Table
+    from icepark.table.transaction import Transaction
+
+__all__ = ["ReplaceSortOrder", "SortOrderAction"]
+
+
+@dataclass
+class SortOrderAction(Action):
+    """Builds the order from its terms against each attempt's current schema."""
+
+    terms: list[str]
+    case_sensitive: bool = True
+
+    def build(self, base: TableMetadata) -> SortOrder:
+        return build_sort_order(base.schema(), self.terms, case_sensitive=self.case_sensitive)
+
+    def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:
+        updates: list[TableUpdate] = [
+            AddSortOrderUpdate(self.build(base)), SetDefaultSortOrderUpdate(-1)
+        ]
+        return Staged(updates, [AssertTableUUID(base.table_uuid)])
+
+
+class ReplaceSortOrder:
+    """Sort terms for one table; a context manager that commits on a clean exit.
+
+    No term at all replaces the order with "unsorted"."""
+
+    def __init__(
+        self, table: Table, *, case_sensitive: bool = True, transaction: Transaction | None = None
+    ) -> None:
+        self._table = table
+        self._transaction = transaction
+        self._action = SortOrderAction([], case_sensitive)
+        self._done = False
+
+    def _term(self, text: str) -> ReplaceSortOrder:
+        if self._done:
+            raise ValidationError(f"Sort order update of {self._table.name} is already finished")
+        self._action.terms.append(text)
+        try:
+            self._action.build(self._table.metadata)
+        except BaseException:
+            self._action.terms.pop()
+            raise
+        return self
+
+    def term(self, text: str) -> ReplaceSortOrder:
+        """A term as ``build_sort_order`` reads it: ``"ts desc nulls last"``."""
+        return self._term(text)
+
+    def asc(self, term: str, nulls_first: bool = True) -> ReplaceSortOrder:
+        return self._term(f"{term} asc nulls {'first' if nulls_first else 'last'}")
+
+    def desc(self, term: str, nulls_last: bool = True) -> ReplaceSortOrder:
+        return self._term(f"{term} desc nulls {'last' if nulls_last else 'first'}")
+
+    def apply(self) -> SortOrder:
+        return self._action.build(self._table.metadata)
+
+    def commit(self) -> None:
+        if self._done:
+            raise ValidationError(f"Sort order update of {self._table.name} is already finished")
+        self._done = True
+        if self._transaction is not None:
+            self._transaction.add_action(self._action)
+            return
+        with self._table.transaction() as tx:
+            tx.add_action(self._action)
+
+    def __enter__(self) -> ReplaceSortOrder:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            if not self._done:  # an explicit commit() inside the block already committed
+                self.commit()
+        else:
+            self._done = True
