@@ -37,7 +37,9 @@ KINDS = pa.array(["view", "click", "cart", "buy"])
 START = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
 
-def events(first_id: int, rows: int, days: int, batch_rows: int = 250_000) -> Iterator[pa.RecordBatch]:
+def events(
+    first_id: int, rows: int, days: int, batch_rows: int = 250_000
+) -> Iterator[pa.RecordBatch]:
     """Synthetic events in arrival order (time grows with the id), streamed in batches;
     vectorised, with no Python loop per row."""
     start_us = int(START.timestamp() * 1_000_000)
@@ -61,7 +63,10 @@ def _fresh_table(catalog: Catalog, console: Console) -> Table:
         catalog.drop_table("demo.events", purge=True)
         console.print("[dim]dropped the previous demo.events[/dim]")
     table = catalog.create_table(
-        "demo.events", EVENTS_SCHEMA, partition_by=PARTITION_BY, sort_by=SORT_BY,
+        "demo.events",
+        EVENTS_SCHEMA,
+        partition_by=PARTITION_BY,
+        sort_by=SORT_BY,
         properties={"write.target-file-size-bytes": str(64 * 1024 * 1024)},
     )
     console.print(f"created [bold]demo.events[/bold] at {table.location}")
@@ -113,14 +118,26 @@ def _query(table: Table, console: Console) -> None:
 
 def _history(table: Table, console: Console) -> None:
     out = RichTable(title="snapshot history")
-    for column in ("snapshot", "committed (UTC)", "operation", "added files", "added records", "total records"):
+    for column in (
+        "snapshot",
+        "committed (UTC)",
+        "operation",
+        "added files",
+        "added records",
+        "total records",
+    ):
         out.add_column(column)
     for snap in table.snapshots():
         summary: Mapping[str, str] = snap.summary or {}
-        when = dt.datetime.fromtimestamp(snap.timestamp_ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
+        when = dt.datetime.fromtimestamp(snap.timestamp_ms / 1000, dt.UTC).strftime(
+            "%Y-%m-%d %H:%M:%S"
+        )
         out.add_row(
-            str(snap.snapshot_id), when, str(summary.get("operation")),
-            str(summary.get("added-data-files")), str(summary.get("added-records")),
+            str(snap.snapshot_id),
+            when,
+            str(summary.get("operation")),
+            str(summary.get("added-data-files")),
+            str(summary.get("added-records")),
             str(summary.get("total-records")),
         )
     console.print(out)

@@ -25,7 +25,7 @@ class ReferenceError_(AssertionError):
 class RefEngine:
     def __init__(self) -> None:
         python = REF_VENV / "bin" / "python"
-        self._stderr = open(ROOT / ".services-refspark.log", "w")  # noqa: SIM115
+        self._stderr = open(ROOT / ".services-refspark.log", "w")
         self._proc = subprocess.Popen(
             [str(python), str(REF_SCRIPT), "--serve"],
             stdin=subprocess.PIPE,

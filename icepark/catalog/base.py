@@ -76,7 +76,9 @@ def schema_from_user(schema: Schema | pa.Schema) -> Schema:
         return schema
     if isinstance(schema, pa.Schema):
         return arrow_to_schema(schema, assign_ids=True)
-    raise ValidationError(f"Expected an icepark Schema or a pyarrow Schema, got {type(schema).__name__}")
+    raise ValidationError(
+        f"Expected an icepark Schema or a pyarrow Schema, got {type(schema).__name__}"
+    )
 
 
 class Catalog(ABC):
@@ -101,7 +103,9 @@ class Catalog(ABC):
     # -- namespaces ------------------------------------------------------------------------
 
     @abstractmethod
-    def create_namespace(self, namespace: str | Sequence[str], properties: Properties | None = None) -> None:
+    def create_namespace(
+        self, namespace: str | Sequence[str], properties: Properties | None = None
+    ) -> None:
         """Create a namespace; NamespaceAlreadyExistsError when it exists."""
 
     @abstractmethod
@@ -156,11 +160,15 @@ class Catalog(ABC):
         """The table's metadata pointer; NoSuchTableError when it has none."""
 
     @abstractmethod
-    def _new_metadata_location(self, identifier: Identifier, metadata: TableMetadata, previous: str | None) -> str:
+    def _new_metadata_location(
+        self, identifier: Identifier, metadata: TableMetadata, previous: str | None
+    ) -> str:
         """Where the next metadata file of this table goes."""
 
     @abstractmethod
-    def _swap_metadata_location(self, identifier: Identifier, expected: str | None, new: str) -> None:
+    def _swap_metadata_location(
+        self, identifier: Identifier, expected: str | None, new: str
+    ) -> None:
         """Atomically move the pointer from ``expected`` (None: create) to ``new``.
 
         Raises CommitFailedError when the pointer is no longer ``expected`` (or the table
@@ -172,7 +180,9 @@ class Catalog(ABC):
         """Forget the table; returns the metadata location it had."""
 
     @abstractmethod
-    def rename_table(self, from_identifier: str | Sequence[str], new_identifier: str | Sequence[str]) -> Table:
+    def rename_table(
+        self, from_identifier: str | Sequence[str], new_identifier: str | Sequence[str]
+    ) -> Table:
         """Rename a table (its files stay where they are)."""
 
     @abstractmethod
@@ -309,7 +319,9 @@ class Catalog(ABC):
     # -- metadata files --------------------------------------------------------------------
 
     def _metadata_folder(self, metadata: TableMetadata) -> str:
-        return metadata.properties.get(_METADATA_PATH, metadata.location.rstrip("/") + "/metadata").rstrip("/")
+        return metadata.properties.get(
+            _METADATA_PATH, metadata.location.rstrip("/") + "/metadata"
+        ).rstrip("/")
 
     @staticmethod
     def _metadata_suffix(metadata: TableMetadata) -> str:
@@ -329,7 +341,7 @@ class Catalog(ABC):
     def _delete_quietly(self, location: str) -> None:
         try:
             self.io.delete(location)
-        except Exception:  # noqa: BLE001 - best effort cleanup of a file we wrote
+        except Exception:
             pass
 
     def _delete_old_metadata(self, base: TableMetadata, new: TableMetadata) -> None:
@@ -344,7 +356,9 @@ class Catalog(ABC):
 _VERSION_PREFIX = re.compile(r"^(\d+)-")
 
 
-def next_sequential_metadata_name(metadata: TableMetadata, previous: str | None, suffix: str) -> str:
+def next_sequential_metadata_name(
+    metadata: TableMetadata, previous: str | None, suffix: str
+) -> str:
     """``00001-<uuid>.metadata.json`` numbered after the previous file, as Java names them."""
     version = 0
     if previous:

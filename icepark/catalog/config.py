@@ -74,7 +74,9 @@ def catalog_properties(name: str | None = None, **overrides: Any) -> tuple[str, 
     if name in named:
         props.update({k: str(v) for k, v in (named[name] or {}).items()})
     elif name == (config.get("default-catalog") or DEFAULT_CATALOG_NAME):
-        props.update({k: str(v) for k, v in config.items() if k not in ("catalogs", "default-catalog")})
+        props.update(
+            {k: str(v) for k, v in config.items() if k not in ("catalogs", "default-catalog")}
+        )
     elif named:
         raise CatalogConfigError(f"No catalog named {name!r} in the configuration: {sorted(named)}")
     for env, key in ((ENV_URI, "uri"), (ENV_WAREHOUSE, "warehouse"), (ENV_TYPE, "type")):

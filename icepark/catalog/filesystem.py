@@ -45,7 +45,9 @@ _VERSION_FILE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json$")
 class FileSystemCatalog(Catalog):
     """Tables as folders under a warehouse; namespaces as the folders above them."""
 
-    def __init__(self, name: str = "default", properties: Mapping[str, str] | None = None, **kw: str) -> None:
+    def __init__(
+        self, name: str = "default", properties: Mapping[str, str] | None = None, **kw: str
+    ) -> None:
         super().__init__(name, {**(properties or {}), **kw})
         warehouse = self.properties.get("warehouse")
         if not warehouse:
@@ -88,7 +90,9 @@ class FileSystemCatalog(Catalog):
             raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ns)}")
         return path
 
-    def create_namespace(self, namespace: str | Sequence[str], properties: Properties | None = None) -> None:
+    def create_namespace(
+        self, namespace: str | Sequence[str], properties: Properties | None = None
+    ) -> None:
         ns = to_identifier(namespace)
         path = self._path(ns)
         if self._is_dir(path):
@@ -197,7 +201,9 @@ class FileSystemCatalog(Catalog):
         _, name = self._current_version(identifier)
         return self._location(identifier) + "/metadata/" + name
 
-    def _new_metadata_location(self, identifier: Identifier, metadata: TableMetadata, previous: str | None) -> str:
+    def _new_metadata_location(
+        self, identifier: Identifier, metadata: TableMetadata, previous: str | None
+    ) -> str:
         version = 0
         if previous is not None:
             m = _VERSION_FILE.match(previous.rsplit("/", 1)[-1])
@@ -215,7 +221,9 @@ class FileSystemCatalog(Catalog):
                 f"Cannot commit: {location} was written by a concurrent commit"
             ) from exc
 
-    def _swap_metadata_location(self, identifier: Identifier, expected: str | None, new: str) -> None:
+    def _swap_metadata_location(
+        self, identifier: Identifier, expected: str | None, new: str
+    ) -> None:
         # The exclusive create of ``new`` in _write_metadata was the atomic step; record it.
         m = _VERSION_FILE.match(new.rsplit("/", 1)[-1])
         if m is None:
@@ -234,7 +242,8 @@ class FileSystemCatalog(Catalog):
         ident = to_identifier(identifier)
         if kwargs.get("location") not in (None, self._location(ident)):
             raise ValidationError(
-                f"The file-system catalog keeps table {'.'.join(ident)} at {self._location(ident)}; "
+                f"The file-system catalog keeps table {'.'.join(ident)} at "
+                f"{self._location(ident)}; "
                 "a custom location is not allowed"
             )
         try:
@@ -252,7 +261,9 @@ class FileSystemCatalog(Catalog):
         with ``purge`` also delete files the table references outside its folder."""
         super().drop_table(identifier, purge)
 
-    def rename_table(self, from_identifier: str | Sequence[str], new_identifier: str | Sequence[str]) -> Table:
+    def rename_table(
+        self, from_identifier: str | Sequence[str], new_identifier: str | Sequence[str]
+    ) -> Table:
         raise UnsupportedOperationError(
             "The file-system catalog cannot rename tables: the folder is the name and the "
             "metadata records absolute paths (Java's HadoopCatalog refuses too)"

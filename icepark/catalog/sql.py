@@ -17,7 +17,6 @@ from sqlalchemy import (
     Column,
     MetaData,
     String,
-    Table as SqlTable,
     and_,
     create_engine,
     delete,
@@ -25,6 +24,9 @@ from sqlalchemy import (
     or_,
     select,
     update,
+)
+from sqlalchemy import (
+    Table as SqlTable,
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
@@ -86,7 +88,9 @@ def _ns_str(namespace: Identifier) -> str:
 class SqlCatalog(Catalog):
     """Iceberg's JDBC catalog layout on any SQLAlchemy database (SQLite, PostgreSQL, ...)."""
 
-    def __init__(self, name: str = "default", properties: Mapping[str, str] | None = None, **kw: str) -> None:
+    def __init__(
+        self, name: str = "default", properties: Mapping[str, str] | None = None, **kw: str
+    ) -> None:
         super().__init__(name, {**(properties or {}), **kw})
         uri = self.properties.get("uri")
         if not uri:
@@ -128,7 +132,9 @@ class SqlCatalog(Catalog):
             ).first()
         return {} if has_tables else None
 
-    def create_namespace(self, namespace: str | Sequence[str], properties: Properties | None = None) -> None:
+    def create_namespace(
+        self, namespace: str | Sequence[str], properties: Properties | None = None
+    ) -> None:
         ns = _ns(namespace)
         if self._namespace_props(ns) is not None:
             raise NamespaceAlreadyExistsError(f"Namespace already exists: {_ns_str(ns)}")
@@ -167,12 +173,20 @@ class SqlCatalog(Catalog):
     def list_namespaces(self, parent: str | Sequence[str] = ()) -> list[Identifier]:
         prefix = tuple(parent) if not isinstance(parent, str) else to_identifier(parent)
         with self.engine.connect() as conn:
-            names = {r[0] for r in conn.execute(
-                select(_tables.c.table_namespace).where(_tables.c.catalog_name == self.name)
-            )}
-            names |= {r[0] for r in conn.execute(
-                select(_namespace_props.c.namespace).where(_namespace_props.c.catalog_name == self.name)
-            )}
+            names = {
+                r[0]
+                for r in conn.execute(
+                    select(_tables.c.table_namespace).where(_tables.c.catalog_name == self.name)
+                )
+            }
+            names |= {
+                r[0]
+                for r in conn.execute(
+                    select(_namespace_props.c.namespace).where(
+                        _namespace_props.c.catalog_name == self.name
+                    )
+                )
+            }
         result: set[Identifier] = set()
         for name in names:
             parts = tuple(name.split("."))
@@ -204,10 +218,17 @@ class SqlCatalog(Catalog):
             from icepark.errors import ValidationError
 
             raise ValidationError(f"Properties both removed and set: {sorted(overlap)}")
-        where = and_(_namespace_props.c.catalog_name == self.name, _namespace_props.c.namespace == _ns_str(ns))
+        where = and_(
+            _namespace_props.c.catalog_name == self.name,
+            _namespace_props.c.namespace == _ns_str(ns),
+        )
         with self.engine.begin() as conn:
             if removals:
-                conn.execute(delete(_namespace_props).where(where, _namespace_props.c.property_key.in_(removals)))
+                conn.execute(
+                    delete(_namespace_props).where(
+                        where, _namespace_props.c.property_key.in_(removals)
+                    )
+                )
             for key, value in updates.items():
                 if key in current:
                     conn.execute(
@@ -218,7 +239,10 @@ class SqlCatalog(Catalog):
                 else:
                     conn.execute(
                         insert(_namespace_props).values(
-                            catalog_name=self.name, namespace=_ns_str(ns), property_key=key, property_value=value
+                            catalog_name=self.name,
+                            namespace=_ns_str(ns),
+                            property_key=key,
+                            property_value=value,
                         )
                     )
             remaining = conn.execute(select(_namespace_props.c.property_key).where(where)).first()
@@ -256,16 +280,22 @@ class SqlCatalog(Catalog):
 
     def _current_metadata_location(self, identifier: Identifier) -> str:
         with self.engine.connect() as conn:
-            row = conn.execute(select(_tables.c.metadata_location).where(self._table_filter(identifier))).first()
+            row = conn.execute(
+                select(_tables.c.metadata_location).where(self._table_filter(identifier))
+            ).first()
         if row is None or not row[0]:
             raise NoSuchTableError(f"Table does not exist: {'.'.join(identifier)}")
         return str(row[0])
 
-    def _new_metadata_location(self, identifier: Identifier, metadata: TableMetadata, previous: str | None) -> str:
+    def _new_metadata_location(
+        self, identifier: Identifier, metadata: TableMetadata, previous: str | None
+    ) -> str:
         name = next_sequential_metadata_name(metadata, previous, self._metadata_suffix(metadata))
         return f"{self._metadata_folder(metadata)}/{name}"
 
-    def _swap_metadata_location(self, identifier: Identifier, expected: str | None, new: str) -> None:
+    def _swap_metadata_location(
+        self, identifier: Identifier, expected: str | None, new: str
+    ) -> None:
         name = ".".join(identifier)
         try:
             with self.engine.begin() as conn:
@@ -294,10 +324,16 @@ class SqlCatalog(Catalog):
             raise CommitFailedError(f"Cannot create {name}: it exists already") from exc
         except OperationalError as exc:
             if _is_lock_error(exc):
-                raise CommitFailedError(f"Cannot commit {name}: database is busy ({exc.orig})") from exc
-            raise CommitStateUnknownError(f"Commit of {name} has an unknown outcome: {exc.orig}") from exc
+                raise CommitFailedError(
+                    f"Cannot commit {name}: database is busy ({exc.orig})"
+                ) from exc
+            raise CommitStateUnknownError(
+                f"Commit of {name} has an unknown outcome: {exc.orig}"
+            ) from exc
         except DBAPIError as exc:
-            raise CommitStateUnknownError(f"Commit of {name} has an unknown outcome: {exc.orig}") from exc
+            raise CommitStateUnknownError(
+                f"Commit of {name} has an unknown outcome: {exc.orig}"
+            ) from exc
 
     def _remove_table_entry(self, identifier: Identifier) -> str:
         location = self._current_metadata_location(identifier)
@@ -305,7 +341,9 @@ class SqlCatalog(Catalog):
             conn.execute(delete(_tables).where(self._table_filter(identifier)))
         return location
 
-    def rename_table(self, from_identifier: str | Sequence[str], new_identifier: str | Sequence[str]) -> Table:
+    def rename_table(
+        self, from_identifier: str | Sequence[str], new_identifier: str | Sequence[str]
+    ) -> Table:
         src, dst = to_identifier(from_identifier), to_identifier(new_identifier)
         self._current_metadata_location(src)
         if self.table_exists(dst):

@@ -102,8 +102,9 @@ def _build_index(struct: StructType) -> _Index:
             entry = _Entry(f, (*positions, pos), (*ids, f.field_id), nullable or f.optional)
             by_name[name] = entry
             if isinstance(f.field_type, StructType):
-                walk_struct(f.field_type, name + ".", entry.positions, entry.field_ids,
-                            entry.produces_null)
+                walk_struct(
+                    f.field_type, name + ".", entry.positions, entry.field_ids, entry.produces_null
+                )
             elif isinstance(f.field_type, ListType | MapType):
                 walk_nested(f.field_type, name + ".")
 
@@ -159,9 +160,7 @@ def bind_reference(
     if entry is None:
         lowered = {n.lower() for n in index.unbindable}
         if name in index.unbindable or (not case_sensitive and name.lower() in lowered):
-            raise ValidationError(
-                f"Cannot filter on column {name!r}: it is inside a list or map"
-            )
+            raise ValidationError(f"Cannot filter on column {name!r}: it is inside a list or map")
         raise ValidationError(f"Cannot find column {name!r}{_suggest(name, index)}")
     accessor = Accessor(entry.positions, entry.field_ids)
     return BoundReference(entry.field, entry.field.field_id, full, accessor, entry.produces_null)
@@ -175,9 +174,7 @@ def _suggest(name: str, index: _Index) -> str:
     return f" (did you mean {', '.join(repr(c) for c in close)}?)" if close else ""
 
 
-def bind(
-    schema: Schema | StructType, expr: Expression, case_sensitive: bool = True
-) -> Expression:
+def bind(schema: Schema | StructType, expr: Expression, case_sensitive: bool = True) -> Expression:
     """Bind ``expr`` to ``schema``; already bound predicates are re-bound by name."""
     return visit(expr, _Binder(_as_struct(schema), case_sensitive))
 

@@ -346,9 +346,11 @@ def _parse_datetime(text: str) -> tuple[int, bool, int | None]:
 def _datetime_nanos(value: datetime.datetime) -> tuple[int, int | None]:
     naive = value.replace(tzinfo=None)
     days = civil_to_days(naive.year, naive.month, naive.day)
-    nanos = days * NANOS_PER_DAY + (
-        (naive.hour * 60 + naive.minute) * 60 + naive.second
-    ) * 1_000_000_000 + naive.microsecond * 1000
+    nanos = (
+        days * NANOS_PER_DAY
+        + ((naive.hour * 60 + naive.minute) * 60 + naive.second) * 1_000_000_000
+        + naive.microsecond * 1000
+    )
     offset_delta = value.utcoffset()
     offset = None if offset_delta is None else int(offset_delta.total_seconds())
     return nanos, offset

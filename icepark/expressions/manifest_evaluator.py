@@ -168,9 +168,7 @@ class _SummaryVisitor(BoundPredicateVisitor[bool]):
             return s is None or s.lower_bound is not None
 
         def test(lo: Any, hi: Any) -> bool:
-            return any(
-                (lo is None or lo <= v) and (hi is None or v <= hi) for v in literals
-            )
+            return any((lo is None or lo <= v) and (hi is None or v <= hi) for v in literals)
 
         return self._range(ref, test)
 

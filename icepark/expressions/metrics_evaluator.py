@@ -116,7 +116,9 @@ class _Inclusive(_Metrics):
         return not self.nans_only(ref.field_id)
 
     def _compare(
-        self, ref: BoundReference, lower_ok: Callable[[Any], bool] | None,
+        self,
+        ref: BoundReference,
+        lower_ok: Callable[[Any], bool] | None,
         upper_ok: Callable[[Any], bool] | None,
     ) -> bool:
         fid = ref.field_id

@@ -86,9 +86,7 @@ class Operation(enum.Enum):
         return _SYMBOLS[self]
 
 
-_UNARY = frozenset(
-    {Operation.IS_NULL, Operation.NOT_NULL, Operation.IS_NAN, Operation.NOT_NAN}
-)
+_UNARY = frozenset({Operation.IS_NULL, Operation.NOT_NULL, Operation.IS_NAN, Operation.NOT_NAN})
 _NEGATED = {
     Operation.IS_NULL: Operation.NOT_NULL,
     Operation.NOT_NULL: Operation.IS_NULL,

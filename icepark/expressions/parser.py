@@ -123,7 +123,7 @@ def _tokenize(text: str) -> list[_Token]:
             value, i = _quoted(text, i, "'")
             tokens.append(_Token("str", value, start, text[start:i]))
             continue
-        if c in "`\"":
+        if c in '`"':
             value, i = _quoted(text, i, c)
             if not value:
                 raise _Error(start, "empty quoted column name")
@@ -326,8 +326,9 @@ class _Parser:
             raise _Error(self.tok.pos, f"expected 'null' or 'nan', got {self.tok.text!r}")
         negated = self.accept_kw("not")
         if self.accept_kw("in"):
-            return SetPredicate(Operation.NOT_IN if negated else Operation.IN, column,
-                                self.parse_list())
+            return SetPredicate(
+                Operation.NOT_IN if negated else Operation.IN, column, self.parse_list()
+            )
         if self.is_kw(self.tok, "like"):
             self.advance()
             pattern = self.expect("str")
@@ -347,9 +348,7 @@ class _Parser:
     def comparison(self, op: Operation, column: Reference, value: Any, tok: _Token) -> Expression:
         if value is None:
             hint = "is not null" if op == Operation.NOT_EQ else "is null"
-            raise _Error(
-                tok.pos, f"cannot compare with null: use '{column} {hint}' instead"
-            )
+            raise _Error(tok.pos, f"cannot compare with null: use '{column} {hint}' instead")
         return LiteralPredicate(op, column, value)
 
     def parse_list(self) -> list[Any]:
@@ -415,9 +414,7 @@ def _like(column: Reference, tok: _Token, negated: bool) -> Expression:
             op = Operation.NOT_STARTS_WITH if negated else Operation.STARTS_WITH
             return LiteralPredicate(op, column, "".join(prefix))
         if c == "_":
-            raise _Error(
-                tok.pos, "'_' wildcards are not supported by like (escape it as '\\_')"
-            )
+            raise _Error(tok.pos, "'_' wildcards are not supported by like (escape it as '\\_')")
         prefix.append(c)
         i += 1
     return LiteralPredicate(Operation.NOT_EQ if negated else Operation.EQ, column, "".join(prefix))

@@ -44,8 +44,24 @@ __all__ = [
 
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _KEYWORDS = frozenset(
-    {"and", "or", "not", "in", "is", "null", "nan", "like", "true", "false", "between",
-     "starts_with", "not_starts_with", "date", "timestamp", "timestamptz"}
+    {
+        "and",
+        "or",
+        "not",
+        "in",
+        "is",
+        "null",
+        "nan",
+        "like",
+        "true",
+        "false",
+        "between",
+        "starts_with",
+        "not_starts_with",
+        "date",
+        "timestamp",
+        "timestamptz",
+    }
 )
 
 
@@ -457,8 +473,13 @@ _COMPARE: dict[Operation, Callable[[Any, Any], bool]] = {
     Operation.STARTS_WITH: lambda v, lit: isinstance(v, str) and v.startswith(lit),
 }
 _NEGATIVE_OPS = frozenset(
-    {Operation.NOT_EQ, Operation.NOT_IN, Operation.NOT_STARTS_WITH, Operation.NOT_NULL,
-     Operation.NOT_NAN}
+    {
+        Operation.NOT_EQ,
+        Operation.NOT_IN,
+        Operation.NOT_STARTS_WITH,
+        Operation.NOT_NULL,
+        Operation.NOT_NAN,
+    }
 )
 
 

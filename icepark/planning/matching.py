@@ -68,7 +68,9 @@ class FileMatcher:
             spec = self.specs[spec_id]
             project = strict_projection if strict else inclusive_projection
             projected = project(self.schema, spec, self.case_sensitive)(self.row_filter)
-            cache[spec_id] = evaluator(spec.partition_type(self.schema), projected, self.case_sensitive)
+            cache[spec_id] = evaluator(
+                spec.partition_type(self.schema), projected, self.case_sensitive
+            )
         return cache[spec_id]
 
     def manifest_might_match(self, manifest: ManifestFile) -> bool:

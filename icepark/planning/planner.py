@@ -92,7 +92,9 @@ def _read_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
     ]
 
 
-def _parallel(io: FileIO, manifests: Sequence[ManifestFile], workers: int) -> Iterator[list[ManifestEntry]]:
+def _parallel(
+    io: FileIO, manifests: Sequence[ManifestFile], workers: int
+) -> Iterator[list[ManifestEntry]]:
     if len(manifests) <= 1 or workers <= 1:
         for m in manifests:
             yield _read_entries(io, m)
@@ -118,10 +120,14 @@ def plan_files(
     matcher = FileMatcher(schema, specs, row_filter, case_sensitive)
     manifests = read_manifest_list(io.new_input(snapshot.manifest_list))
     data_manifests = [
-        m for m in manifests if m.content == ManifestContent.DATA and matcher.manifest_might_match(m)
+        m
+        for m in manifests
+        if m.content == ManifestContent.DATA and matcher.manifest_might_match(m)
     ]
     delete_manifests = [
-        m for m in manifests if m.content == ManifestContent.DELETES and matcher.manifest_might_match(m)
+        m
+        for m in manifests
+        if m.content == ManifestContent.DELETES and matcher.manifest_might_match(m)
     ]
     deletes = DeleteFileIndex(specs)
     for entries in _parallel(io, delete_manifests, workers):
@@ -142,9 +148,7 @@ def plan_files(
             if not isinstance(residual, AlwaysTrue) and matcher.all_match(f):
                 residual = AlwaysTrue()
             tasks.append(
-                FileScanTask(
-                    f, tuple(deletes.for_data_file(f, seq)), residual, spec_id, seq
-                )
+                FileScanTask(f, tuple(deletes.for_data_file(f, seq)), residual, spec_id, seq)
             )
     return tasks
 
@@ -181,8 +185,10 @@ def plan_tasks(tasks: Iterable[FileScanTask], options: SplitOptions) -> list[Com
     done: list[CombinedScanTask] = []
     for task in tasks:
         for piece in _split(task, options.target_size):
-            weight = max(piece.size + sum(d.file_size_in_bytes for d in piece.delete_files),
-                         options.open_file_cost)
+            weight = max(
+                piece.size + sum(d.file_size_in_bytes for d in piece.delete_files),
+                options.open_file_cost,
+            )
             for i, (filled, items) in enumerate(bins):
                 if filled + weight <= options.target_size:
                     items.append(piece)

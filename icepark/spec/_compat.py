@@ -111,4 +111,4 @@ def add_previous_file(
 ) -> list[MetadataLogEntry]:
     """Append the previous metadata file, keeping at most ``max_entries`` (at least 1)."""
     history = [*log, MetadataLogEntry(location, timestamp_ms)]
-    return history[-max(1, max_entries):]
+    return history[-max(1, max_entries) :]

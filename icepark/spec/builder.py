@@ -433,8 +433,13 @@ class MetadataBuilder:
         if existing is None:
             ref = SnapshotRef(snapshot_id)
         else:
-            ref = SnapshotRef(snapshot_id, existing.type, existing.min_snapshots_to_keep,
-                              existing.max_snapshot_age_ms, existing.max_ref_age_ms)
+            ref = SnapshotRef(
+                snapshot_id,
+                existing.type,
+                existing.min_snapshots_to_keep,
+                existing.max_snapshot_age_ms,
+                existing.max_ref_age_ms,
+            )
         return self.set_ref(branch, ref)
 
     def remove_ref(self, name: str) -> MetadataBuilder:

@@ -101,8 +101,16 @@ class TableMetadata:
         def put(name: str, value: Any) -> None:
             object.__setattr__(self, name, value)
 
-        for name in ("schemas", "partition_specs", "snapshots", "snapshot_log", "metadata_log",
-                     "sort_orders", "statistics", "partition_statistics"):
+        for name in (
+            "schemas",
+            "partition_specs",
+            "snapshots",
+            "snapshot_log",
+            "metadata_log",
+            "sort_orders",
+            "statistics",
+            "partition_statistics",
+        ):
             put(name, tuple(getattr(self, name)))
         put("properties", dict(self.properties))
         put("location", _strip_trailing_slash(self.location))
@@ -491,5 +499,10 @@ def table_metadata_to_dict(md: TableMetadata) -> dict[str, Any]:
 def table_metadata_to_json(md: TableMetadata, *, indent: int | None = None) -> str:
     """The metadata as JSON text (compact unless ``indent`` is given)."""
     separators = (",", ":") if indent is None else (",", ": ")
-    return json.dumps(table_metadata_to_dict(md), indent=indent, separators=separators,
-                      ensure_ascii=False, allow_nan=False)
+    return json.dumps(
+        table_metadata_to_dict(md),
+        indent=indent,
+        separators=separators,
+        ensure_ascii=False,
+        allow_nan=False,
+    )

@@ -166,7 +166,11 @@ def parse_term(text: str) -> tuple[Transform, str]:
     if m := _TERM.match(stripped):
         name, arg, column = m.group(1).lower(), m.group(2), m.group(3)
         aliases = {
-            "years": "year", "months": "month", "days": "day", "hours": "hour", "date": "day"
+            "years": "year",
+            "months": "month",
+            "days": "day",
+            "hours": "hour",
+            "date": "day",
         }
         name = aliases.get(name, name)
         if name in ("bucket", "truncate"):

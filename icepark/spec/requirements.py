@@ -238,8 +238,7 @@ class AssertDefaultSortOrderId(TableRequirement):
         current = _existing(base).default_sort_order_id
         if current != self.default_sort_order_id:
             raise _failed(
-                f"default sort order changed: expected id {self.default_sort_order_id} != "
-                f"{current}"
+                f"default sort order changed: expected id {self.default_sort_order_id} != {current}"
             )
 
     def _body(self) -> dict[str, Any]:

@@ -129,7 +129,12 @@ class UnionByName:
 
 
 SchemaChange = (
-    AddColumn | DeleteColumn | RenameColumn | UpdateColumn | MoveColumn | SetIdentifierFields
+    AddColumn
+    | DeleteColumn
+    | RenameColumn
+    | UpdateColumn
+    | MoveColumn
+    | SetIdentifierFields
     | UnionByName
 )
 
@@ -173,8 +178,9 @@ def apply_schema_changes(
 ) -> SchemaUpdateResult:
     """Apply ``changes`` in order to ``base``; ``spec`` and ``sort_order`` (the table's
     current ones) guard their source columns against deletion."""
-    editor = _Editor(base, last_column_id, allow_incompatible_changes, case_sensitive,
-                     format_version)
+    editor = _Editor(
+        base, last_column_id, allow_incompatible_changes, case_sensitive, format_version
+    )
     for change in changes:
         editor.record(change)
     return editor.result(spec, sort_order)
@@ -184,7 +190,11 @@ class _Editor:
     """Java's SchemaUpdate state: deletes, updates, adds and moves keyed by field id."""
 
     def __init__(
-        self, base: Schema, last_column_id: int, allow_incompatible: bool, case_sensitive: bool,
+        self,
+        base: Schema,
+        last_column_id: int,
+        allow_incompatible: bool,
+        case_sensitive: bool,
         format_version: int,
     ) -> None:
         self.base = base
@@ -265,8 +275,7 @@ class _Editor:
             )
         if parent.field_id in self.deletes or parent_id in self.deletes:
             raise ValidationError(
-                f"Cannot add column {name!r} to a column that will be deleted: "
-                f"{_name(parent_path)}"
+                f"Cannot add column {name!r} to a column that will be deleted: {_name(parent_path)}"
             )
         return parent_id
 
@@ -299,7 +308,12 @@ class _Editor:
         if not isinstance(t, PrimitiveType):
             t = self._fresh(t)
         new_field = NestedField(
-            field_id, name, t, c.required, c.doc, c.initial_default,
+            field_id,
+            name,
+            t,
+            c.required,
+            c.doc,
+            c.initial_default,
             c.write_default if c.write_default is not None else c.initial_default,
         )
         self.adds.setdefault(parent_id, []).append(new_field)
@@ -318,16 +332,19 @@ class _Editor:
         if isinstance(t, StructType):
             ids = [self._next_id() for _ in t.fields]
             return StructType(
-                *(replace(f, field_id=i, field_type=self._fresh(f.field_type))
-                  for i, f in zip(ids, t.fields))
+                *(
+                    replace(f, field_id=i, field_type=self._fresh(f.field_type))
+                    for i, f in zip(ids, t.fields)
+                )
             )
         if isinstance(t, ListType):
             eid = self._next_id()
             return ListType(eid, self._fresh(t.element_type), t.element_required)
         if isinstance(t, MapType):
             kid, vid = self._next_id(), self._next_id()
-            return MapType(kid, self._fresh(t.key_type), vid, self._fresh(t.value_type),
-                           t.value_required)
+            return MapType(
+                kid, self._fresh(t.key_type), vid, self._fresh(t.value_type), t.value_required
+            )
         return t
 
     def delete(self, path: Path) -> None:
@@ -478,7 +495,10 @@ class _Editor:
             value = self.updates.get(t.value_id, t.value_field)
             key = self.updates.get(t.key_id, t.key_field)
             return MapType(
-                t.key_id, key.field_type, t.value_id, self._type(value.field_type, t.value_id),
+                t.key_id,
+                key.field_type,
+                t.value_id,
+                self._type(value.field_type, t.value_id),
                 value.required,
             )
         return t
@@ -505,8 +525,12 @@ class _Editor:
             schema = interim.with_identifier_fields(ids)
         except InvalidSchemaError as exc:
             raise ValidationError(f"Invalid identifier fields: {exc}") from exc
-        return SchemaUpdateResult(schema, self.last_column_id, dict(self.updates),
-                                  {k: list(v) for k, v in self.adds.items()})
+        return SchemaUpdateResult(
+            schema,
+            self.last_column_id,
+            dict(self.updates),
+            {k: list(v) for k, v in self.adds.items()},
+        )
 
     def _check_deletes(self, spec: PartitionSpec | None, order: SortOrder | None) -> None:
         kept_identifiers = self.identifier_names is None
@@ -585,4 +609,3 @@ def _check_default(full: str, value: Any, t: IcebergType) -> None:
         to_json(value, t)
     except Exception as exc:  # any failure means the value does not fit
         raise ValidationError(f"Invalid default value for {full} ({t}): {value!r}: {exc}") from exc
-

@@ -118,8 +118,13 @@ def apply_spec_changes(
 
 class _State:
     def __init__(
-        self, schema: Schema, spec: PartitionSpec, history: Sequence[PartitionSpec],
-        last_partition_id: int, format_version: int, case_sensitive: bool,
+        self,
+        schema: Schema,
+        spec: PartitionSpec,
+        history: Sequence[PartitionSpec],
+        last_partition_id: int,
+        format_version: int,
+        case_sensitive: bool,
     ) -> None:
         self.schema = schema
         self.spec = spec
@@ -138,8 +143,9 @@ class _State:
         try:
             return self.schema.find_field_id(column, self.case_sensitive)
         except InvalidSchemaError:
-            raise ValidationError(f"Cannot find source column for partition field: {column}") \
-                from None
+            raise ValidationError(
+                f"Cannot find source column for partition field: {column}"
+            ) from None
 
     def _name_of(self, f: PartitionField) -> str:
         return self.renames.get(f.field_id, f.name)
@@ -227,8 +233,11 @@ class _State:
                 source_id = None
             if source_id is not None:
                 f = next(
-                    (x for x in self.spec.fields
-                     if x.source_id == source_id and str(x.transform) == str(transform)),
+                    (
+                        x
+                        for x in self.spec.fields
+                        if x.source_id == source_id and str(x.transform) == str(transform)
+                    ),
                     None,
                 )
         if f is None or f.transform.is_void:

@@ -279,8 +279,11 @@ class SetSnapshotRefUpdate(TableUpdate):
         )
 
     def _body(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ref-name": self.ref_name, "snapshot-id": self.snapshot_id,
-                               "type": self.type.value}
+        out: dict[str, Any] = {
+            "ref-name": self.ref_name,
+            "snapshot-id": self.snapshot_id,
+            "type": self.type.value,
+        }
         if self.min_snapshots_to_keep is not None:
             out["min-snapshots-to-keep"] = self.min_snapshots_to_keep
         if self.max_snapshot_age_ms is not None:

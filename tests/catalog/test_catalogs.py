@@ -38,7 +38,9 @@ PARTITION_BY = ["day(ts)", "bucket(16, id)", "truncate(4, name)", "category", "v
 
 
 def _sql(tmp_path: Path, **extra: Any) -> Catalog:
-    return SqlCatalog("test", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=str(tmp_path / "wh"), **extra)
+    return SqlCatalog(
+        "test", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=str(tmp_path / "wh"), **extra
+    )
 
 
 @pytest.fixture(params=["sqlite", "filesystem", "postgres"])
@@ -70,7 +72,7 @@ def test_namespaces(catalog: Catalog) -> None:
     with pytest.raises(NoSuchNamespaceError, match="nope"):
         catalog.load_namespace_properties("nope")
     catalog.create_table("db.inner.t", SCHEMA)
-    with pytest.raises(NamespaceNotEmptyError, match="db.inner"):
+    with pytest.raises(NamespaceNotEmptyError, match=r"db\.inner"):
         catalog.drop_namespace("db.inner")
     catalog.drop_table("db.inner.t")
     catalog.drop_namespace("db.inner")
@@ -90,9 +92,19 @@ def test_create_load_list_drop(catalog: Catalog) -> None:
     assert [f.name for f in table.schema().fields] == ["id", "ts", "name", "category", "x"]
     assert [f.field_id for f in table.schema().fields] == [1, 2, 3, 4, 5]
     assert [str(f.transform) for f in table.spec().fields] == [
-        "day", "bucket[16]", "truncate[4]", "identity", "void",
+        "day",
+        "bucket[16]",
+        "truncate[4]",
+        "identity",
+        "void",
     ]
-    assert [f.name for f in table.spec().fields] == ["ts_day", "id_bucket", "name_trunc", "category", "x_null"]
+    assert [f.name for f in table.spec().fields] == [
+        "ts_day",
+        "id_bucket",
+        "name_trunc",
+        "category",
+        "x_null",
+    ]
     assert [f.field_id for f in table.spec().fields] == [1000, 1001, 1002, 1003, 1004]
     assert str(table.sort_order()) != "[]" and table.sort_order().order_id == 1
     assert table.properties["owner"] == "me"
@@ -101,21 +113,25 @@ def test_create_load_list_drop(catalog: Catalog) -> None:
     assert loaded.metadata_location == table.metadata_location
     assert catalog.list_tables("db") == [("db", "t")]
     assert catalog.table_exists("db.t")
-    with pytest.raises(TableAlreadyExistsError, match="db.t"):
+    with pytest.raises(TableAlreadyExistsError, match=r"db\.t"):
         catalog.create_table("db.t", SCHEMA)
     with pytest.raises(NoSuchNamespaceError):
         catalog.create_table("missing.t", SCHEMA)
     catalog.drop_table("db.t")
     assert not catalog.table_exists("db.t")
-    with pytest.raises(NoSuchTableError, match="db.t"):
+    with pytest.raises(NoSuchTableError, match=r"db\.t"):
         catalog.load_table("db.t")
 
 
 def test_format_versions(catalog: Catalog) -> None:
     catalog.create_namespace("db")
     for version in (1, 2, 3):
-        t = catalog.create_table(f"db.v{version}", SCHEMA, partition_by=["day(ts)"],
-                                 properties={"format-version": str(version)})
+        t = catalog.create_table(
+            f"db.v{version}",
+            SCHEMA,
+            partition_by=["day(ts)"],
+            properties={"format-version": str(version)},
+        )
         assert t.format_version == version
         assert "format-version" not in t.properties
         assert catalog.load_table(f"db.v{version}").metadata == t.metadata
@@ -153,7 +169,7 @@ def test_concurrent_commits_all_land(catalog: Catalog) -> None:
                 except CommitFailedError:
                     continue
             raise AssertionError(f"worker {i} never committed")
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
@@ -220,7 +236,9 @@ def test_table_from_metadata_is_read_only(tmp_path: Path) -> None:
 def test_gzip_metadata(tmp_path: Path) -> None:
     catalog = _sql(tmp_path)
     catalog.create_namespace("db")
-    table = catalog.create_table("db.t", SCHEMA, properties={"write.metadata.compression-codec": "gzip"})
+    table = catalog.create_table(
+        "db.t", SCHEMA, properties={"write.metadata.compression-codec": "gzip"}
+    )
     assert table.metadata_location.endswith(".gz.metadata.json")
     assert Path(table.metadata_location).read_bytes()[:2] == b"\x1f\x8b"
     assert catalog.load_table("db.t").metadata == table.metadata
@@ -244,7 +262,12 @@ def test_metadata_files_are_never_overwritten(tmp_path: Path) -> None:
 def test_load_catalog_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ICEPARK_CONFIG", str(tmp_path / "none.yaml"))
-    for var in ("ICEPARK_CATALOG_URI", "ICEPARK_WAREHOUSE", "ICEPARK_CATALOG_TYPE", "ICEPARK_CATALOG"):
+    for var in (
+        "ICEPARK_CATALOG_URI",
+        "ICEPARK_WAREHOUSE",
+        "ICEPARK_CATALOG_TYPE",
+        "ICEPARK_CATALOG",
+    ):
         monkeypatch.delenv(var, raising=False)
     catalog = load_catalog()
     assert isinstance(catalog, SqlCatalog)
@@ -256,7 +279,9 @@ def test_load_catalog_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("ICEPARK_CATALOG_TYPE", "filesystem")
     assert isinstance(load_catalog(), FileSystemCatalog)
     (tmp_path / "cfg.yaml").write_text(
-        "default-catalog: lake\ncatalogs:\n  lake:\n    uri: sqlite:///" + str(tmp_path) + "/lake.db\n"
+        "default-catalog: lake\ncatalogs:\n  lake:\n    uri: sqlite:///"
+        + str(tmp_path)
+        + "/lake.db\n"
         "    warehouse: " + str(tmp_path / "lake") + "\n"
     )
     monkeypatch.setenv("ICEPARK_CONFIG", str(tmp_path / "cfg.yaml"))
@@ -276,11 +301,16 @@ def test_sql_catalog_shares_java_tables(tmp_path: Path) -> None:
     table = catalog.create_table("db.t", SCHEMA)
     engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path}/catalog.db")
     with engine.connect() as conn:
-        rows = conn.execute(sqlalchemy.text(
-            "SELECT catalog_name, table_namespace, table_name, metadata_location, iceberg_type FROM iceberg_tables"
-        )).all()
-        props = conn.execute(sqlalchemy.text(
-            "SELECT namespace, property_key, property_value FROM iceberg_namespace_properties"
-        )).all()
+        rows = conn.execute(
+            sqlalchemy.text(
+                "SELECT catalog_name, table_namespace, table_name, metadata_location,"
+                " iceberg_type FROM iceberg_tables"
+            )
+        ).all()
+        props = conn.execute(
+            sqlalchemy.text(
+                "SELECT namespace, property_key, property_value FROM iceberg_namespace_properties"
+            )
+        ).all()
     assert rows == [("test", "db", "t", table.metadata_location, "TABLE")]
     assert props == [("db", "exists", "true")]

@@ -63,9 +63,7 @@ SCHEMA = Schema(
     NestedField(
         18,
         "inner",
-        StructType(
-            NestedField(19, "deep", StructType(NestedField(20, "x", IntegerType(), True)))
-        ),
+        StructType(NestedField(19, "deep", StructType(NestedField(20, "x", IntegerType(), True)))),
         required=True,
     ),
 )

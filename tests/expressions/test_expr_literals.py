@@ -60,8 +60,11 @@ U = uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7")
         (DecimalType(9, 2), "14.20", Decimal("14.20")),
         (DecimalType(9, 2), 3, Decimal("3.00")),
         (DecimalType(9, 2), 0.25, Decimal("0.25")),
-        (DecimalType(38, 10), "1234567890123456789012345678.0123456789",
-         Decimal("1234567890123456789012345678.0123456789")),
+        (
+            DecimalType(38, 10),
+            "1234567890123456789012345678.0123456789",
+            Decimal("1234567890123456789012345678.0123456789"),
+        ),
         (DateType(), 19723, 19723),
         (DateType(), "2024-01-01", DAY_2024),
         (DateType(), datetime.date(2024, 1, 1), DAY_2024),
@@ -81,9 +84,11 @@ U = uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7")
         (TimestamptzType(), "2024-01-01T02:00:00+02:00", MICROS_2024),
         (TimestamptzType(), "2024-01-01T00:00:00", MICROS_2024),  # naive is UTC
         (TimestamptzType(), "2023-12-31 19:00:00-0500", MICROS_2024),
-        (TimestamptzType(),
-         datetime.datetime(2024, 1, 1, 1, tzinfo=datetime.timezone(datetime.timedelta(hours=1))),
-         MICROS_2024),
+        (
+            TimestamptzType(),
+            datetime.datetime(2024, 1, 1, 1, tzinfo=datetime.timezone(datetime.timedelta(hours=1))),
+            MICROS_2024,
+        ),
         (TimestampNanoType(), "2024-01-01T00:00:00.000000001", MICROS_2024 * 1000 + 1),
         (TimestamptzNanoType(), "2024-01-01T01:00:00+01:00", MICROS_2024 * 1000),
         (TimestampType(), "1969-12-31T23:59:59.999999", -1),

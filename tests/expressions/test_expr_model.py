@@ -91,13 +91,9 @@ def test_immutable_hashable_equal() -> None:
 
 
 def test_str_is_readable_and_parses_back() -> None:
-    expr = (
-        (col("ts") >= "2024-01-01")
-        & col("category").isin(["b", "a"])
-        & col("name").not_null()
-        & ~(col("x") < 5)
-        | col("s").starts_with("a%b") & (col("q") == "it's")
-    )
+    expr = (col("ts") >= "2024-01-01") & col("category").isin(["b", "a"]) & col(
+        "name"
+    ).not_null() & ~(col("x") < 5) | col("s").starts_with("a%b") & (col("q") == "it's")
     text = str(expr)
     assert "category in ('a', 'b')" in text
     assert "name is not null" in text

@@ -73,9 +73,10 @@ def test_precedence_and_parentheses() -> None:
 
 def test_example_from_the_brief() -> None:
     expr = parse_filter("ts >= '2024-01-01' and category in ('a', 'b') and name is not null")
-    assert expr == (col("ts") >= "2024-01-01") & col("category").isin(["a", "b"]) & col(
-        "name"
-    ).not_null()
+    assert (
+        expr
+        == (col("ts") >= "2024-01-01") & col("category").isin(["a", "b"]) & col("name").not_null()
+    )
 
 
 @pytest.mark.parametrize(

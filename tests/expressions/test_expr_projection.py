@@ -75,14 +75,22 @@ def _project(source: IcebergType, term: str, expr: Expression, strict: bool) -> 
     return result
 
 
-def _check(source: IcebergType, term: str, value: Any, other: Any, strict: bool,
-           expected: list[Any]) -> None:
+def _check(
+    source: IcebergType, term: str, value: Any, other: Any, strict: bool, expected: list[Any]
+) -> None:
     """expected: results for <, <=, >, >=, then = and != (inclusive) or != and = (strict, as
     Java's tests list them), then in (value, other) and not in (value, other)."""
     v = col("value")
     eq_ne = [v != value, v == value] if strict else [v == value, v != value]
-    exprs = [v < value, v <= value, v > value, v >= value, *eq_ne,
-             v.isin([value, other]), v.not_in([value, other])]
+    exprs = [
+        v < value,
+        v <= value,
+        v > value,
+        v >= value,
+        *eq_ne,
+        v.isin([value, other]),
+        v.not_in([value, other]),
+    ]
     actual = [_project(source, term, e, strict) for e in exprs]
     assert actual == expected
 
@@ -99,63 +107,278 @@ D = DateType()
 @pytest.mark.parametrize(
     ("term", "value", "other", "strict", "expected"),
     [
-        ("month(value)", "2017-01-01", "2017-12-02", True, [
-            (LT, "2017-01"), (LT, "2017-01"), (GT, "2017-01"), (GT, "2016-12"),
-            (NOT_EQ, "2017-01"), "false", "false", (NOT_IN, ["2017-01", "2017-12"])]),
-        ("month(value)", "1969-01-01", "1969-12-31", True, [
-            (LT, "1969-01"), (LT, "1969-01"), (GT, "1969-02"), (GT, "1969-01"),
-            (NOT_IN, ["1969-01", "1969-02"]), "false", "false",
-            (NOT_IN, ["1969-01", "1969-02", "1969-12", "1970-01"])]),
-        ("month(value)", "2017-12-31", "2017-01-01", True, [
-            (LT, "2017-12"), (LT, "2018-01"), (GT, "2017-12"), (GT, "2017-12"),
-            (NOT_EQ, "2017-12"), "false", "false", (NOT_IN, ["2017-01", "2017-12"])]),
-        ("month(value)", "1969-12-31", "1969-11-01", True, [
-            (LT, "1969-12"), (LT, "1970-01"), (GT, "1970-01"), (GT, "1970-01"),
-            (NOT_IN, ["1969-12", "1970-01"]), "false", "false",
-            (NOT_IN, ["1969-11", "1969-12", "1970-01"])]),
-        ("month(value)", "2017-12-01", "2017-01-01", False, [
-            (LT_EQ, "2017-11"), (LT_EQ, "2017-12"), (GT_EQ, "2017-12"), (GT_EQ, "2017-12"),
-            (EQ, "2017-12"), "true", (IN, ["2017-01", "2017-12"]), "true"]),
-        ("month(value)", "1969-01-01", "1969-12-31", False, [
-            (LT_EQ, "1969-01"), (LT_EQ, "1969-02"), (GT_EQ, "1969-01"), (GT_EQ, "1969-01"),
-            (IN, ["1969-01", "1969-02"]), "true",
-            (IN, ["1969-01", "1969-02", "1969-12", "1970-01"]), "true"]),
-        ("month(value)", "2017-12-31", "2017-01-01", False, [
-            (LT_EQ, "2017-12"), (LT_EQ, "2017-12"), (GT_EQ, "2018-01"), (GT_EQ, "2017-12"),
-            (EQ, "2017-12"), "true", (IN, ["2017-01", "2017-12"]), "true"]),
-        ("month(value)", "1969-12-31", "1969-01-01", False, [
-            (LT_EQ, "1970-01"), (LT_EQ, "1970-01"), (GT_EQ, "1970-01"), (GT_EQ, "1969-12"),
-            (IN, ["1969-12", "1970-01"]), "true",
-            (IN, ["1969-01", "1969-02", "1969-12", "1970-01"]), "true"]),
-        ("day(value)", "2017-01-01", "2017-12-31", True, [
-            (LT, "2017-01-01"), (LT, "2017-01-02"), (GT, "2017-01-01"), (GT, "2016-12-31"),
-            (NOT_EQ, "2017-01-01"), "false", "false", (NOT_IN, ["2017-01-01", "2017-12-31"])]),
-        ("day(value)", "1969-12-30", "1969-12-28", True, [
-            (LT, "1969-12-30"), (LT, "1969-12-31"), (GT, "1969-12-30"), (GT, "1969-12-29"),
-            (NOT_EQ, "1969-12-30"), "false", "false", (NOT_IN, ["1969-12-28", "1969-12-30"])]),
-        ("day(value)", "2017-01-01", "2017-12-31", False, [
-            (LT_EQ, "2016-12-31"), (LT_EQ, "2017-01-01"), (GT_EQ, "2017-01-02"),
-            (GT_EQ, "2017-01-01"), (EQ, "2017-01-01"), "true",
-            (IN, ["2017-01-01", "2017-12-31"]), "true"]),
-        ("day(value)", "1969-12-30", "1969-12-28", False, [
-            (LT_EQ, "1969-12-29"), (LT_EQ, "1969-12-30"), (GT_EQ, "1969-12-31"),
-            (GT_EQ, "1969-12-30"), (EQ, "1969-12-30"), "true",
-            (IN, ["1969-12-28", "1969-12-30"]), "true"]),
-        ("year(value)", "2017-01-01", "2016-12-31", True, [
-            (LT, "2017"), (LT, "2017"), (GT, "2017"), (GT, "2016"), (NOT_EQ, "2017"),
-            "false", "false", (NOT_IN, ["2016", "2017"])]),
-        ("year(value)", "1970-01-01", "1969-12-31", True, [
-            (LT, "1970"), (LT, "1970"), (GT, "1971"), (GT, "1970"), (NOT_EQ, "1970"),
-            "false", "false", (NOT_IN, ["1969", "1970"])]),
-        ("year(value)", "2017-12-31", "2016-01-01", True, [
-            (LT, "2017"), (LT, "2018"), (GT, "2017"), (GT, "2017"), (NOT_EQ, "2017"),
-            "false", "false", (NOT_IN, ["2016", "2017"])]),
-        ("year(value)", "2017-01-01", "2016-12-31", False, [
-            (LT_EQ, "2016"), (LT_EQ, "2017"), (GT_EQ, "2017"), (GT_EQ, "2017"), (EQ, "2017"),
-            "true", (IN, ["2016", "2017"]), "true"]),
-        ("year(value)", "2017-12-31", "2016-01-01", False, [
-            (LT_EQ, "2017"), (LT_EQ, "2017"), (GT_EQ, "2018"), (GT_EQ, "2017"), (EQ, "2017"),
-            "true", (IN, ["2016", "2017"]), "true"]),
+        (
+            "month(value)",
+            "2017-01-01",
+            "2017-12-02",
+            True,
+            [
+                (LT, "2017-01"),
+                (LT, "2017-01"),
+                (GT, "2017-01"),
+                (GT, "2016-12"),
+                (NOT_EQ, "2017-01"),
+                "false",
+                "false",
+                (NOT_IN, ["2017-01", "2017-12"]),
+            ],
+        ),
+        (
+            "month(value)",
+            "1969-01-01",
+            "1969-12-31",
+            True,
+            [
+                (LT, "1969-01"),
+                (LT, "1969-01"),
+                (GT, "1969-02"),
+                (GT, "1969-01"),
+                (NOT_IN, ["1969-01", "1969-02"]),
+                "false",
+                "false",
+                (NOT_IN, ["1969-01", "1969-02", "1969-12", "1970-01"]),
+            ],
+        ),
+        (
+            "month(value)",
+            "2017-12-31",
+            "2017-01-01",
+            True,
+            [
+                (LT, "2017-12"),
+                (LT, "2018-01"),
+                (GT, "2017-12"),
+                (GT, "2017-12"),
+                (NOT_EQ, "2017-12"),
+                "false",
+                "false",
+                (NOT_IN, ["2017-01", "2017-12"]),
+            ],
+        ),
+        (
+            "month(value)",
+            "1969-12-31",
+            "1969-11-01",
+            True,
+            [
+                (LT, "1969-12"),
+                (LT, "1970-01"),
+                (GT, "1970-01"),
+                (GT, "1970-01"),
+                (NOT_IN, ["1969-12", "1970-01"]),
+                "false",
+                "false",
+                (NOT_IN, ["1969-11", "1969-12", "1970-01"]),
+            ],
+        ),
+        (
+            "month(value)",
+            "2017-12-01",
+            "2017-01-01",
+            False,
+            [
+                (LT_EQ, "2017-11"),
+                (LT_EQ, "2017-12"),
+                (GT_EQ, "2017-12"),
+                (GT_EQ, "2017-12"),
+                (EQ, "2017-12"),
+                "true",
+                (IN, ["2017-01", "2017-12"]),
+                "true",
+            ],
+        ),
+        (
+            "month(value)",
+            "1969-01-01",
+            "1969-12-31",
+            False,
+            [
+                (LT_EQ, "1969-01"),
+                (LT_EQ, "1969-02"),
+                (GT_EQ, "1969-01"),
+                (GT_EQ, "1969-01"),
+                (IN, ["1969-01", "1969-02"]),
+                "true",
+                (IN, ["1969-01", "1969-02", "1969-12", "1970-01"]),
+                "true",
+            ],
+        ),
+        (
+            "month(value)",
+            "2017-12-31",
+            "2017-01-01",
+            False,
+            [
+                (LT_EQ, "2017-12"),
+                (LT_EQ, "2017-12"),
+                (GT_EQ, "2018-01"),
+                (GT_EQ, "2017-12"),
+                (EQ, "2017-12"),
+                "true",
+                (IN, ["2017-01", "2017-12"]),
+                "true",
+            ],
+        ),
+        (
+            "month(value)",
+            "1969-12-31",
+            "1969-01-01",
+            False,
+            [
+                (LT_EQ, "1970-01"),
+                (LT_EQ, "1970-01"),
+                (GT_EQ, "1970-01"),
+                (GT_EQ, "1969-12"),
+                (IN, ["1969-12", "1970-01"]),
+                "true",
+                (IN, ["1969-01", "1969-02", "1969-12", "1970-01"]),
+                "true",
+            ],
+        ),
+        (
+            "day(value)",
+            "2017-01-01",
+            "2017-12-31",
+            True,
+            [
+                (LT, "2017-01-01"),
+                (LT, "2017-01-02"),
+                (GT, "2017-01-01"),
+                (GT, "2016-12-31"),
+                (NOT_EQ, "2017-01-01"),
+                "false",
+                "false",
+                (NOT_IN, ["2017-01-01", "2017-12-31"]),
+            ],
+        ),
+        (
+            "day(value)",
+            "1969-12-30",
+            "1969-12-28",
+            True,
+            [
+                (LT, "1969-12-30"),
+                (LT, "1969-12-31"),
+                (GT, "1969-12-30"),
+                (GT, "1969-12-29"),
+                (NOT_EQ, "1969-12-30"),
+                "false",
+                "false",
+                (NOT_IN, ["1969-12-28", "1969-12-30"]),
+            ],
+        ),
+        (
+            "day(value)",
+            "2017-01-01",
+            "2017-12-31",
+            False,
+            [
+                (LT_EQ, "2016-12-31"),
+                (LT_EQ, "2017-01-01"),
+                (GT_EQ, "2017-01-02"),
+                (GT_EQ, "2017-01-01"),
+                (EQ, "2017-01-01"),
+                "true",
+                (IN, ["2017-01-01", "2017-12-31"]),
+                "true",
+            ],
+        ),
+        (
+            "day(value)",
+            "1969-12-30",
+            "1969-12-28",
+            False,
+            [
+                (LT_EQ, "1969-12-29"),
+                (LT_EQ, "1969-12-30"),
+                (GT_EQ, "1969-12-31"),
+                (GT_EQ, "1969-12-30"),
+                (EQ, "1969-12-30"),
+                "true",
+                (IN, ["1969-12-28", "1969-12-30"]),
+                "true",
+            ],
+        ),
+        (
+            "year(value)",
+            "2017-01-01",
+            "2016-12-31",
+            True,
+            [
+                (LT, "2017"),
+                (LT, "2017"),
+                (GT, "2017"),
+                (GT, "2016"),
+                (NOT_EQ, "2017"),
+                "false",
+                "false",
+                (NOT_IN, ["2016", "2017"]),
+            ],
+        ),
+        (
+            "year(value)",
+            "1970-01-01",
+            "1969-12-31",
+            True,
+            [
+                (LT, "1970"),
+                (LT, "1970"),
+                (GT, "1971"),
+                (GT, "1970"),
+                (NOT_EQ, "1970"),
+                "false",
+                "false",
+                (NOT_IN, ["1969", "1970"]),
+            ],
+        ),
+        (
+            "year(value)",
+            "2017-12-31",
+            "2016-01-01",
+            True,
+            [
+                (LT, "2017"),
+                (LT, "2018"),
+                (GT, "2017"),
+                (GT, "2017"),
+                (NOT_EQ, "2017"),
+                "false",
+                "false",
+                (NOT_IN, ["2016", "2017"]),
+            ],
+        ),
+        (
+            "year(value)",
+            "2017-01-01",
+            "2016-12-31",
+            False,
+            [
+                (LT_EQ, "2016"),
+                (LT_EQ, "2017"),
+                (GT_EQ, "2017"),
+                (GT_EQ, "2017"),
+                (EQ, "2017"),
+                "true",
+                (IN, ["2016", "2017"]),
+                "true",
+            ],
+        ),
+        (
+            "year(value)",
+            "2017-12-31",
+            "2016-01-01",
+            False,
+            [
+                (LT_EQ, "2017"),
+                (LT_EQ, "2017"),
+                (GT_EQ, "2018"),
+                (GT_EQ, "2017"),
+                (EQ, "2017"),
+                "true",
+                (IN, ["2016", "2017"]),
+                "true",
+            ],
+        ),
     ],
 )
 def test_dates(term: str, value: str, other: str, strict: bool, expected: list[Any]) -> None:
@@ -170,63 +393,262 @@ TS = TimestampType()
 @pytest.mark.parametrize(
     ("term", "value", "other", "strict", "expected"),
     [
-        ("month(value)", "2017-12-01T00:00:00", "2017-12-02T00:00:00", True, [
-            (LT, "2017-12"), (LT, "2017-12"), (GT, "2017-12"), (GT, "2017-11"),
-            (NOT_EQ, "2017-12"), "false", "false", (NOT_EQ, "2017-12")]),
-        ("month(value)", "1969-01-01T00:00:00", "1969-03-01T00:00:00", True, [
-            (LT, "1969-01"), (LT, "1969-01"), (GT, "1969-02"), (GT, "1969-01"),
-            (NOT_IN, ["1969-01", "1969-02"]), "false", "false",
-            (NOT_IN, ["1969-01", "1969-02", "1969-03", "1969-04"])]),
-        ("month(value)", "1969-12-31T23:59:59.999999", "1970-01-01T00:00:00", False, [
-            (LT_EQ, "1970-01"), (LT_EQ, "1970-01"), (GT_EQ, "1970-01"), (GT_EQ, "1969-12"),
-            (IN, ["1969-12", "1970-01"]), "true", (IN, ["1969-12", "1970-01"]), "true"]),
-        ("day(value)", "2017-12-01T00:00:00", "2017-12-02T00:00:00", True, [
-            (LT, "2017-12-01"), (LT, "2017-12-01"), (GT, "2017-12-01"), (GT, "2017-11-30"),
-            (NOT_EQ, "2017-12-01"), "false", "false", (NOT_IN, ["2017-12-01", "2017-12-02"])]),
-        ("day(value)", "1969-01-01T00:00:00", "1969-01-02T00:00:00", True, [
-            (LT, "1969-01-01"), (LT, "1969-01-01"), (GT, "1969-01-02"), (GT, "1969-01-01"),
-            (NOT_IN, ["1969-01-01", "1969-01-02"]), "false", "false",
-            (NOT_IN, ["1969-01-01", "1969-01-02", "1969-01-03"])]),
-        ("day(value)", "2017-12-01T23:59:59.999999", "2017-11-02T00:00:00", True, [
-            (LT, "2017-12-01"), (LT, "2017-12-02"), (GT, "2017-12-01"), (GT, "2017-12-01"),
-            (NOT_EQ, "2017-12-01"), "false", "false", (NOT_IN, ["2017-11-02", "2017-12-01"])]),
-        ("day(value)", "1969-12-31T23:59:59.999999", "1970-01-01T00:00:00", True, [
-            (LT, "1969-12-31"), (LT, "1970-01-01"), (GT, "1970-01-01"), (GT, "1970-01-01"),
-            (NOT_IN, ["1969-12-31", "1970-01-01"]), "false", "false",
-            (NOT_IN, ["1969-12-31", "1970-01-01"])]),
-        ("day(value)", "2017-12-01T00:00:00", "2017-12-02T00:00:00", False, [
-            (LT_EQ, "2017-11-30"), (LT_EQ, "2017-12-01"), (GT_EQ, "2017-12-01"),
-            (GT_EQ, "2017-12-01"), (EQ, "2017-12-01"), "true",
-            (IN, ["2017-12-01", "2017-12-02"]), "true"]),
-        ("day(value)", "1969-01-01T00:00:00", "1969-01-02T00:00:00", False, [
-            (LT_EQ, "1969-01-01"), (LT_EQ, "1969-01-02"), (GT_EQ, "1969-01-01"),
-            (GT_EQ, "1969-01-01"), (IN, ["1969-01-01", "1969-01-02"]), "true",
-            (IN, ["1969-01-01", "1969-01-02", "1969-01-03"]), "true"]),
-        ("day(value)", "1969-12-31T23:59:59.999999", "1970-01-01T00:00:00", False, [
-            (LT_EQ, "1970-01-01"), (LT_EQ, "1970-01-01"), (GT_EQ, "1970-01-01"),
-            (GT_EQ, "1969-12-31"), (IN, ["1969-12-31", "1970-01-01"]), "true",
-            (IN, ["1969-12-31", "1970-01-01"]), "true"]),
-        ("year(value)", "2017-01-01T00:00:00", "2016-12-02T00:00:00", True, [
-            (LT, "2017"), (LT, "2017"), (GT, "2017"), (GT, "2016"), (NOT_EQ, "2017"),
-            "false", "false", (NOT_IN, ["2016", "2017"])]),
-        ("year(value)", "2017-12-31T23:59:59.999999", "2016-12-31T23:59:59.999999", True, [
-            (LT, "2017"), (LT, "2018"), (GT, "2017"), (GT, "2017"), (NOT_EQ, "2017"),
-            "false", "false", (NOT_IN, ["2016", "2017"])]),
-        ("year(value)", "2017-01-01T00:00:00", "2016-12-02T00:00:00", False, [
-            (LT_EQ, "2016"), (LT_EQ, "2017"), (GT_EQ, "2017"), (GT_EQ, "2017"), (EQ, "2017"),
-            "true", (IN, ["2016", "2017"]), "true"]),
-        ("hour(value)", "2017-12-01T10:00:00", "2017-12-02T00:00:00", True, [
-            (LT, "2017-12-01-10"), (LT, "2017-12-01-10"), (GT, "2017-12-01-10"),
-            (GT, "2017-12-01-09"), (NOT_EQ, "2017-12-01-10"), "false", "false",
-            (NOT_IN, ["2017-12-01-10", "2017-12-02-00"])]),
-        ("hour(value)", "2017-12-01T10:59:59.999999", "2017-12-02T00:00:00", False, [
-            (LT_EQ, "2017-12-01-10"), (LT_EQ, "2017-12-01-10"), (GT_EQ, "2017-12-01-11"),
-            (GT_EQ, "2017-12-01-10"), (EQ, "2017-12-01-10"), "true",
-            (IN, ["2017-12-01-10", "2017-12-02-00"]), "true"]),
-        ("hour(value)", "1969-12-31T23:00:00", "1970-01-01T00:00:00", False, [
-            (LT_EQ, "1969-12-31-23"), (LT_EQ, "1970-01-01-00"), (GT_EQ, "1969-12-31-23"),
-            (GT_EQ, "1969-12-31-23"), (IN, ["1969-12-31-23", "1970-01-01-00"]), "true",
-            (IN, ["1969-12-31-23", "1970-01-01-00"]), "true"]),
+        (
+            "month(value)",
+            "2017-12-01T00:00:00",
+            "2017-12-02T00:00:00",
+            True,
+            [
+                (LT, "2017-12"),
+                (LT, "2017-12"),
+                (GT, "2017-12"),
+                (GT, "2017-11"),
+                (NOT_EQ, "2017-12"),
+                "false",
+                "false",
+                (NOT_EQ, "2017-12"),
+            ],
+        ),
+        (
+            "month(value)",
+            "1969-01-01T00:00:00",
+            "1969-03-01T00:00:00",
+            True,
+            [
+                (LT, "1969-01"),
+                (LT, "1969-01"),
+                (GT, "1969-02"),
+                (GT, "1969-01"),
+                (NOT_IN, ["1969-01", "1969-02"]),
+                "false",
+                "false",
+                (NOT_IN, ["1969-01", "1969-02", "1969-03", "1969-04"]),
+            ],
+        ),
+        (
+            "month(value)",
+            "1969-12-31T23:59:59.999999",
+            "1970-01-01T00:00:00",
+            False,
+            [
+                (LT_EQ, "1970-01"),
+                (LT_EQ, "1970-01"),
+                (GT_EQ, "1970-01"),
+                (GT_EQ, "1969-12"),
+                (IN, ["1969-12", "1970-01"]),
+                "true",
+                (IN, ["1969-12", "1970-01"]),
+                "true",
+            ],
+        ),
+        (
+            "day(value)",
+            "2017-12-01T00:00:00",
+            "2017-12-02T00:00:00",
+            True,
+            [
+                (LT, "2017-12-01"),
+                (LT, "2017-12-01"),
+                (GT, "2017-12-01"),
+                (GT, "2017-11-30"),
+                (NOT_EQ, "2017-12-01"),
+                "false",
+                "false",
+                (NOT_IN, ["2017-12-01", "2017-12-02"]),
+            ],
+        ),
+        (
+            "day(value)",
+            "1969-01-01T00:00:00",
+            "1969-01-02T00:00:00",
+            True,
+            [
+                (LT, "1969-01-01"),
+                (LT, "1969-01-01"),
+                (GT, "1969-01-02"),
+                (GT, "1969-01-01"),
+                (NOT_IN, ["1969-01-01", "1969-01-02"]),
+                "false",
+                "false",
+                (NOT_IN, ["1969-01-01", "1969-01-02", "1969-01-03"]),
+            ],
+        ),
+        (
+            "day(value)",
+            "2017-12-01T23:59:59.999999",
+            "2017-11-02T00:00:00",
+            True,
+            [
+                (LT, "2017-12-01"),
+                (LT, "2017-12-02"),
+                (GT, "2017-12-01"),
+                (GT, "2017-12-01"),
+                (NOT_EQ, "2017-12-01"),
+                "false",
+                "false",
+                (NOT_IN, ["2017-11-02", "2017-12-01"]),
+            ],
+        ),
+        (
+            "day(value)",
+            "1969-12-31T23:59:59.999999",
+            "1970-01-01T00:00:00",
+            True,
+            [
+                (LT, "1969-12-31"),
+                (LT, "1970-01-01"),
+                (GT, "1970-01-01"),
+                (GT, "1970-01-01"),
+                (NOT_IN, ["1969-12-31", "1970-01-01"]),
+                "false",
+                "false",
+                (NOT_IN, ["1969-12-31", "1970-01-01"]),
+            ],
+        ),
+        (
+            "day(value)",
+            "2017-12-01T00:00:00",
+            "2017-12-02T00:00:00",
+            False,
+            [
+                (LT_EQ, "2017-11-30"),
+                (LT_EQ, "2017-12-01"),
+                (GT_EQ, "2017-12-01"),
+                (GT_EQ, "2017-12-01"),
+                (EQ, "2017-12-01"),
+                "true",
+                (IN, ["2017-12-01", "2017-12-02"]),
+                "true",
+            ],
+        ),
+        (
+            "day(value)",
+            "1969-01-01T00:00:00",
+            "1969-01-02T00:00:00",
+            False,
+            [
+                (LT_EQ, "1969-01-01"),
+                (LT_EQ, "1969-01-02"),
+                (GT_EQ, "1969-01-01"),
+                (GT_EQ, "1969-01-01"),
+                (IN, ["1969-01-01", "1969-01-02"]),
+                "true",
+                (IN, ["1969-01-01", "1969-01-02", "1969-01-03"]),
+                "true",
+            ],
+        ),
+        (
+            "day(value)",
+            "1969-12-31T23:59:59.999999",
+            "1970-01-01T00:00:00",
+            False,
+            [
+                (LT_EQ, "1970-01-01"),
+                (LT_EQ, "1970-01-01"),
+                (GT_EQ, "1970-01-01"),
+                (GT_EQ, "1969-12-31"),
+                (IN, ["1969-12-31", "1970-01-01"]),
+                "true",
+                (IN, ["1969-12-31", "1970-01-01"]),
+                "true",
+            ],
+        ),
+        (
+            "year(value)",
+            "2017-01-01T00:00:00",
+            "2016-12-02T00:00:00",
+            True,
+            [
+                (LT, "2017"),
+                (LT, "2017"),
+                (GT, "2017"),
+                (GT, "2016"),
+                (NOT_EQ, "2017"),
+                "false",
+                "false",
+                (NOT_IN, ["2016", "2017"]),
+            ],
+        ),
+        (
+            "year(value)",
+            "2017-12-31T23:59:59.999999",
+            "2016-12-31T23:59:59.999999",
+            True,
+            [
+                (LT, "2017"),
+                (LT, "2018"),
+                (GT, "2017"),
+                (GT, "2017"),
+                (NOT_EQ, "2017"),
+                "false",
+                "false",
+                (NOT_IN, ["2016", "2017"]),
+            ],
+        ),
+        (
+            "year(value)",
+            "2017-01-01T00:00:00",
+            "2016-12-02T00:00:00",
+            False,
+            [
+                (LT_EQ, "2016"),
+                (LT_EQ, "2017"),
+                (GT_EQ, "2017"),
+                (GT_EQ, "2017"),
+                (EQ, "2017"),
+                "true",
+                (IN, ["2016", "2017"]),
+                "true",
+            ],
+        ),
+        (
+            "hour(value)",
+            "2017-12-01T10:00:00",
+            "2017-12-02T00:00:00",
+            True,
+            [
+                (LT, "2017-12-01-10"),
+                (LT, "2017-12-01-10"),
+                (GT, "2017-12-01-10"),
+                (GT, "2017-12-01-09"),
+                (NOT_EQ, "2017-12-01-10"),
+                "false",
+                "false",
+                (NOT_IN, ["2017-12-01-10", "2017-12-02-00"]),
+            ],
+        ),
+        (
+            "hour(value)",
+            "2017-12-01T10:59:59.999999",
+            "2017-12-02T00:00:00",
+            False,
+            [
+                (LT_EQ, "2017-12-01-10"),
+                (LT_EQ, "2017-12-01-10"),
+                (GT_EQ, "2017-12-01-11"),
+                (GT_EQ, "2017-12-01-10"),
+                (EQ, "2017-12-01-10"),
+                "true",
+                (IN, ["2017-12-01-10", "2017-12-02-00"]),
+                "true",
+            ],
+        ),
+        (
+            "hour(value)",
+            "1969-12-31T23:00:00",
+            "1970-01-01T00:00:00",
+            False,
+            [
+                (LT_EQ, "1969-12-31-23"),
+                (LT_EQ, "1970-01-01-00"),
+                (GT_EQ, "1969-12-31-23"),
+                (GT_EQ, "1969-12-31-23"),
+                (IN, ["1969-12-31-23", "1970-01-01-00"]),
+                "true",
+                (IN, ["1969-12-31-23", "1970-01-01-00"]),
+                "true",
+            ],
+        ),
     ],
 )
 def test_timestamps(term: str, value: str, other: str, strict: bool, expected: list[Any]) -> None:
@@ -247,20 +669,81 @@ def test_timestamp_ns_day() -> None:
 @pytest.mark.parametrize(
     ("value", "strict", "expected"),
     [
-        (100, True, [(LT, "100"), (LT, "100"), (GT, "100"), (GT, "90"), (NOT_EQ, "100"),
-                     "false", "false", (NOT_IN, ["100", "90"])]),
-        (99, True, [(LT, "90"), (LT, "100"), (GT, "90"), (GT, "90"), (NOT_EQ, "90"),
-                    "false", "false", (NOT_EQ, "90")]),
-        (100, False, [(LT_EQ, "90"), (LT_EQ, "100"), (GT_EQ, "100"), (GT_EQ, "100"),
-                      (EQ, "100"), "true", (IN, ["100", "90"]), "true"]),
-        (99, False, [(LT_EQ, "90"), (LT_EQ, "90"), (GT_EQ, "100"), (GT_EQ, "90"), (EQ, "90"),
-                     "true", (EQ, "90"), "true"]),
-        (-5, False, [(LT_EQ, "-10"), (LT_EQ, "-10"), (GT_EQ, "-10"), (GT_EQ, "-10"),
-                     (EQ, "-10"), "true", (EQ, "-10"), "true"]),
+        (
+            100,
+            True,
+            [
+                (LT, "100"),
+                (LT, "100"),
+                (GT, "100"),
+                (GT, "90"),
+                (NOT_EQ, "100"),
+                "false",
+                "false",
+                (NOT_IN, ["100", "90"]),
+            ],
+        ),
+        (
+            99,
+            True,
+            [
+                (LT, "90"),
+                (LT, "100"),
+                (GT, "90"),
+                (GT, "90"),
+                (NOT_EQ, "90"),
+                "false",
+                "false",
+                (NOT_EQ, "90"),
+            ],
+        ),
+        (
+            100,
+            False,
+            [
+                (LT_EQ, "90"),
+                (LT_EQ, "100"),
+                (GT_EQ, "100"),
+                (GT_EQ, "100"),
+                (EQ, "100"),
+                "true",
+                (IN, ["100", "90"]),
+                "true",
+            ],
+        ),
+        (
+            99,
+            False,
+            [
+                (LT_EQ, "90"),
+                (LT_EQ, "90"),
+                (GT_EQ, "100"),
+                (GT_EQ, "90"),
+                (EQ, "90"),
+                "true",
+                (EQ, "90"),
+                "true",
+            ],
+        ),
+        (
+            -5,
+            False,
+            [
+                (LT_EQ, "-10"),
+                (LT_EQ, "-10"),
+                (GT_EQ, "-10"),
+                (GT_EQ, "-10"),
+                (EQ, "-10"),
+                "true",
+                (EQ, "-10"),
+                "true",
+            ],
+        ),
     ],
 )
-def test_truncate_integers(source: IcebergType, value: int, strict: bool,
-                           expected: list[Any]) -> None:
+def test_truncate_integers(
+    source: IcebergType, value: int, strict: bool, expected: list[Any]
+) -> None:
     other = value - 1 if value == 100 else value - 2
     _check(source, "truncate(10, value)", value, other, strict, expected)
 
@@ -268,16 +751,62 @@ def test_truncate_integers(source: IcebergType, value: int, strict: bool,
 @pytest.mark.parametrize(
     ("value", "strict", "expected"),
     [
-        ("100.00", True, [(LT, "100.00"), (LT, "100.00"), (GT, "100.00"), (GT, "99.90"),
-                          (NOT_EQ, "100.00"), "false", "false", (NOT_IN, ["100.00", "99.00"])]),
-        ("99.99", True, [(LT, "99.90"), (LT, "100.00"), (GT, "99.90"), (GT, "99.90"),
-                         (NOT_EQ, "99.90"), "false", "false", (NOT_IN, ["98.90", "99.90"])]),
-        ("100.00", False, [(LT_EQ, "99.90"), (LT_EQ, "100.00"), (GT_EQ, "100.00"),
-                           (GT_EQ, "100.00"), (EQ, "100.00"), "true",
-                           (IN, ["100.00", "99.00"]), "true"]),
-        ("99.99", False, [(LT_EQ, "99.90"), (LT_EQ, "99.90"), (GT_EQ, "100.00"),
-                          (GT_EQ, "99.90"), (EQ, "99.90"), "true",
-                          (IN, ["98.90", "99.90"]), "true"]),
+        (
+            "100.00",
+            True,
+            [
+                (LT, "100.00"),
+                (LT, "100.00"),
+                (GT, "100.00"),
+                (GT, "99.90"),
+                (NOT_EQ, "100.00"),
+                "false",
+                "false",
+                (NOT_IN, ["100.00", "99.00"]),
+            ],
+        ),
+        (
+            "99.99",
+            True,
+            [
+                (LT, "99.90"),
+                (LT, "100.00"),
+                (GT, "99.90"),
+                (GT, "99.90"),
+                (NOT_EQ, "99.90"),
+                "false",
+                "false",
+                (NOT_IN, ["98.90", "99.90"]),
+            ],
+        ),
+        (
+            "100.00",
+            False,
+            [
+                (LT_EQ, "99.90"),
+                (LT_EQ, "100.00"),
+                (GT_EQ, "100.00"),
+                (GT_EQ, "100.00"),
+                (EQ, "100.00"),
+                "true",
+                (IN, ["100.00", "99.00"]),
+                "true",
+            ],
+        ),
+        (
+            "99.99",
+            False,
+            [
+                (LT_EQ, "99.90"),
+                (LT_EQ, "99.90"),
+                (GT_EQ, "100.00"),
+                (GT_EQ, "99.90"),
+                (EQ, "99.90"),
+                "true",
+                (IN, ["98.90", "99.90"]),
+                "true",
+            ],
+        ),
     ],
 )
 def test_truncate_decimals(value: str, strict: bool, expected: list[Any]) -> None:
@@ -287,19 +816,75 @@ def test_truncate_decimals(value: str, strict: bool, expected: list[Any]) -> Non
 
 def test_truncate_strings() -> None:
     s = StringType()
-    _check(s, "truncate(5, value)", "abcdefg", "abcdefgabc", True, [
-        (LT, "abcde"), (LT, "abcde"), (GT, "abcde"), (GT, "abcde"), (NOT_EQ, "abcde"),
-        "false", "false", (NOT_EQ, "abcde")])
-    _check(s, "truncate(5, value)", "abcdefg", "abcdefgabc", False, [
-        (LT_EQ, "abcde"), (LT_EQ, "abcde"), (GT_EQ, "abcde"), (GT_EQ, "abcde"), (EQ, "abcde"),
-        "true", (EQ, "abcde"), "true"])
+    _check(
+        s,
+        "truncate(5, value)",
+        "abcdefg",
+        "abcdefgabc",
+        True,
+        [
+            (LT, "abcde"),
+            (LT, "abcde"),
+            (GT, "abcde"),
+            (GT, "abcde"),
+            (NOT_EQ, "abcde"),
+            "false",
+            "false",
+            (NOT_EQ, "abcde"),
+        ],
+    )
+    _check(
+        s,
+        "truncate(5, value)",
+        "abcdefg",
+        "abcdefgabc",
+        False,
+        [
+            (LT_EQ, "abcde"),
+            (LT_EQ, "abcde"),
+            (GT_EQ, "abcde"),
+            (GT_EQ, "abcde"),
+            (EQ, "abcde"),
+            "true",
+            (EQ, "abcde"),
+            "true",
+        ],
+    )
     # values shorter than the width are their own partition values
-    _check(s, "truncate(5, value)", "ab", "abc", True, [
-        (LT, "ab"), (LT, "ab"), (GT, "ab"), (GT, "ab"), (NOT_EQ, "ab"),
-        (EQ, "ab"), (IN, ["ab", "abc"]), (NOT_IN, ["ab", "abc"])])
-    _check(s, "truncate(5, value)", "ab", "abc", False, [
-        (LT_EQ, "ab"), (LT_EQ, "ab"), (GT_EQ, "ab"), (GT_EQ, "ab"), (EQ, "ab"),
-        (NOT_EQ, "ab"), (IN, ["ab", "abc"]), (NOT_IN, ["ab", "abc"])])
+    _check(
+        s,
+        "truncate(5, value)",
+        "ab",
+        "abc",
+        True,
+        [
+            (LT, "ab"),
+            (LT, "ab"),
+            (GT, "ab"),
+            (GT, "ab"),
+            (NOT_EQ, "ab"),
+            (EQ, "ab"),
+            (IN, ["ab", "abc"]),
+            (NOT_IN, ["ab", "abc"]),
+        ],
+    )
+    _check(
+        s,
+        "truncate(5, value)",
+        "ab",
+        "abc",
+        False,
+        [
+            (LT_EQ, "ab"),
+            (LT_EQ, "ab"),
+            (GT_EQ, "ab"),
+            (GT_EQ, "ab"),
+            (EQ, "ab"),
+            (NOT_EQ, "ab"),
+            (IN, ["ab", "abc"]),
+            (NOT_IN, ["ab", "abc"]),
+        ],
+    )
     v = col("value")
     term = "truncate(5, value)"
     assert _project(s, term, v.starts_with("abcdefg"), False) == (Op.STARTS_WITH, "abcde")
@@ -315,12 +900,40 @@ def test_truncate_strings() -> None:
 
 def test_truncate_binary() -> None:
     b = BinaryType()
-    _check(b, "truncate(5, value)", b"abcdefg", b"abcdehij", False, [
-        (LT_EQ, "YWJjZGU="), (LT_EQ, "YWJjZGU="), (GT_EQ, "YWJjZGU="), (GT_EQ, "YWJjZGU="),
-        (EQ, "YWJjZGU="), "true", (EQ, "YWJjZGU="), "true"])
-    _check(b, "truncate(5, value)", b"abcdefg", b"abcdehij", True, [
-        (LT, "YWJjZGU="), (LT, "YWJjZGU="), (GT, "YWJjZGU="), (GT, "YWJjZGU="),
-        (NOT_EQ, "YWJjZGU="), "false", "false", (NOT_EQ, "YWJjZGU=")])
+    _check(
+        b,
+        "truncate(5, value)",
+        b"abcdefg",
+        b"abcdehij",
+        False,
+        [
+            (LT_EQ, "YWJjZGU="),
+            (LT_EQ, "YWJjZGU="),
+            (GT_EQ, "YWJjZGU="),
+            (GT_EQ, "YWJjZGU="),
+            (EQ, "YWJjZGU="),
+            "true",
+            (EQ, "YWJjZGU="),
+            "true",
+        ],
+    )
+    _check(
+        b,
+        "truncate(5, value)",
+        b"abcdefg",
+        b"abcdehij",
+        True,
+        [
+            (LT, "YWJjZGU="),
+            (LT, "YWJjZGU="),
+            (GT, "YWJjZGU="),
+            (GT, "YWJjZGU="),
+            (NOT_EQ, "YWJjZGU="),
+            "false",
+            "false",
+            (NOT_EQ, "YWJjZGU="),
+        ],
+    )
 
 
 # -- bucket --------------------------------------------------------------------------------------
@@ -334,18 +947,33 @@ def test_truncate_binary() -> None:
         (DecimalType(9, 2), Decimal("100.00"), Decimal("99.00"), "2", ["2", "6"]),
         (StringType(), "abcdefg", "abcdefgabc", "4", ["4", "9"]),
         (BinaryType(), b"abcdefg", b"abcdehij", "4", ["4", "6"]),
-        (UUIDType(), uuid.UUID(int=(123 << 64) | 456), uuid.UUID(int=(456 << 64) | 123), "4",
-         ["4", "6"]),
+        (
+            UUIDType(),
+            uuid.UUID(int=(123 << 64) | 456),
+            uuid.UUID(int=(456 << 64) | 123),
+            "4",
+            ["4", "6"],
+        ),
     ],
 )
-def test_bucket(source: IcebergType, value: Any, other: Any, bucket: str,
-                both: list[str]) -> None:
+def test_bucket(source: IcebergType, value: Any, other: Any, bucket: str, both: list[str]) -> None:
     term = "bucket(10, value)"
-    _check(source, term, value, other, True, [
-        "false", "false", "false", "false", (NOT_EQ, bucket), "false", "false",
-        (NOT_IN, both)])
-    _check(source, term, value, other, False, [
-        "true", "true", "true", "true", (EQ, bucket), "true", (IN, both), "true"])
+    _check(
+        source,
+        term,
+        value,
+        other,
+        True,
+        ["false", "false", "false", "false", (NOT_EQ, bucket), "false", "false", (NOT_IN, both)],
+    )
+    _check(
+        source,
+        term,
+        value,
+        other,
+        False,
+        ["true", "true", "true", "true", (EQ, bucket), "true", (IN, both), "true"],
+    )
 
 
 # -- identity, void, unary, several fields ---------------------------------------------------------

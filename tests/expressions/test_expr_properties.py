@@ -79,10 +79,33 @@ SCHEMA = Schema(
 COLUMNS = ["i", "l", "d", "ts", "s", "b", "dec", "f", "tsn", "tz", "st.x"]
 TYPES: dict[str, IcebergType] = {c: SCHEMA.find_type(c) for c in COLUMNS}
 PARTITION_TERMS = [
-    "i", "bucket(3, i)", "truncate(10, i)", "truncate(5, l)", "bucket(7, l)", "void(l)",
-    "year(d)", "month(d)", "day(d)", "d", "hour(ts)", "day(ts)", "month(ts)", "year(ts)",
-    "truncate(2, s)", "truncate(3, s)", "s", "bucket(4, s)", "truncate(2, b)", "b",
-    "truncate(50, dec)", "bucket(5, dec)", "dec", "f", "day(tsn)", "hour(tsn)", "month(tz)",
+    "i",
+    "bucket(3, i)",
+    "truncate(10, i)",
+    "truncate(5, l)",
+    "bucket(7, l)",
+    "void(l)",
+    "year(d)",
+    "month(d)",
+    "day(d)",
+    "d",
+    "hour(ts)",
+    "day(ts)",
+    "month(ts)",
+    "year(ts)",
+    "truncate(2, s)",
+    "truncate(3, s)",
+    "s",
+    "bucket(4, s)",
+    "truncate(2, b)",
+    "b",
+    "truncate(50, dec)",
+    "bucket(5, dec)",
+    "dec",
+    "f",
+    "day(tsn)",
+    "hour(tsn)",
+    "month(tz)",
     "truncate(4, st.x)",
 ]
 
@@ -107,7 +130,8 @@ def _values(column: str) -> st.SearchStrategy[Any]:
         return st.one_of(boundary, hours, st.integers(-3 * MICROS_PER_DAY, 3 * MICROS_PER_DAY))
     if isinstance(t, TimestampNanoType):
         return st.builds(
-            lambda d, k: d * MICROS_PER_DAY * 1000 + k, st.integers(-3, 3),
+            lambda d, k: d * MICROS_PER_DAY * 1000 + k,
+            st.integers(-3, 3),
             st.sampled_from([-1, 0, 1, _HOUR * 1000]),
         )
     if isinstance(t, StringType):
@@ -150,8 +174,18 @@ def _literal(draw: st.DrawFn, column: str, pool: list[Any]) -> Any:
     return draw(_random_literals(column))
 
 
-_OPS = [Operation.IS_NULL, Operation.NOT_NULL, Operation.LT, Operation.LT_EQ, Operation.GT,
-        Operation.GT_EQ, Operation.EQ, Operation.NOT_EQ, Operation.IN, Operation.NOT_IN]
+_OPS = [
+    Operation.IS_NULL,
+    Operation.NOT_NULL,
+    Operation.LT,
+    Operation.LT_EQ,
+    Operation.GT,
+    Operation.GT_EQ,
+    Operation.EQ,
+    Operation.NOT_EQ,
+    Operation.IN,
+    Operation.NOT_IN,
+]
 
 
 def _predicate(draw: st.DrawFn, pools: dict[str, list[Any]], column: str) -> Expression:
@@ -304,9 +338,16 @@ def _file(rows: list[tuple[Any, ...]], truncate: int | None, drop: set[int]) -> 
         for stats in (value_counts, null_counts, nan_counts, lowers, uppers):
             stats.pop(fid, None)
     return DataFile(
-        content=FileContent.DATA, file_path="f.parquet", file_format=FileFormat.PARQUET,
-        partition=(), record_count=len(rows), file_size_in_bytes=1, value_counts=value_counts,
-        null_value_counts=null_counts, nan_value_counts=nan_counts, lower_bounds=lowers,
+        content=FileContent.DATA,
+        file_path="f.parquet",
+        file_format=FileFormat.PARQUET,
+        partition=(),
+        record_count=len(rows),
+        file_size_in_bytes=1,
+        value_counts=value_counts,
+        null_value_counts=null_counts,
+        nan_value_counts=nan_counts,
+        lower_bounds=lowers,
         upper_bounds=uppers,
     )
 
@@ -324,9 +365,7 @@ def test_metrics_evaluators(
     _check_metrics(data.draw(_expressions(rows)), rows, truncate, drop)
 
 
-def _check_metrics(
-    expr: Expression, rows: list[Any], truncate: int | None, drop: set[int]
-) -> None:
+def _check_metrics(expr: Expression, rows: list[Any], truncate: int | None, drop: set[int]) -> None:
     data_file = _file(rows, truncate, drop)
     row_eval = evaluator(SCHEMA, expr)
     matching = [row_eval(r) for r in rows]

@@ -22,16 +22,23 @@ def table(tmp_path: Path) -> Table:
     catalog.create_namespace("db")
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("g", pa.string())])
     return catalog.create_table(
-        "db.t", schema, partition_by=["g"],
-        properties={"write.parquet.row-group-size-bytes": "4096", "write.metadata.metrics.default": "full"},
+        "db.t",
+        schema,
+        partition_by=["g"],
+        properties={
+            "write.parquet.row-group-size-bytes": "4096",
+            "write.metadata.metrics.default": "full",
+        },
     )
 
 
 def _data(n: int, start: int = 0) -> pa.Table:
-    return pa.table({
-        "id": pa.array(range(start, start + n), pa.int64()),
-        "g": pa.array(["x" if i % 2 else "y" for i in range(n)]),
-    })
+    return pa.table(
+        {
+            "id": pa.array(range(start, start + n), pa.int64()),
+            "g": pa.array(["x" if i % 2 else "y" for i in range(n)]),
+        }
+    )
 
 
 def test_splits_cover_every_row_once(table: Table) -> None:
@@ -39,7 +46,9 @@ def test_splits_cover_every_row_once(table: Table) -> None:
     table.append(pa.RecordBatchReader.from_batches(data.schema, data.to_batches(max_chunksize=500)))
     tasks = table.scan().plan_files()
     assert all(len(t.file.split_offsets or []) > 1 for t in tasks)
-    combined = table.scan(options={"read.split.target-size": "8192", "read.split.open-file-cost": "1"}).plan_tasks()
+    combined = table.scan(
+        options={"read.split.target-size": "8192", "read.split.open-file-cost": "1"}
+    ).plan_tasks()
     pieces = [t for c in combined for t in c.tasks]
     assert len(pieces) > len(tasks)
     scan = table.scan()
@@ -56,7 +65,9 @@ def test_bin_packing_respects_target_and_lookback() -> None:
         for i, size in enumerate([10, 60, 30, 90, 20, 50, 40])
     ]
     combined = plan_tasks([FileScanTask(f) for f in files], SplitOptions(100, 10, 1))
-    assert sorted(p.file.file_path for c in combined for p in c.tasks) == sorted(f.file_path for f in files)
+    assert sorted(p.file.file_path for c in combined for p in c.tasks) == sorted(
+        f.file_path for f in files
+    )
     assert all(c.size <= 100 for c in combined)
     assert len(combined) == 4  # first fit: [10 60 30] [90] [20 50] [40]
     one_bin_open = plan_tasks([FileScanTask(f) for f in files], SplitOptions(100, 1, 1))
@@ -100,9 +111,13 @@ def test_delete_index_rules() -> None:
     index = DeleteFileIndex({0: spec, 1: UNPARTITIONED.__class__(1, ())})
     data = DataFile(FileContent.DATA, "/d", FileFormat.PARQUET, ("x",), 10, 100, spec_id=0)
     pos = DataFile(FileContent.POSITION_DELETES, "/p", FileFormat.PARQUET, ("x",), 1, 10, spec_id=0)
-    pos_other = DataFile(FileContent.POSITION_DELETES, "/q", FileFormat.PARQUET, ("y",), 1, 10, spec_id=0)
+    pos_other = DataFile(
+        FileContent.POSITION_DELETES, "/q", FileFormat.PARQUET, ("y",), 1, 10, spec_id=0
+    )
     eq = DataFile(FileContent.EQUALITY_DELETES, "/e", FileFormat.PARQUET, ("x",), 1, 10, spec_id=0)
-    eq_global = DataFile(FileContent.EQUALITY_DELETES, "/eg", FileFormat.PARQUET, (), 1, 10, spec_id=1)
+    eq_global = DataFile(
+        FileContent.EQUALITY_DELETES, "/eg", FileFormat.PARQUET, (), 1, 10, spec_id=1
+    )
     index.add(pos, 5)
     index.add(pos_other, 5)
     index.add(eq, 5)

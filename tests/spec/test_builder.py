@@ -92,14 +92,24 @@ def new_table(version: int = 2, **props: str) -> TableMetadata:
     schema = user_schema()
     spec = build_partition_spec(schema, ["day(ts)", "bucket(8, id)"])
     order = build_sort_order(schema, ["id desc", "loc.city"])
-    return new_table_metadata(schema, spec, order, "s3://bucket/db/t/", {**props},
-                              format_version=version, table_uuid=UUID)
+    return new_table_metadata(
+        schema, spec, order, "s3://bucket/db/t/", {**props}, format_version=version, table_uuid=UUID
+    )
 
 
-def snap(sid: int, seq: int, parent: int | None = None, ts: int = NOW - 10,
-         **kw: int | None) -> Snapshot:
-    return Snapshot(sid, parent, seq, ts, f"s3://bucket/db/t/metadata/snap-{sid}.avro",
-                    Summary(Operation.APPEND), 0, **kw)  # type: ignore[arg-type]
+def snap(
+    sid: int, seq: int, parent: int | None = None, ts: int = NOW - 10, **kw: int | None
+) -> Snapshot:
+    return Snapshot(
+        sid,
+        parent,
+        seq,
+        ts,
+        f"s3://bucket/db/t/metadata/snap-{sid}.avro",
+        Summary(Operation.APPEND),
+        0,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 # -- new tables ------------------------------------------------------------------------------
@@ -120,7 +130,9 @@ def test_new_table_metadata_assigns_fresh_ids() -> None:
     spec = md.spec()
     assert spec.spec_id == 0 and md.default_spec_id == 0
     assert [(f.source_id, f.field_id, f.name, str(f.transform)) for f in spec.fields] == [
-        (3, 1000, "ts_day", "day"), (1, 1001, "id_bucket", "bucket[8]")]
+        (3, 1000, "ts_day", "day"),
+        (1, 1001, "id_bucket", "bucket[8]"),
+    ]
     assert md.last_partition_id == 1001
     order = md.sort_order()
     assert order.order_id == 1 and md.default_sort_order_id == 1
@@ -133,8 +145,13 @@ def test_new_table_metadata_assigns_fresh_ids() -> None:
 
 
 def test_new_table_unpartitioned_unsorted_and_properties() -> None:
-    md = new_table_metadata(user_schema(), None, None, "file:/tmp/t",
-                            {"format-version": "3", "uuid": "x", "owner": "me"})
+    md = new_table_metadata(
+        user_schema(),
+        None,
+        None,
+        "file:/tmp/t",
+        {"format-version": "3", "uuid": "x", "owner": "me"},
+    )
     assert md.format_version == 3 and md.next_row_id == 0
     assert md.properties == {"owner": "me"}
     assert md.spec().fields == () and md.last_partition_id == 999
@@ -167,9 +184,17 @@ def test_creation_updates_rebuild_the_same_table() -> None:
     md = new_table(owner="me")
     updates = creation_updates(md)
     assert [u.action for u in updates] == [
-        "assign-uuid", "upgrade-format-version", "add-schema", "set-current-schema", "add-spec",
-        "set-default-spec", "add-sort-order", "set-default-sort-order", "set-location",
-        "set-properties"]
+        "assign-uuid",
+        "upgrade-format-version",
+        "add-schema",
+        "set-current-schema",
+        "add-spec",
+        "set-default-spec",
+        "add-sort-order",
+        "set-default-sort-order",
+        "set-location",
+        "set-properties",
+    ]
     rebuilt = MetadataBuilder(None).apply_all(updates).build()
     assert rebuilt == md
 
@@ -287,8 +312,7 @@ def test_schema_errors() -> None:
 
 def test_remove_schemas() -> None:
     md = new_table()
-    md2 = (MetadataBuilder(md).add_schema(Schema(NestedField(1, "id", LongType(), True)))
-           .build())
+    md2 = MetadataBuilder(md).add_schema(Schema(NestedField(1, "id", LongType(), True))).build()
     assert [s.schema_id for s in md2.schemas] == [0, 1]
     with pytest.raises(ValidationError, match="Cannot remove the current schema"):
         MetadataBuilder(md2).remove_schemas([0])
@@ -308,8 +332,10 @@ def test_add_spec_new_and_reused() -> None:
     assert b.updates == [] and b.last_added_spec_id == 0
     identity = PartitionSpec(0, (PartitionField(2, 1002, IdentityTransform(), "data"),))
     b = MetadataBuilder(md).add_partition_spec(identity).set_default_spec(-1)
-    assert b.updates == [AddPartitionSpecUpdate(PartitionSpec(1, identity.fields)),
-                         SetDefaultSpecUpdate(-1)]
+    assert b.updates == [
+        AddPartitionSpecUpdate(PartitionSpec(1, identity.fields)),
+        SetDefaultSpecUpdate(-1),
+    ]
     new = b.build()
     assert new.default_spec_id == 1 and new.last_partition_id == 1002
     assert new.spec_by_id(0) == md.spec()
@@ -327,16 +353,20 @@ def test_spec_errors() -> None:
     md = new_table()
     with pytest.raises(InvalidTransformError, match="Invalid source type"):
         MetadataBuilder(md).add_partition_spec(
-            PartitionSpec(0, (PartitionField(2, 1002, DayTransform(), "d"),)))
+            PartitionSpec(0, (PartitionField(2, 1002, DayTransform(), "d"),))
+        )
     with pytest.raises(ValidationError, match="Cannot find source column"):
         MetadataBuilder(md).add_partition_spec(
-            PartitionSpec(0, (PartitionField(99, 1002, IdentityTransform(), "x"),)))
+            PartitionSpec(0, (PartitionField(99, 1002, IdentityTransform(), "x"),))
+        )
     with pytest.raises(ValidationError, match="non-primitive"):
         MetadataBuilder(md).add_partition_spec(
-            PartitionSpec(0, (PartitionField(5, 1002, IdentityTransform(), "x"),)))
+            PartitionSpec(0, (PartitionField(5, 1002, IdentityTransform(), "x"),))
+        )
     with pytest.raises(ValidationError, match="Invalid partition field parent"):
         MetadataBuilder(md).add_partition_spec(
-            PartitionSpec(0, (PartitionField(6, 1002, IdentityTransform(), "x"),)))
+            PartitionSpec(0, (PartitionField(6, 1002, IdentityTransform(), "x"),))
+        )
     with pytest.raises(ValidationError, match="no spec has been added"):
         MetadataBuilder(md).set_default_spec(-1)
     with pytest.raises(ValidationError, match="unknown spec: 4"):
@@ -344,12 +374,18 @@ def test_spec_errors() -> None:
     v1 = new_table(1)
     with pytest.raises(ValidationError, match="sequential IDs that are required in v1"):
         MetadataBuilder(v1).add_partition_spec(
-            PartitionSpec(0, (PartitionField(2, 1005, IdentityTransform(), "data"),)))
+            PartitionSpec(0, (PartitionField(2, 1005, IdentityTransform(), "data"),))
+        )
     # void fields are not checked: v1 tables keep dropped partition sources as void
     void = PartitionSpec(0, (PartitionField(99, 1002, VoidTransform(), "gone"),))
     assert MetadataBuilder(md).add_partition_spec(void).build().last_partition_id == 1002
-    ok = MetadataBuilder(v1).add_partition_spec(
-        PartitionSpec(0, (PartitionField(2, 1000, IdentityTransform(), "data"),))).build()
+    ok = (
+        MetadataBuilder(v1)
+        .add_partition_spec(
+            PartitionSpec(0, (PartitionField(2, 1000, IdentityTransform(), "data"),))
+        )
+        .build()
+    )
     assert len(ok.partition_specs) == 2
 
 
@@ -390,8 +426,11 @@ def test_sort_order_errors() -> None:
 
 def test_add_snapshot_and_set_main() -> None:
     md = new_table()
-    b = MetadataBuilder(md).add_snapshot(snap(1, 1, ts=NOW - 5)).set_ref(MAIN_BRANCH,
-                                                                         SnapshotRef(1))
+    b = (
+        MetadataBuilder(md)
+        .add_snapshot(snap(1, 1, ts=NOW - 5))
+        .set_ref(MAIN_BRANCH, SnapshotRef(1))
+    )
     assert [u.action for u in b.updates] == ["add-snapshot", "set-snapshot-ref"]
     new = b.build()
     assert new.current_snapshot_id == 1 and new.last_sequence_number == 1
@@ -404,8 +443,11 @@ def test_add_snapshot_and_set_main() -> None:
     with pytest.raises(ValidationError, match="Snapshot already exists for id: 1"):
         MetadataBuilder(new).add_snapshot(snap(1, 2))
     # a tag, then moving main back to the old snapshot logs it with the current time
-    b = (MetadataBuilder(new).add_snapshot(snap(2, 2, 1, ts=NOW - 3))
-         .set_ref("t", SnapshotRef(2, SnapshotRefType.TAG)))
+    b = (
+        MetadataBuilder(new)
+        .add_snapshot(snap(2, 2, 1, ts=NOW - 3))
+        .set_ref("t", SnapshotRef(2, SnapshotRefType.TAG))
+    )
     newer = b.build()
     assert newer.current_snapshot_id == 1 and newer.snapshot_by_name("t").snapshot_id == 2  # type: ignore[union-attr]
     assert newer.last_updated_ms == NOW - 3
@@ -440,9 +482,13 @@ def test_set_branch_snapshot_keeps_retention() -> None:
 
 def test_intermediate_snapshots_leave_the_log() -> None:
     md = new_table()
-    b = (MetadataBuilder(md)
-         .add_snapshot(snap(1, 1, ts=NOW - 9)).set_branch_snapshot(1)
-         .add_snapshot(snap(2, 2, 1, ts=NOW - 8)).set_branch_snapshot(2))
+    b = (
+        MetadataBuilder(md)
+        .add_snapshot(snap(1, 1, ts=NOW - 9))
+        .set_branch_snapshot(1)
+        .add_snapshot(snap(2, 2, 1, ts=NOW - 8))
+        .set_branch_snapshot(2)
+    )
     new = b.build()
     assert [e.snapshot_id for e in new.snapshot_log] == [2]
     assert new.current_snapshot_id == 2 and new.last_sequence_number == 2
@@ -455,11 +501,14 @@ def test_remove_snapshots_refs_stats_and_history() -> None:
         b.add_snapshot(snap(i, i, i - 1 or None, ts=NOW - 10 + i))
         md = b.set_branch_snapshot(i).build()
         b = MetadataBuilder(md)
-    md = (MetadataBuilder(md).set_ref("t", SnapshotRef(1, SnapshotRefType.TAG))
-          .set_statistics(StatisticsFile(1, "s1.puffin", 1, 1))
-          .set_partition_statistics(PartitionStatisticsFile(1, "p1.parquet", 1))
-          .set_statistics(StatisticsFile(3, "s3.puffin", 1, 1))
-          .build())
+    md = (
+        MetadataBuilder(md)
+        .set_ref("t", SnapshotRef(1, SnapshotRefType.TAG))
+        .set_statistics(StatisticsFile(1, "s1.puffin", 1, 1))
+        .set_partition_statistics(PartitionStatisticsFile(1, "p1.parquet", 1))
+        .set_statistics(StatisticsFile(3, "s3.puffin", 1, 1))
+        .build()
+    )
     assert [e.snapshot_id for e in md.snapshot_log] == [1, 2, 3]
     b = MetadataBuilder(md).remove_snapshots([2, 99])
     assert b.updates == [RemoveSnapshotsUpdate((2,))]
@@ -469,8 +518,13 @@ def test_remove_snapshots_refs_stats_and_history() -> None:
     assert [e.snapshot_id for e in new.snapshot_log] == [3]
     b = MetadataBuilder(new).remove_snapshots([1, 3])
     assert [u.action for u in b.updates] == [
-        "remove-snapshots", "remove-statistics", "remove-partition-statistics",
-        "remove-statistics", "remove-snapshot-ref", "remove-snapshot-ref"]
+        "remove-snapshots",
+        "remove-statistics",
+        "remove-partition-statistics",
+        "remove-statistics",
+        "remove-snapshot-ref",
+        "remove-snapshot-ref",
+    ]
     gone = b.build()
     assert gone.snapshots == () and gone.refs == {} and gone.current_snapshot_id is None
     assert gone.statistics == () and gone.partition_statistics == ()
@@ -516,11 +570,17 @@ def test_v3_row_lineage() -> None:
 
 def test_location_and_properties() -> None:
     md = new_table(owner="a")
-    b = (MetadataBuilder(md).set_location("s3://other/t")
-         .set_properties({"owner": "b", "k": "v"}).remove_properties(["k", "missing"]))
-    assert b.updates == [SetLocationUpdate("s3://other/t"),
-                         SetPropertiesUpdate({"owner": "b", "k": "v"}),
-                         RemovePropertiesUpdate(("k", "missing"))]
+    b = (
+        MetadataBuilder(md)
+        .set_location("s3://other/t")
+        .set_properties({"owner": "b", "k": "v"})
+        .remove_properties(["k", "missing"])
+    )
+    assert b.updates == [
+        SetLocationUpdate("s3://other/t"),
+        SetPropertiesUpdate({"owner": "b", "k": "v"}),
+        RemovePropertiesUpdate(("k", "missing")),
+    ]
     new = b.build()
     assert new.location == "s3://other/t" and new.properties == {"owner": "b"}
     assert new.last_updated_ms == NOW
@@ -558,19 +618,31 @@ def test_with_previous_metadata() -> None:
     v1_path = "s3://bucket/db/t/metadata/00000-a.metadata.json"
     md2 = MetadataBuilder(md).set_properties({"a": "1"}).with_previous_metadata(v1_path).build()
     assert [(e.metadata_file, e.timestamp_ms) for e in md2.metadata_log] == [
-        (v1_path, md.last_updated_ms)]
+        (v1_path, md.last_updated_ms)
+    ]
     # the log is capped by write.metadata.previous-versions-max (at least one entry kept)
     cur = md2
     for i in range(5):
-        cur = (MetadataBuilder(cur).set_properties({"write.metadata.previous-versions-max": "3",
-                                                    "i": str(i)})
-               .with_previous_metadata(f"v{i + 2}.json").build())
+        cur = (
+            MetadataBuilder(cur)
+            .set_properties({"write.metadata.previous-versions-max": "3", "i": str(i)})
+            .with_previous_metadata(f"v{i + 2}.json")
+            .build()
+        )
     assert [e.metadata_file for e in cur.metadata_log] == ["v4.json", "v5.json", "v6.json"]
-    capped = (MetadataBuilder(cur).set_properties({"i": "x"})
-              .with_previous_metadata("v7.json", max_entries=0).build())
+    capped = (
+        MetadataBuilder(cur)
+        .set_properties({"i": "x"})
+        .with_previous_metadata("v7.json", max_entries=0)
+        .build()
+    )
     assert [e.metadata_file for e in capped.metadata_log] == ["v7.json"]
-    bad = (MetadataBuilder(cur).set_properties({"write.metadata.previous-versions-max": "x"})
-           .with_previous_metadata("v7.json").build())
+    bad = (
+        MetadataBuilder(cur)
+        .set_properties({"write.metadata.previous-versions-max": "x"})
+        .with_previous_metadata("v7.json")
+        .build()
+    )
     assert len(bad.metadata_log) == 4
     # without with_previous_metadata the log is carried over unchanged
     assert MetadataBuilder(cur).set_properties({"j": "1"}).build().metadata_log == cur.metadata_log
@@ -590,20 +662,29 @@ def test_last_updated_is_now_when_changed(monkeypatch: pytest.MonkeyPatch) -> No
 def test_replaying_updates_reproduces_metadata() -> None:
     md = new_table()
     evolved = Schema(*md.schema().fields, NestedField(8, "extra", BooleanType()))
-    b = (MetadataBuilder(md)
-         .add_schema(evolved).set_current_schema(-1)
-         .add_partition_spec(PartitionSpec(0, (PartitionField(8, 1002, IdentityTransform(),
-                                                             "extra"),)))
-         .set_default_spec(-1)
-         .add_sort_order(build_sort_order(evolved, ["extra"])).set_default_sort_order(-1)
-         .add_snapshot(snap(1, 1)).set_branch_snapshot(1)
-         .set_ref("tag", SnapshotRef(1, SnapshotRefType.TAG, max_ref_age_ms=5))
-         .set_statistics(StatisticsFile(1, "s", 1, 1))
-         .set_partition_statistics(PartitionStatisticsFile(1, "p", 1))
-         .set_properties({"a": "b"}).remove_properties(["a"])
-         .set_location("s3://x/y").upgrade_format_version(3)
-         .assign_uuid("d20125c8-7284-442c-9aea-15fee620737c")
-         .remove_schemas([0]).remove_partition_specs([0]))
+    b = (
+        MetadataBuilder(md)
+        .add_schema(evolved)
+        .set_current_schema(-1)
+        .add_partition_spec(
+            PartitionSpec(0, (PartitionField(8, 1002, IdentityTransform(), "extra"),))
+        )
+        .set_default_spec(-1)
+        .add_sort_order(build_sort_order(evolved, ["extra"]))
+        .set_default_sort_order(-1)
+        .add_snapshot(snap(1, 1))
+        .set_branch_snapshot(1)
+        .set_ref("tag", SnapshotRef(1, SnapshotRefType.TAG, max_ref_age_ms=5))
+        .set_statistics(StatisticsFile(1, "s", 1, 1))
+        .set_partition_statistics(PartitionStatisticsFile(1, "p", 1))
+        .set_properties({"a": "b"})
+        .remove_properties(["a"])
+        .set_location("s3://x/y")
+        .upgrade_format_version(3)
+        .assign_uuid("d20125c8-7284-442c-9aea-15fee620737c")
+        .remove_schemas([0])
+        .remove_partition_specs([0])
+    )
     expected = b.build()
     replayed = MetadataBuilder(md).apply_all(b.updates).build()
     assert replayed == expected
@@ -659,10 +740,14 @@ def test_apply_each_update_type() -> None:
 def test_create_applies_the_requested_format_version_first() -> None:
     nanos = Schema(NestedField(1, "ts", TimestampNanoType()))
     updates: list[TableUpdate] = [
-        AddSchemaUpdate(nanos), SetCurrentSchemaUpdate(-1),
-        AddPartitionSpecUpdate(PartitionSpec(0, ())), SetDefaultSpecUpdate(-1),
-        AddSortOrderUpdate(UNSORTED_ORDER), SetDefaultSortOrderUpdate(-1),
-        SetLocationUpdate("s3://b/t"), UpgradeFormatVersionUpdate(3),
+        AddSchemaUpdate(nanos),
+        SetCurrentSchemaUpdate(-1),
+        AddPartitionSpecUpdate(PartitionSpec(0, ())),
+        SetDefaultSpecUpdate(-1),
+        AddSortOrderUpdate(UNSORTED_ORDER),
+        SetDefaultSortOrderUpdate(-1),
+        SetLocationUpdate("s3://b/t"),
+        UpgradeFormatVersionUpdate(3),
     ]
     b = MetadataBuilder(None).apply_all(updates)
     assert b.updates[0] == UpgradeFormatVersionUpdate(3)

@@ -381,16 +381,61 @@ def _with(**changes: Any) -> dict[str, Any]:
         (_with(default_sort_order_id=7), "default-sort-order-id=7"),
         (_with(partition_specs=[{"spec-id": 0, "fields": [{"name": "x"}]}]), "partition field"),
         (_with(sort_orders=[{"order-id": 3, "fields": [{"transform": "identity"}]}]), "sort field"),
-        (_with(partition_specs=[{"spec-id": 0, "fields": [
-            {"name": "x", "transform": "identity", "source-id": "1", "field-id": 1000}]}]),
-         "partition field"),
+        (
+            _with(
+                partition_specs=[
+                    {
+                        "spec-id": 0,
+                        "fields": [
+                            {
+                                "name": "x",
+                                "transform": "identity",
+                                "source-id": "1",
+                                "field-id": 1000,
+                            }
+                        ],
+                    }
+                ]
+            ),
+            "partition field",
+        ),
         (_with(partition_specs=[{"spec-id": "0", "fields": []}]), "partition spec id"),
-        (_with(sort_orders=[{"order-id": 3, "fields": [
-            {"transform": "identity", "source-id": "2", "direction": "asc",
-             "null-order": "nulls-first"}]}]), "sort field"),
-        (_with(sort_orders=[{"order-id": 3, "fields": [
-            {"transform": "identity", "source-id": 2, "direction": "up",
-             "null-order": "nulls-first"}]}]), "sort field"),
+        (
+            _with(
+                sort_orders=[
+                    {
+                        "order-id": 3,
+                        "fields": [
+                            {
+                                "transform": "identity",
+                                "source-id": "2",
+                                "direction": "asc",
+                                "null-order": "nulls-first",
+                            }
+                        ],
+                    }
+                ]
+            ),
+            "sort field",
+        ),
+        (
+            _with(
+                sort_orders=[
+                    {
+                        "order-id": 3,
+                        "fields": [
+                            {
+                                "transform": "identity",
+                                "source-id": 2,
+                                "direction": "up",
+                                "null-order": "nulls-first",
+                            }
+                        ],
+                    }
+                ]
+            ),
+            "sort field",
+        ),
         (_with(properties={"a": 1}), "Cannot parse to a string value: a"),
         (_with(properties=[]), "properties"),
         (_with(current_snapshot_id=5), "Cannot find current snapshot 5"),

@@ -329,11 +329,13 @@ def test_written_fields_match_format_version(md: TableMetadata) -> None:
 # -- robustness: anything malformed is an InvalidMetadataError, never a raw exception --------
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False)
-    | TEXT,
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.sampled_from(["type", "fields", "id", "name", "x"]) | TEXT, children,
-                      max_size=3),
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | TEXT,
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["type", "fields", "id", "name", "x"]) | TEXT, children, max_size=3
+        )
+    ),
     max_leaves=8,
 )
 
@@ -379,5 +381,8 @@ def test_random_input_fails_cleanly(data: bytes | str) -> None:
     with pytest.raises(InvalidMetadataError):
         table_metadata_from_json(data)
     with pytest.raises(InvalidMetadataError):
-        table_metadata_from_json(gzip.compress(data if isinstance(data, bytes) else
-                                               data.encode("utf-8", "surrogatepass")))
+        table_metadata_from_json(
+            gzip.compress(
+                data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+            )
+        )

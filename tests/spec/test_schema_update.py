@@ -41,8 +41,9 @@ BASE = Schema(
     NestedField(1, "id", LongType(), required=True),
     NestedField(2, "name", StringType()),
     NestedField(3, "age", IntegerType()),
-    NestedField(4, "loc", StructType(NestedField(5, "lat", FloatType()),
-                                     NestedField(6, "lon", FloatType()))),
+    NestedField(
+        4, "loc", StructType(NestedField(5, "lat", FloatType()), NestedField(6, "lon", FloatType()))
+    ),
     NestedField(7, "pts", ListType(8, StructType(NestedField(9, "x", IntegerType())))),
     NestedField(10, "props", MapType(11, StringType(), 12, IntegerType())),
     schema_id=0,
@@ -72,12 +73,16 @@ def test_promotions() -> None:
 
 
 def test_add_fresh_ids_and_positions() -> None:
-    result = apply_schema_changes(BASE, 12, [
-        AddColumn(("a",), ListType(0, StructType(NestedField(0, "q", IntegerType())))),
-        AddColumn(("loc", "alt"), DoubleType(), first=True),
-        AddColumn(("pts", "y"), LongType(), after=("x",)),
-        AddColumn(("b",), IntegerType(), before=("name",)),
-    ])
+    result = apply_schema_changes(
+        BASE,
+        12,
+        [
+            AddColumn(("a",), ListType(0, StructType(NestedField(0, "q", IntegerType())))),
+            AddColumn(("loc", "alt"), DoubleType(), first=True),
+            AddColumn(("pts", "y"), LongType(), after=("x",)),
+            AddColumn(("b",), IntegerType(), before=("name",)),
+        ],
+    )
     s = result.schema
     a = s.find_field("a")
     assert a.field_id == 13
@@ -151,14 +156,19 @@ def test_refusals(changes: list[SchemaChange], message: str) -> None:
 
 
 def test_allow_incompatible() -> None:
-    s = _apply(AddColumn(("x",), IntegerType(), required=True),
-               UpdateColumn(("name",), required=True), allow_incompatible_changes=True)
+    s = _apply(
+        AddColumn(("x",), IntegerType(), required=True),
+        UpdateColumn(("name",), required=True),
+        allow_incompatible_changes=True,
+    )
     assert s.find_field("x").required and s.find_field("name").required
 
 
 def test_v3_defaults() -> None:
-    s = _apply(AddColumn(("x",), IntegerType(), required=True, initial_default=3,
-                         write_default=4), format_version=3)
+    s = _apply(
+        AddColumn(("x",), IntegerType(), required=True, initial_default=3, write_default=4),
+        format_version=3,
+    )
     f = s.find_field("x")
     assert (f.initial_default, f.write_default) == (3, 4)
     with pytest.raises(ValidationError, match="Invalid default value for x"):
@@ -184,8 +194,13 @@ def test_union_by_name() -> None:
         NestedField(1, "id", LongType()),
         NestedField(2, "age", LongType()),
         NestedField(3, "loc", StructType(NestedField(4, "alt", DoubleType()))),
-        NestedField(5, "pts", ListType(6, StructType(NestedField(7, "x", LongType()),
-                                                     NestedField(8, "w", IntegerType())))),
+        NestedField(
+            5,
+            "pts",
+            ListType(
+                6, StructType(NestedField(7, "x", LongType()), NestedField(8, "w", IntegerType()))
+            ),
+        ),
         NestedField(9, "new", MapType(10, StringType(), 11, IntegerType())),
     )
     s = _apply(SetIdentifierFields(()), UnionByName(other))
@@ -237,7 +252,8 @@ def test_random_changes_keep_ids_unique(changes: list[SchemaChange]) -> None:
 
 def test_tuple_paths_allow_dots_in_names() -> None:
     s = _apply(AddColumn(("a.b",), IntegerType()))
-    s2 = apply_schema_changes(s, 13, [RenameColumn(("a.b",), "c"),
-                                      AddColumn(("pts", "w.z"), IntegerType())]).schema
+    s2 = apply_schema_changes(
+        s, 13, [RenameColumn(("a.b",), "c"), AddColumn(("pts", "w.z"), IntegerType())]
+    ).schema
     assert s2.find_field("c").field_id == 13
     assert s2.find_field(14).name == "w.z"

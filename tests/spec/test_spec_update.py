@@ -38,8 +38,13 @@ def _fields(spec: PartitionSpec) -> list[tuple[str, str, int]]:
     return [(f.name, str(f.transform), f.field_id) for f in spec.fields]
 
 
-def _apply(*changes: SpecChange, version: int = 2, history: tuple[PartitionSpec, ...] = (SPEC,),
-           spec: PartitionSpec = SPEC, last: int = 1001) -> PartitionSpec:
+def _apply(
+    *changes: SpecChange,
+    version: int = 2,
+    history: tuple[PartitionSpec, ...] = (SPEC,),
+    spec: PartitionSpec = SPEC,
+    last: int = 1001,
+) -> PartitionSpec:
     return apply_spec_changes(SCHEMA, spec, history, last, version, changes).spec
 
 
@@ -55,8 +60,9 @@ def test_transform_names() -> None:
 
 
 def test_v2_add_remove_rename() -> None:
-    spec = _apply(RemoveField("dt"), AddField("name", TruncateTransform(2)),
-                  RenameField("id_bucket", "b"))
+    spec = _apply(
+        RemoveField("dt"), AddField("name", TruncateTransform(2)), RenameField("id_bucket", "b")
+    )
     assert _fields(spec) == [("b", "bucket[4]", 1001), ("name_trunc_2", "truncate[2]", 1002)]
 
 
@@ -80,11 +86,15 @@ def test_remove_by_term() -> None:
 def test_v1_voids_and_sequential_ids() -> None:
     spec = _apply(RemoveField("dt"), AddField("dt", MonthTransform()), version=1)
     assert _fields(spec) == [
-        ("dt", "void", 1000), ("id_bucket", "bucket[4]", 1001), ("dt_month", "month", 1002)
+        ("dt", "void", 1000),
+        ("id_bucket", "bucket[4]", 1001),
+        ("dt_month", "month", 1002),
     ]
     spec = _apply(RemoveField("dt"), AddField("dt", IdentityTransform()), version=1)
     assert _fields(spec) == [
-        ("dt_1000", "void", 1000), ("id_bucket", "bucket[4]", 1001), ("dt", "identity", 1002)
+        ("dt_1000", "void", 1000),
+        ("id_bucket", "bucket[4]", 1001),
+        ("dt", "identity", 1002),
     ]
 
 
@@ -102,10 +112,14 @@ def test_v1_voids_and_sequential_ids() -> None:
         ([RenameField("dt", "id_bucket")], "id_bucket exists"),
         ([AddField("name", BucketTransform(2), "id_bucket")], "duplicate partition field name"),
         ([AddField("name", BucketTransform(2), "id")], "conflicts with a schema column"),
-        ([AddField("dt", DayTransform()), AddField("dt", MonthTransform())],
-         "redundant partition field"),
-        ([AddField("name", IdentityTransform()), AddField("name", IdentityTransform(), "n")],
-         "already added"),
+        (
+            [AddField("dt", DayTransform()), AddField("dt", MonthTransform())],
+            "redundant partition field",
+        ),
+        (
+            [AddField("name", IdentityTransform()), AddField("name", IdentityTransform(), "n")],
+            "already added",
+        ),
     ],
 )
 def test_refusals(changes: list[SpecChange], message: str) -> None:
