@@ -104,6 +104,10 @@ class SnapshotProducer:
     merge: bool = False
     snapshot_properties: dict[str, str] = field(default_factory=dict)
     commit_uuid: str = field(default_factory=lambda: str(uuid.uuid4()))
+    # Row-level deletes: delete files to add (written into DELETES manifests) and a filter of
+    # the live entries of the parent's delete manifests to remove (e.g. a replaced DV).
+    added_delete_files: Sequence[DataFile] = ()
+    remove_delete_entry: EntryFilter | None = None
     _attempt: int = 0
     _manifest_count: int = 0
 
@@ -148,17 +152,19 @@ class SnapshotProducer:
             else []
         )
         for manifest in previous:
+            is_data = manifest.content == ManifestContent.DATA
+            remove = self.remove_entry if is_data else self.remove_delete_entry
+            prune = self.manifest_filter if is_data else None
             if (
-                self.remove_entry is None
-                or manifest.content != ManifestContent.DATA
-                or (self.manifest_filter is not None and not self.manifest_filter(manifest))
+                remove is None
+                or (prune is not None and not prune(manifest))
                 or not _has_live_files(manifest)
             ):
                 kept.append(manifest)
                 continue
             entries = read_manifest(self.io.new_input(manifest.manifest_path), manifest)
             live = [e for e in entries if e.status != ManifestEntryStatus.DELETED]
-            doomed = [e for e in live if self.remove_entry(e)]
+            doomed = [e for e in live if remove(e)]
             if not doomed:
                 kept.append(manifest)
                 continue
@@ -169,7 +175,7 @@ class SnapshotProducer:
             written.append(path)
             with write_manifest(
                 self.io.new_output(path), spec, schema, format_version=version,
-                snapshot_id=snapshot_id, codec=codec,
+                snapshot_id=snapshot_id, content=manifest.content, codec=codec,
             ) as writer:
                 for e in live:
                     if id(e) in doomed_ids:
@@ -181,10 +187,12 @@ class SnapshotProducer:
         summary.removed_files(removed)
 
         new_manifests: list[ManifestFile] = []
-        by_spec: dict[int, list[DataFile]] = {}
+        by_spec: dict[tuple[int, ManifestContent], list[DataFile]] = {}
         for f in self.added_files:
-            by_spec.setdefault(f.spec_id or 0, []).append(f)
-        for spec_id, files in sorted(by_spec.items()):
+            by_spec.setdefault((f.spec_id or 0, ManifestContent.DATA), []).append(f)
+        for f in self.added_delete_files:
+            by_spec.setdefault((f.spec_id or 0, ManifestContent.DELETES), []).append(f)
+        for (spec_id, content), files in sorted(by_spec.items()):
             spec = base.spec_by_id(spec_id)
             if spec is None:
                 from icepark.errors import ValidationError
@@ -194,12 +202,13 @@ class SnapshotProducer:
             written.append(path)
             with write_manifest(
                 self.io.new_output(path), spec, schema, format_version=version,
-                snapshot_id=snapshot_id, codec=codec,
+                snapshot_id=snapshot_id, content=content, codec=codec,
             ) as writer:
                 for f in files:
                     writer.add(f)
             new_manifests.append(writer.to_manifest_file())
         summary.added_files(self.added_files)
+        summary.added_files(self.added_delete_files)
 
         manifests = [*new_manifests, *rewritten, *kept]
         if self.merge and _prop(base, _MERGE_ENABLED).lower() == "true":

@@ -9,9 +9,10 @@ from functools import cached_property
 
 import pyarrow as pa
 
+from icepark.arrow.deletes import DeleteCache, live_row_count, read_task_with_deletes
 from icepark.arrow.reader import read_data_file
 from icepark.arrow.schema import schema_to_arrow
-from icepark.errors import UnsupportedOperationError, ValidationError
+from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, bind, parse_filter
 from icepark.io import FileIO
 from icepark.planning.planner import (
@@ -22,11 +23,11 @@ from icepark.planning.planner import (
     plan_tasks,
 )
 from icepark.spec.metadata import TableMetadata
-from icepark.spec.name_mapping import NameMapping, name_mapping_from_json
 from icepark.spec.metadata_columns import PARTITION_FIELD_NAME, metadata_field, partition_field
+from icepark.spec.name_mapping import NameMapping, name_mapping_from_json
 from icepark.spec.schema import Schema
-from icepark.spec.types import NestedField, StructType
 from icepark.spec.snapshots import Snapshot
+from icepark.spec.types import NestedField, StructType
 
 __all__ = ["DataScan", "resolve_snapshot"]
 
@@ -175,15 +176,26 @@ class DataScan:
     def arrow_schema(self) -> pa.Schema:
         return schema_to_arrow(self.projected_schema)
 
+    @cached_property
+    def _delete_cache(self) -> DeleteCache:
+        return DeleteCache()
+
     def read_task(self, task: FileScanTask) -> Iterator[pa.RecordBatch]:
-        if task.delete_files:
-            raise UnsupportedOperationError(
-                f"{task.file.file_path} has {len(task.delete_files)} delete file(s): applying "
-                "row-level deletes is not supported yet"
-            )
         residual = None
         if not isinstance(task.residual, AlwaysTrue):
             residual = bind(self.schema, task.residual, self.case_sensitive)
+        if task.delete_files:
+            yield from read_task_with_deletes(
+                self.io,
+                task,
+                cache=self._delete_cache,
+                projected_schema=self.projected_schema,
+                table_schema=self.schema,
+                partition_spec=self.metadata.spec_by_id(task.spec_id),
+                row_filter=residual,
+                name_mapping=self._name_mapping,
+            )
+            return
         yield from read_data_file(
             self.io,
             task.file,
@@ -212,6 +224,10 @@ class DataScan:
         for task in self.plan_files():
             if isinstance(task.residual, AlwaysTrue) and not task.delete_files and task.is_whole_file:
                 total += task.file.record_count
+            elif isinstance(task.residual, AlwaysTrue) and (
+                live := live_row_count(self.io, task, self._delete_cache)
+            ) is not None:
+                total += live
             else:
                 total += sum(b.num_rows for b in self.read_task(task))
         return total

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from icepark.expressions import BooleanExpression
     from icepark.table.scan import DataScan
     from icepark.table.transaction import Transaction
+    from icepark.table.update_schema import UpdateSchema
+    from icepark.table.update_sort_order import ReplaceSortOrder
+    from icepark.table.update_spec import UpdateSpec
 
 __all__ = ["CommitResult", "TableCommitter", "Table", "ReadOnlyTableError", "read_table_metadata"]
 
@@ -196,10 +199,73 @@ class Table:
             tx.overwrite_partitions(data, branch=branch, **kw)
         return self
 
+    def delete(
+        self,
+        filter: str | BooleanExpression,  # the public name
+        *,
+        branch: str = MAIN_BRANCH,
+        **kw: Any,
+    ) -> Table:
+        """Delete the rows matching ``filter`` as one snapshot, per ``write.delete.mode``."""
+        with self.transaction() as tx:
+            tx.delete(filter, branch=branch, **kw)
+        return self
+
+    def upsert(
+        self, data: Any, on: list[str] | None = None, *, branch: str = MAIN_BRANCH, **kw: Any
+    ) -> Table:
+        """Update rows whose key matches a row of ``data``, insert the rest; one snapshot."""
+        with self.transaction() as tx:
+            tx.upsert(data, on, branch=branch, **kw)
+        return self
+
+    def apply_changes(
+        self,
+        data: Any,
+        on: list[str] | None = None,
+        op_column: str = "_op",
+        *,
+        branch: str = MAIN_BRANCH,
+        **kw: Any,
+    ) -> Table:
+        """Apply ``I``/``U``/``D`` change rows as one snapshot (equality deletes + data)."""
+        with self.transaction() as tx:
+            tx.apply_changes(data, on, op_column, branch=branch, **kw)
+        return self
+
     def set_properties(self, properties: dict[str, str] | None = None, **kw: str) -> Table:
         with self.transaction() as tx:
             tx.set_properties(properties, **kw)
         return self
+
+    def update_schema(
+        self, allow_incompatible_changes: bool = False, case_sensitive: bool = True
+    ) -> UpdateSchema:
+        """``with table.update_schema() as u:`` commits the changes on a clean exit."""
+        from icepark.table.update_schema import UpdateSchema
+
+        return UpdateSchema(
+            self, allow_incompatible_changes=allow_incompatible_changes,
+            case_sensitive=case_sensitive,
+        )
+
+    def update_spec(self, case_sensitive: bool = True) -> UpdateSpec:
+        """``with table.update_spec() as u:`` commits the new default spec on a clean exit."""
+        from icepark.table.update_spec import UpdateSpec
+
+        return UpdateSpec(self, case_sensitive=case_sensitive)
+
+    def replace_sort_order(self, *terms: str, case_sensitive: bool = True) -> ReplaceSortOrder:
+        """With terms (``"id"``, ``"ts desc nulls last"``) commits at once; without, returns
+        a context manager: ``with table.replace_sort_order() as u: u.asc("id")``."""
+        from icepark.table.update_sort_order import ReplaceSortOrder
+
+        update = ReplaceSortOrder(self, case_sensitive=case_sensitive)
+        if terms:
+            for term in terms:
+                update.term(term)
+            update.commit()
+        return update
 
     def scan(
         self,
@@ -210,9 +276,11 @@ class Table:
         ref: str | None = None,
         case_sensitive: bool = True,
         options: dict[str, str] | None = None,
+        use_snapshot_schema: bool | None = None,
     ) -> DataScan:
         """A scan; ``filter`` is an expression or a string like ``"ts >= '2024-01-01'"``;
-        ``as_of`` is epoch milliseconds or a datetime; ``ref`` a branch or tag."""
+        ``as_of`` is epoch milliseconds or a datetime; ``ref`` a branch or tag. Time travel
+        reads with the snapshot's schema unless ``use_snapshot_schema=False``."""
         from icepark.expressions import AlwaysTrue, parse_filter
         from icepark.table.scan import DataScan
 
@@ -228,6 +296,7 @@ class Table:
             as_of,
             ref,
             case_sensitive,
+            use_snapshot_schema=use_snapshot_schema,
             options=dict(options or {}),
         )
 

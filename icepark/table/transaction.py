@@ -175,6 +175,65 @@ class Transaction:
             )
         )
 
+    # -- row-level changes (see icepark.table.changes) -----------------------------------
+
+    def delete(
+        self,
+        filter: str | BooleanExpression,  # the public name
+        *,
+        branch: str = MAIN_BRANCH,
+        case_sensitive: bool = True,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Delete the rows matching ``filter``, per ``write.delete.mode``."""
+        from icepark.table.changes import delete_action
+
+        return self.add_action(
+            delete_action(
+                self._table.io, self._start, _as_filter(filter), branch=branch,
+                case_sensitive=case_sensitive, snapshot_properties=dict(snapshot_properties or {}),
+            )
+        )
+
+    def upsert(
+        self,
+        data: Any,
+        on: list[str] | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Update the rows whose key (``on``, else the identifier fields) matches a row of
+        ``data`` and insert the rest, per ``write.merge.mode``."""
+        from icepark.table.changes import upsert_action
+
+        return self.add_action(
+            upsert_action(
+                self._table.io, self._start, data, on, branch=branch,
+                snapshot_properties=dict(snapshot_properties or {}),
+            )
+        )
+
+    def apply_changes(
+        self,
+        data: Any,
+        on: list[str] | None = None,
+        op_column: str = "_op",
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+    ) -> Transaction:
+        """Change data capture: ``I``/``U``/``D`` rows as data files plus an equality delete
+        file on ``on`` (see :mod:`icepark.table.changes`)."""
+        from icepark.table.changes import apply_changes_action
+
+        return self.add_action(
+            apply_changes_action(
+                self._table.io, self._start, data, on, op_column, branch=branch,
+                snapshot_properties=dict(snapshot_properties or {}),
+            )
+        )
+
     # -- committing ------------------------------------------------------------------------
 
     def _stage_all(self, base: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement], list[str]]:

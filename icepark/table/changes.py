@@ -1,0 +1,211 @@
+"""Building the actions of row-level changes: ``delete``, ``upsert`` and ``apply_changes``.
+
+* ``delete(filter)``: a :class:`~icepark.table.row_delta.DeleteAction` in the table's
+  ``write.delete.mode`` (``copy-on-write`` by default, as Java) and
+  ``write.delete.isolation-level`` (``serializable`` by default).
+* ``upsert(data, on)``: rows of ``data`` whose key (``on``, else the schema's identifier
+  fields) matches a live row replace it; the others are inserted; one snapshot. By
+  ``write.merge.mode``: ``copy-on-write`` (default) deletes the matching rows by rewriting
+  their files and adds ``data``; ``merge-on-read`` (v2+) writes an equality delete file on
+  the key columns plus ``data`` as data files. Keys must be unique within ``data``.
+* ``apply_changes(data, on, op_column="_op")``: change data capture. Each row carries an
+  operation: ``I`` (insert), ``U`` (update: replace the row with this key) or ``D`` (delete
+  the row with this key). One snapshot holds an equality delete file (on the ``on``
+  columns) with the keys of the ``U`` and ``D`` rows, and data files with the ``I`` and
+  ``U`` rows (without ``op_column``). The data and the deletes share the snapshot's
+  sequence number and an equality delete only applies to older data, so the new rows are
+  not deleted by their own commit. Each key should appear at most once per call. On a
+  partitioned table an equality delete only applies within its row's partition, so the
+  partition must be a function of the key (as for Flink's upserts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icepark.arrow.delete_writer import write_equality_delete_files
+from icepark.errors import ValidationError
+from icepark.expressions import AlwaysFalse, BooleanExpression, and_, col, or_
+from icepark.io import FileIO
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.snapshots import MAIN_BRANCH
+from icepark.table.operations import Action
+from icepark.table.row_delta import COPY_ON_WRITE, MERGE_ON_READ, DeleteAction, RowDeltaAction
+from icepark.table.writes import write_arrow
+
+__all__ = ["delete_action", "upsert_action", "apply_changes_action"]
+
+_OPS = ("I", "U", "D")
+
+
+def _mode(metadata: TableMetadata, key: str) -> str:
+    mode = metadata.properties.get(key, COPY_ON_WRITE).lower()
+    if mode not in (COPY_ON_WRITE, MERGE_ON_READ):
+        raise ValidationError(f"Invalid {key} {mode!r} in table {metadata.location}")
+    return mode
+
+
+def _isolation(metadata: TableMetadata) -> str:
+    level = metadata.properties.get("write.delete.isolation-level", "serializable").lower()
+    if level not in ("serializable", "snapshot"):
+        raise ValidationError(
+            f"Invalid write.delete.isolation-level {level!r} in table {metadata.location}"
+        )
+    return level
+
+
+def delete_action(
+    io: FileIO,
+    metadata: TableMetadata,
+    row_filter: BooleanExpression,
+    *,
+    branch: str = MAIN_BRANCH,
+    case_sensitive: bool = True,
+    snapshot_properties: dict[str, str] | None = None,
+) -> Action:
+    return DeleteAction(
+        io,
+        row_filter,
+        branch,
+        _mode(metadata, "write.delete.mode"),
+        _isolation(metadata),
+        case_sensitive,
+        dict(snapshot_properties or {}),
+    )
+
+
+def _as_table(data: Any) -> pa.Table:
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    return pa.Table.from_batches(list(data))
+
+
+def _keys(metadata: TableMetadata, on: Sequence[str] | None) -> list[str]:
+    schema = metadata.schema()
+    keys = list(on) if on else schema.identifier_field_names
+    if not keys:
+        raise ValidationError(
+            f"No key columns: pass on=[...] or set identifier fields on table {metadata.location}"
+        )
+    for k in keys:
+        schema.find_field(k)  # raises naming the column
+    return keys
+
+
+def _key_filter(table: pa.Table, keys: list[str]) -> BooleanExpression:
+    """Rows whose key equals one of ``table``'s (rows with a null key match nothing)."""
+    if len(keys) == 1:
+        values = sorted({v for v in _nested(table, keys[0]) if v is not None}, key=repr)
+        return col(keys[0]).isin(values) if values else AlwaysFalse()
+    rows = set(zip(*(_nested(table, k) for k in keys)))
+    terms = [
+        and_(*(col(k) == v for k, v in zip(keys, row)))
+        for row in sorted(rows, key=repr)
+        if all(v is not None for v in row)
+    ]
+    return or_(*terms) if terms else AlwaysFalse()
+
+
+def _nested(table: pa.Table, name: str) -> list[Any]:
+    parts = name.split(".")
+    arr: Any = table.column(parts[0])
+    for p in parts[1:]:
+        arr = pc.struct_field(arr, p)
+    return list(arr.to_pylist())
+
+
+def _check_unique(table: pa.Table, keys: list[str], what: str) -> None:
+    rows = list(zip(*(_nested(table, k) for k in keys)))
+    if len(set(rows)) != len(rows):
+        raise ValidationError(f"{what}: duplicate keys on {keys} in the input")
+
+
+def upsert_action(
+    io: FileIO,
+    metadata: TableMetadata,
+    data: Any,
+    on: Sequence[str] | None = None,
+    *,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: dict[str, str] | None = None,
+) -> Action:
+    table = _as_table(data)
+    keys = _keys(metadata, on)
+    _check_unique(table, keys, f"Cannot upsert into {metadata.location}")
+    mode = _mode(metadata, "write.merge.mode")
+    props = dict(snapshot_properties or {})
+    if mode == MERGE_ON_READ and metadata.format_version >= 2:
+        ids = [metadata.schema().find_field_id(k) for k in keys]
+        files = write_arrow(io, metadata, table)
+        try:
+            deletes = write_equality_delete_files(io, metadata, table, ids)
+        except BaseException:
+            _remove(io, [f.file_path for f in files])
+            raise
+        return RowDeltaAction(io, files, deletes, branch, props)
+    files = write_arrow(io, metadata, table)
+    return DeleteAction(
+        io,
+        _key_filter(table, keys),
+        branch,
+        COPY_ON_WRITE,
+        _isolation(metadata),
+        True,
+        props,
+        added_files=files,
+    )
+
+
+def apply_changes_action(
+    io: FileIO,
+    metadata: TableMetadata,
+    data: Any,
+    on: Sequence[str] | None = None,
+    op_column: str = "_op",
+    *,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: dict[str, str] | None = None,
+) -> Action:
+    if metadata.format_version < 2:
+        raise ValidationError(
+            f"Cannot apply changes to format version 1 table {metadata.location}: "
+            "equality deletes need format version 2 or later"
+        )
+    table = _as_table(data)
+    if op_column not in table.column_names:
+        raise ValidationError(f"Change data has no operation column {op_column!r}")
+    keys = _keys(metadata, on)
+    ops = table.column(op_column).cast(pa.string())
+    unknown = set(pc.unique(ops).to_pylist()) - set(_OPS)
+    if unknown:
+        raise ValidationError(
+            f"Unknown change operations {sorted(map(str, unknown))} in column {op_column!r}: "
+            "expected I, U or D"
+        )
+    rows = table.drop_columns([op_column])
+    removed = rows.filter(pc.is_in(ops, pa.array(["U", "D"])))
+    added = rows.filter(pc.is_in(ops, pa.array(["I", "U"])))
+    ids = [metadata.schema().find_field_id(k) for k in keys]
+    files = write_arrow(io, metadata, added) if added.num_rows else []
+    try:
+        deletes = write_equality_delete_files(io, metadata, removed, ids)
+    except BaseException:
+        _remove(io, [f.file_path for f in files])
+        raise
+    return RowDeltaAction(io, files, deletes, branch, dict(snapshot_properties or {}))
+
+
+def _remove(io: FileIO, paths: list[str]) -> None:
+    for p in paths:
+        try:
+            io.delete(p)
+        except Exception:  # best-effort cleanup of files we wrote
+            pass

@@ -1,0 +1,393 @@
+"""Row-level changes on one machine: ``DELETE`` by filter, and row deltas (data files plus
+delete files in one snapshot) for upserts and change data capture.
+
+:class:`DeleteAction` removes the rows matching a filter on a branch:
+
+* a file whose rows all match (by partition or strict metrics: the planner's residual is
+  ``true``) is dropped from metadata without being read, with the deletion vectors that
+  reference it;
+* other files that may match are read (with the deletes that already apply to them) and,
+  by ``write.delete.mode``:
+
+  - ``copy-on-write`` (the default, as in Java): rewritten without the matching rows;
+  - ``merge-on-read``: on v2 one position delete file per partition; on v3 one deletion
+    vector per data file, merged with the DV (and position deletes) already there, the old
+    DV entry being removed (a data file has at most one DV).
+
+The work is done once, against the metadata of the first attempt. On a retry (a concurrent
+commit), the snapshots committed since are checked, per ``write.delete.isolation-level``:
+under both levels a concurrent commit that removed one of the data files this delete
+touches, replaced one of the DVs it replaces, or added delete files that may apply to a
+touched file fails the commit with :class:`~icepark.errors.ValidationError`; under
+``serializable`` (the default) so does a concurrent commit that added data files that may
+hold rows matching the filter. Anything else (e.g. appends elsewhere) is retried through.
+
+:class:`RowDeltaAction` commits data files and delete files written by the caller in one
+snapshot (``overwrite`` when it deletes, ``append`` otherwise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from icepark.arrow.delete_writer import write_deletion_vectors, write_position_delete_file
+from icepark.arrow.deletes import DeleteCache, read_task_with_deletes
+from icepark.arrow.reader import read_data_file
+from icepark.arrow.writer import write_data_files
+from icepark.errors import ValidationError
+from icepark.expressions import AlwaysTrue, BooleanExpression, bind
+from icepark.io import FileIO
+from icepark.manifest import (
+    DataFile,
+    FileContent,
+    FileFormat,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    read_manifest,
+    read_manifest_list,
+)
+from icepark.planning.matching import FileMatcher
+from icepark.planning.planner import FileScanTask, plan_files
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.metadata_columns import POS_FIELD
+from icepark.spec.name_mapping import NameMapping, name_mapping_from_json
+from icepark.spec.schema import Schema
+from icepark.spec.snapshots import MAIN_BRANCH, Operation
+from icepark.table.operations import Action, Staged, added_files_since
+from icepark.table.producers import SnapshotProducer
+
+__all__ = ["DeleteAction", "RowDeltaAction", "COPY_ON_WRITE", "MERGE_ON_READ"]
+
+COPY_ON_WRITE = "copy-on-write"
+MERGE_ON_READ = "merge-on-read"
+_SERIALIZABLE = "serializable"
+
+_PartitionKey = tuple[int, tuple[object, ...]]
+
+
+def _delete_all(io: FileIO, paths: Sequence[str]) -> None:
+    for path in paths:
+        try:
+            io.delete(path)
+        except Exception:  # best-effort cleanup of files we wrote
+            pass
+
+
+def _key(f: DataFile) -> _PartitionKey:
+    return (f.spec_id or 0, tuple(f.partition))
+
+
+@dataclass
+class _Prepared:
+    head_id: int | None
+    added_data: list[DataFile] = field(default_factory=list)
+    added_deletes: list[DataFile] = field(default_factory=list)
+    removed_data: set[str] = field(default_factory=set)
+    removed_deletes: set[tuple[str, int | None]] = field(default_factory=set)
+    touched: set[str] = field(default_factory=set)
+    touched_partitions: set[_PartitionKey] = field(default_factory=set)
+
+
+@dataclass
+class DeleteAction(Action):
+    """Delete the rows matching ``row_filter`` on ``branch``; see the module docstring."""
+
+    io: FileIO
+    row_filter: BooleanExpression
+    branch: str = MAIN_BRANCH
+    mode: str = COPY_ON_WRITE
+    isolation: str = _SERIALIZABLE
+    case_sensitive: bool = True
+    snapshot_properties: dict[str, str] = field(default_factory=dict)
+    added_files: Sequence[DataFile] = ()
+    _prepared: _Prepared | None = None
+
+    def abort(self, io: FileIO) -> None:
+        owned = [f.file_path for f in self.added_files]
+        if self._prepared is not None:
+            owned += [f.file_path for f in self._prepared.added_data]
+            owned += sorted({f.file_path for f in self._prepared.added_deletes})
+        _delete_all(io, owned)
+
+    def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:
+        if self.mode not in (COPY_ON_WRITE, MERGE_ON_READ):
+            raise ValidationError(
+                f"Unknown delete mode {self.mode!r}: {COPY_ON_WRITE} or {MERGE_ON_READ}"
+            )
+        if self._prepared is None:
+            self._prepared = self._prepare(base)
+        else:
+            self._validate(base, self._prepared)
+        p = self._prepared
+        adds = [*self.added_files, *p.added_data]
+        operation = Operation.OVERWRITE if adds else Operation.DELETE
+        if not (p.removed_data or p.added_deletes or adds):
+            operation = Operation.DELETE
+        producer = SnapshotProducer(
+            self.io,
+            operation,
+            added_files=adds,
+            added_delete_files=p.added_deletes,
+            remove_entry=lambda e: e.data_file.file_path in p.removed_data,
+            remove_delete_entry=lambda e: (
+                (e.data_file.file_path, e.data_file.content_offset) in p.removed_deletes
+            ),
+            branch=self.branch,
+            snapshot_properties=self.snapshot_properties,
+        )
+        produced = producer.produce(base)
+        return Staged(produced.updates, produced.requirements, produced.written)
+
+    # -- the work, once --------------------------------------------------------------------
+
+    def _prepare(self, base: TableMetadata) -> _Prepared:
+        head = base.snapshot_by_name(self.branch)
+        prepared = _Prepared(head.snapshot_id if head else None)
+        if self.mode == MERGE_ON_READ and base.format_version < 2:
+            raise ValidationError(
+                f"Cannot write merge-on-read deletes to format version {base.format_version} "
+                f"table {base.location}: row-level deletes need format version 2 or later"
+            )
+        schema = base.schema()
+        tasks = plan_files(self.io, base, head, self.row_filter, schema, self.case_sensitive)
+        mapping_json = base.properties.get("schema.name-mapping.default")
+        reader = _TaskReader(
+            self.io, base, schema, name_mapping_from_json(mapping_json) if mapping_json else None
+        )
+        by_partition: dict[_PartitionKey, dict[str, np.ndarray]] = {}
+        vectors: list[tuple[DataFile, np.ndarray]] = []
+        try:
+            for task in tasks:
+                f = task.file
+                old_dvs = [d for d in task.delete_files if d.file_format == FileFormat.PUFFIN]
+                if isinstance(task.residual, AlwaysTrue):
+                    prepared.removed_data.add(f.file_path)
+                    prepared.removed_deletes.update(
+                        (d.file_path, d.content_offset) for d in old_dvs
+                    )
+                    self._touch(prepared, f)
+                    continue
+                bound = bind(schema, task.residual, self.case_sensitive)
+                matched = reader.positions(task, bound)
+                if not len(matched):
+                    continue
+                self._touch(prepared, f)
+                if self.mode == COPY_ON_WRITE:
+                    prepared.removed_data.add(f.file_path)
+                    prepared.removed_deletes.update(
+                        (d.file_path, d.content_offset) for d in old_dvs
+                    )
+                    prepared.added_data.extend(reader.rewrite(task, matched))
+                elif base.format_version >= 3:
+                    previous = reader.deleted_positions(task)
+                    vectors.append((f, np.union1d(previous, matched)))
+                    prepared.removed_deletes.update(
+                        (d.file_path, d.content_offset) for d in old_dvs
+                    )
+                else:
+                    by_partition.setdefault(_key(f), {})[f.file_path] = matched
+            for (spec_id, partition), deletes in by_partition.items():
+                written = write_position_delete_file(self.io, base, spec_id, partition, deletes)
+                if written is not None:
+                    prepared.added_deletes.append(written)
+            prepared.added_deletes.extend(write_deletion_vectors(self.io, base, vectors))
+        except BaseException:
+            _delete_all(self.io, [f.file_path for f in prepared.added_data])
+            _delete_all(self.io, sorted({f.file_path for f in prepared.added_deletes}))
+            raise
+        return prepared
+
+    @staticmethod
+    def _touch(prepared: _Prepared, f: DataFile) -> None:
+        prepared.touched.add(f.file_path)
+        prepared.touched_partitions.add(_key(f))
+
+    # -- conflicts -------------------------------------------------------------------------
+
+    def _validate(self, base: TableMetadata, p: _Prepared) -> None:
+        head = base.snapshot_by_name(self.branch)
+        if head is None or head.snapshot_id == p.head_id:
+            return
+        where = f"table {base.location}, branch {self.branch}, isolation {self.isolation}"
+        for snapshot_id, entry, content in _changes_since(
+            self.io, base, head.snapshot_id, p.head_id, where
+        ):
+            f = entry.data_file
+            if content == ManifestContent.DATA and entry.status == ManifestEntryStatus.DELETED:
+                if f.file_path in p.touched:
+                    raise ValidationError(
+                        f"Cannot commit delete: data file {f.file_path} was removed by concurrent "
+                        f"snapshot {snapshot_id} ({where})"
+                    )
+            elif content == ManifestContent.DELETES and entry.status == ManifestEntryStatus.DELETED:
+                if (f.file_path, f.content_offset) in p.removed_deletes:
+                    raise ValidationError(
+                        f"Cannot commit delete: delete file {f.file_path} was replaced by "
+                        f"concurrent snapshot {snapshot_id} ({where})"
+                    )
+            elif content == ManifestContent.DELETES and entry.status == ManifestEntryStatus.ADDED:
+                if _may_apply(f, p, base):
+                    raise ValidationError(
+                        f"Found new conflicting delete file {f.file_path} (concurrent snapshot "
+                        f"{snapshot_id}) for data files this delete touches ({where})"
+                    )
+        if self.isolation == _SERIALIZABLE:
+            matcher = FileMatcher(base.schema(), base.specs(), self.row_filter, self.case_sensitive)
+            for f in added_files_since(self.io, base, self.branch, p.head_id):
+                if matcher.might_match(f):
+                    raise ValidationError(
+                        f"Found conflicting files that can contain records matching "
+                        f"{self.row_filter}: {f.file_path} (added by a concurrent commit; {where})"
+                    )
+
+
+def _may_apply(f: DataFile, p: _Prepared, base: TableMetadata) -> bool:
+    if f.referenced_data_file is not None:
+        return f.referenced_data_file in p.touched
+    if f.content == FileContent.EQUALITY_DELETES:
+        spec = base.spec_by_id(f.spec_id or 0)
+        if spec is None or spec.is_unpartitioned:
+            return bool(p.touched)
+    return _key(f) in p.touched_partitions
+
+
+def _changes_since(
+    io: FileIO, base: TableMetadata, head_id: int, since_id: int | None, where: str
+) -> Iterator[tuple[int, ManifestEntry, ManifestContent]]:
+    """(snapshot id, entry, manifest content) of the entries the snapshots after
+    ``since_id`` up to ``head_id`` added or deleted."""
+    found_since = since_id is None
+    for snapshot in base.ancestors_of(head_id):
+        if snapshot.snapshot_id == since_id:
+            found_since = True
+            break
+        if not snapshot.manifest_list:
+            continue
+        for manifest in read_manifest_list(io.new_input(snapshot.manifest_list)):
+            if manifest.added_snapshot_id != snapshot.snapshot_id:
+                continue
+            for entry in read_manifest(io.new_input(manifest.manifest_path), manifest):
+                if (
+                    entry.snapshot_id == snapshot.snapshot_id
+                    and entry.status != ManifestEntryStatus.EXISTING
+                ):
+                    yield snapshot.snapshot_id, entry, manifest.content
+    if not found_since:
+        raise ValidationError(
+            f"Cannot validate the delete: snapshot {since_id} is no longer an ancestor of the "
+            f"branch head {head_id} ({where})"
+        )
+
+
+class _TaskReader:
+    """Reads a scan task's live rows (its deletes applied) with their positions."""
+
+    def __init__(
+        self, io: FileIO, base: TableMetadata, schema: Schema, mapping: NameMapping | None
+    ) -> None:
+        self.io, self.base, self.schema, self.mapping = io, base, schema, mapping
+        self.cache = DeleteCache()
+        self.with_pos = Schema(*schema.fields, POS_FIELD, schema_id=schema.schema_id)
+
+    def _batches(
+        self, task: FileScanTask, row_filter: BooleanExpression | None, projected: Schema
+    ) -> Iterator[pa.RecordBatch]:
+        spec = self.base.spec_by_id(task.spec_id)
+        if task.delete_files:
+            return read_task_with_deletes(
+                self.io,
+                task,
+                cache=self.cache,
+                projected_schema=projected,
+                table_schema=self.schema,
+                partition_spec=spec,
+                row_filter=row_filter,
+                name_mapping=self.mapping,
+            )
+        return read_data_file(
+            self.io,
+            task.file,
+            projected_schema=projected,
+            table_schema=self.schema,
+            partition_spec=spec,
+            row_filter=row_filter,
+            name_mapping=self.mapping,
+        )
+
+    def positions(self, task: FileScanTask, row_filter: BooleanExpression) -> np.ndarray:
+        """Positions of the live rows matching ``row_filter`` (bound)."""
+        parts = [
+            b.column(b.schema.get_field_index("_pos")).to_numpy(zero_copy_only=False)
+            for b in self._batches(task, row_filter, Schema(POS_FIELD))
+        ]
+        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+    def deleted_positions(self, task: FileScanTask) -> np.ndarray:
+        """Positions already deleted by the task's position deletes and DV."""
+        parts = [
+            self.cache.positions(self.io, d, task.file.file_path)
+            for d in task.delete_files
+            if d.content == FileContent.POSITION_DELETES
+        ]
+        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+    def rewrite(self, task: FileScanTask, matched: np.ndarray) -> list[DataFile]:
+        """Copy-on-write: the task's live rows except ``matched``, in the file's own spec."""
+        kept: list[pa.RecordBatch] = []
+        n = len(self.schema.fields)
+        for b in self._batches(task, None, self.with_pos):
+            pos = b.column(n).to_numpy(zero_copy_only=False)
+            keep = ~np.isin(pos, matched)
+            if keep.any():
+                kept.append(b.filter(pa.array(keep)).select(list(range(n))))
+        if not kept:
+            return []
+        spec = self.base.spec_by_id(task.spec_id) or self.base.spec()
+        return write_data_files(
+            self.io,
+            table_location=self.base.location,
+            schema=self.schema,
+            spec=spec,
+            sort_order=self.base.sort_order(),
+            properties=self.base.properties,
+            data=pa.Table.from_batches(kept),
+        )
+
+
+@dataclass
+class RowDeltaAction(Action):
+    """Commit data files and delete files (written by the caller) in one snapshot."""
+
+    io: FileIO
+    data_files: Sequence[DataFile] = ()
+    delete_files: Sequence[DataFile] = ()
+    branch: str = MAIN_BRANCH
+    snapshot_properties: dict[str, str] = field(default_factory=dict)
+    validate: Callable[[TableMetadata, TableMetadata], None] | None = None
+
+    def abort(self, io: FileIO) -> None:
+        _delete_all(io, [f.file_path for f in (*self.data_files, *self.delete_files)])
+
+    def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:
+        if base.format_version < 2 and self.delete_files:
+            raise ValidationError(
+                f"Cannot add delete files to format version 1 table {base.location}"
+            )
+        if self.validate is not None:
+            self.validate(base, start)
+        operation = Operation.OVERWRITE if self.delete_files else Operation.APPEND
+        producer = SnapshotProducer(
+            self.io,
+            operation,
+            added_files=self.data_files,
+            added_delete_files=self.delete_files,
+            branch=self.branch,
+            snapshot_properties=self.snapshot_properties,
+        )
+        produced = producer.produce(base)
+        return Staged(produced.updates, produced.requirements, produced.written)
