@@ -33,6 +33,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy icepark
 
+# Two workers for two cores; whole files stay on one worker so that each worker starts the
+# reference engine and Spark at most once.
+PYTEST_ARGS ?= -n 2 --dist loadfile
+
 pytest: $(STAMP) reference
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 

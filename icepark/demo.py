@@ -3,7 +3,9 @@
 Creates (or reopens) the SQLite catalog in ./warehouse and an events table partitioned by
 ``day(ts)`` and ``bucket(16, user_id)``, ingests a batch of synthetic events, queries with
 pruning (and says how many files it skipped), appends a second batch, reads the earlier
-snapshot by time travel and prints the snapshot history. Re-running it starts the table over.
+snapshot by time travel, adds a column and a partition field and appends data that has them
+(old and new files read together), and prints the snapshot history. Re-running it starts
+the table over.
 """
 
 from __future__ import annotations
@@ -116,6 +118,29 @@ def _query(table: Table, console: Console) -> None:
     )
 
 
+def _evolve(table: Table, console: Console, first_id: int, rows: int) -> None:
+    """Add a column and a partition field mid-pipeline; old and new data read together."""
+    with _timed(console, "added column 'channel' and partition field 'kind' (no rewrite)"):
+        with table.update_schema() as schema:
+            schema.add_column("channel", "string", doc="where the event came from")
+        with table.update_spec() as spec:
+            spec.add_field("kind")
+    channels = pa.array(["web", "app", "api"])
+    evolved = pa.schema([*EVENTS_SCHEMA, pa.field("channel", pa.string())])
+
+    def with_channel() -> Iterator[pa.RecordBatch]:
+        for batch in events(first_id, rows, days=30):
+            channel = pc.take(channels, pc.bit_wise_and(batch.column(0), 1))
+            yield pa.record_batch([*batch.columns, channel], schema=evolved)
+
+    table.append(pa.RecordBatchReader.from_batches(evolved, with_channel()))
+    console.print(f"  specs now: {', '.join(str(s) for s in table.specs().values())}")
+    mixed = table.scan(filter="ts >= '2024-01-10' and ts < '2024-01-11'", columns=["channel"])
+    counts = pc.value_counts(mixed.to_arrow().column("channel").combine_chunks()).to_pylist()
+    described = ", ".join(f"{c['values'] or 'null (older files)'}: {c['counts']:,}" for c in counts)
+    console.print(f"  one day across old and new files by channel: {described}")
+
+
 def _history(table: Table, console: Console) -> None:
     out = RichTable(title="snapshot history")
     for column in (
@@ -158,6 +183,7 @@ def main(rows: int = 2_000_000) -> None:
         now = table.scan().count()
         before = table.scan(snapshot_id=first.snapshot_id).count()
     console.print(f"  {now:,} rows now; {before:,} rows as of snapshot {first.snapshot_id}")
+    _evolve(table, console, rows + rows // 4, rows // 4)
     _history(table, console)
     console.print(f"[green]done in {time.perf_counter() - started:.1f} s[/green]")
 
