@@ -13,6 +13,7 @@ import click
 
 from icepark.cli.commands_catalog import namespaces_command, tables_command
 from icepark.cli.commands_files import avro_command, metadata_command
+from icepark.cli.commands_scan import scan_command
 from icepark.cli.commands_table import describe_command, snapshots_command
 from icepark.cli.context import CliContext
 from icepark.cli.output import one_line
@@ -75,6 +76,7 @@ for _command in (
     snapshots_command,
     metadata_command,
     avro_command,
+    scan_command,
 ):
     cli.add_command(_command)
 

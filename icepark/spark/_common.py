@@ -38,7 +38,7 @@ def catalog_from_options(options: Mapping[str, str]) -> Any:
             props[key] = lowered[key]
     for key, value in options.items():
         if key.lower().startswith(_CATALOG_PREFIX):
-            props[key[len(_CATALOG_PREFIX):]] = value
+            props[key[len(_CATALOG_PREFIX) :]] = value
     return load_catalog(lowered.get("catalog"), properties=props)
 
 
@@ -60,7 +60,7 @@ def resolve_table(table: Table | str, catalog: Any = None) -> Table:
 def to_spark_location(location: str) -> str:
     """A table file location as Spark's Hadoop file systems name it (``s3://`` is ``s3a://``)."""
     if location.startswith("s3://"):
-        return "s3a://" + location[len("s3://"):]
+        return "s3a://" + location[len("s3://") :]
     return location
 
 
@@ -86,10 +86,10 @@ def spark_reported_path(location: str) -> str:
     ``file:/abs/path`` for local files, percent-encoded as ``java.net.URI`` does."""
     location = to_spark_location(location)
     if location.startswith("file:"):
-        rest = location[len("file:"):]
+        rest = location[len("file:") :]
         if rest.startswith("//"):
             rest = rest[2:]
-            rest = rest[rest.index("/"):] if "/" in rest else "/"
+            rest = rest[rest.index("/") :] if "/" in rest else "/"
         return "file:" + _encode_path(rest)
     if "://" not in location:
         return "file:" + _encode_path(location)

@@ -1,7 +1,9 @@
 """Row filters between Iceberg and Spark.
 
 :func:`to_spark_column` turns an Iceberg filter, bound to a schema, into a Spark ``Column``
-with the same rows selected (Spark then pushes it to Parquet row groups). Literals are
+with the same rows selected (Spark then pushes it to Parquet row groups), with the semantics
+of :mod:`icepark.arrow.expressions`: SQL's for nulls, and NaN matching no comparison but
+``!=`` and ``not in``. Literals are
 built so that no session time zone is involved: a timestamptz literal is an instant in
 microseconds, a timestamp (without zone) a wall-clock string cast to ``timestamp_ntz``.
 
@@ -145,7 +147,11 @@ def _predicate(p: BoundPredicate) -> Column:
         found = column.isin(*values)
         return found if p.op == Operation.IN else ~found
     if isinstance(p, BoundLiteralPredicate):
-        return _COMPARE[p.op](column, _literal(t, p.literal))
+        result = _COMPARE[p.op](column, _literal(t, p.literal))
+        if isinstance(t, FloatType | DoubleType) and p.op in (Operation.GT, Operation.GT_EQ):
+            # Spark orders NaN above every value; in icepark NaN matches no comparison
+            result = result & ~F.isnan(column)
+        return result
     raise UnsupportedOperationError(f"Cannot convert {p} to a Spark filter")
 
 
@@ -165,7 +171,7 @@ def _name(attribute: Sequence[str], schema: Schema, metadata_names: set[str]) ->
         return None
     try:
         found = schema.find_field(name)
-    except Exception:  # noqa: BLE001 - not a column of the table
+    except Exception:
         return None
     return name if found.field_type.is_primitive else None
 
@@ -218,7 +224,7 @@ def from_spark_filters(
             expr = _one(f, schema, metadata_names or set())
             if expr is not None:
                 bind(schema, expr, True)
-        except Exception:  # noqa: BLE001 - anything not understood is left to Spark
+        except Exception:
             expr = None
         if expr is None:
             rest.append(f)

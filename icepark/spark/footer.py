@@ -110,9 +110,15 @@ def _bounds(t: PrimitiveType, mode: Any, low: Any, high: Any) -> tuple[bytes | N
     upper: Any = high
     if mode.kind == "truncate":
         if isinstance(t, StringType):
-            lower, upper = truncate_string_min(low, mode.length), truncate_string_max(high, mode.length)
+            lower, upper = (
+                truncate_string_min(low, mode.length),
+                truncate_string_max(high, mode.length),
+            )
         elif isinstance(t, BinaryType):
-            lower, upper = truncate_binary_min(low, mode.length), truncate_binary_max(high, mode.length)
+            lower, upper = (
+                truncate_binary_min(low, mode.length),
+                truncate_binary_max(high, mode.length),
+            )
     return (
         to_bytes(t, lower) if lower is not None else None,
         to_bytes(t, upper) if upper is not None else None,
@@ -134,7 +140,7 @@ def _scan_columns(md: pq.FileMetaData, schema: Schema) -> tuple[dict[int, _Colum
     leaves = _leaf_ids(md.schema.to_arrow_schema())
     columns: dict[int, _Column] = {}
     index: list[int] = []
-    for i, (field_id, path) in enumerate(leaves):
+    for field_id, path in leaves:
         f = schema.field_or_none(field_id) if field_id is not None else None
         if f is None or not isinstance(f.field_type, PrimitiveType):
             raise ValidationError(f"Parquet column {path} has no field id of the table schema")
@@ -229,16 +235,18 @@ def data_file_from_footer(
                 lower[field_id] = lo
             if hi is not None:
                 upper[field_id] = hi
-    partition = []
+    partition: list[Any] = []
     for pf in spec.fields:
         if pf.transform.is_void:
             partition.append(None)
             continue
         source = schema.find_field(pf.source_id)
-        col = columns.get(pf.source_id)
-        if col is None:
+        source_col = columns.get(pf.source_id)
+        if source_col is None:
             raise ValidationError(f"{location} lacks partition source column {source.name}")
-        partition.append(_partition_value(io, location, col, source.field_type, pf.transform, rows))
+        partition.append(
+            _partition_value(io, location, source_col, source.field_type, pf.transform, rows)
+        )
     return DataFile(
         content=FileContent.DATA,
         file_path=location,

@@ -6,18 +6,22 @@ reads the planned files; :func:`read` chooses per scan (``path="auto"``):
 
 **native** (the default): Spark's own Parquet reader over the planned file list, with a
 schema whose ``StructField`` metadata carries the Iceberg field ids and
-``spark.sql.parquet.fieldId.read.enabled``: columns are matched by id (renames, reordering,
-dropped and added columns, nested structs, lists and maps), a column a file lacks reads as
-null, promoted types (int -> long, float -> double, date -> timestamp, wider decimals) are
-widened by Spark, only the needed columns are read, and the filter becomes a Spark filter
-that Spark pushes to Parquet row groups. Identity partition values of files that lack their
-source column, ``_file``, ``_spec_id`` and ``_partition`` come from a small broadcast table
-of per-file values joined on ``_metadata.file_path``; ``_pos`` is ``_metadata.row_index``.
+``spark.sql.parquet.fieldId.read.enabled`` (set on the session): columns are matched by id
+(renames, reordering, dropped and added columns, nested structs, lists and maps), a column a
+file lacks reads as null, promoted types (int -> long, float -> double, date -> timestamp,
+wider decimals) are widened by Spark, only the needed columns are read, and the filter
+becomes a Spark filter that Spark pushes to Parquet row groups. Identity partition values of
+files that lack their source column, ``_file``, ``_spec_id`` and ``_partition`` come from a
+small broadcast table of per-file values joined on ``_metadata.file_path``; ``_pos`` is
+``_metadata.row_index``. When the table's schema history shows that names and ids of the
+columns read always went together (no rename, no name reused by another column), the ids are
+left out and Spark matches by name, which is the same and measurably cheaper.
 
 **python**: each combined scan task (:meth:`DataScan.plan_tasks`) becomes a Spark task that
 reads its files with :meth:`DataScan.read_task` (icepark's Arrow reader) and yields Arrow
 batches cast to Spark's Arrow schema (``mapInArrow`` over the pickled tasks). Used when a
-file has delete files, when the table has a name mapping (files may lack field ids), when a
+file has delete files (icepark applies position deletes, deletion vectors and equality
+deletes as it reads), when the table has a name mapping (files may lack field ids), when a
 projected field has an ``initial-default``, when a column is a uuid (Spark's reader cannot
 read Parquet UUIDs), or when a metadata column other than ``_file``, ``_pos``,
 ``_spec_id``, ``_partition`` and ``_deleted`` is asked for.
@@ -49,6 +53,7 @@ from icepark.spark._common import (
 )
 from icepark.spark.filters import quote_column, to_spark_column
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
+from icepark.spec.metadata import TableMetadata
 from icepark.spec.metadata_columns import (
     FILE_PATH_FIELD_ID,
     IS_DELETED_FIELD_ID,
@@ -57,7 +62,7 @@ from icepark.spec.metadata_columns import (
     SPEC_ID_FIELD_ID,
     is_metadata_field_id,
 )
-from icepark.spec.schema import Schema
+from icepark.spec.schema import Schema, walk_fields
 from icepark.spec.types import IcebergType, ListType, MapType, NestedField, StructType, UUIDType
 from icepark.table import Table
 from icepark.table.scan import DataScan
@@ -75,7 +80,7 @@ _PATH_KEY = "__icepark_file__"
 def read(
     spark: SparkSession,
     table: Table | str,
-    filter: str | BooleanExpression | None = None,  # noqa: A002 - the public name
+    filter: str | BooleanExpression | None = None,
     columns: Sequence[str] | None = None,
     snapshot_id: int | None = None,
     as_of: int | dt.datetime | dt.date | None = None,
@@ -178,11 +183,12 @@ def _may_lack(task: FileScanTask, field_id: int) -> bool:
 @dataclass(frozen=True)
 class _Constant:
     field: NestedField
-    position: int  # in the file's partition tuple, per spec id
-    positions: dict[int, int]
+    positions: dict[int, int]  # spec id -> position in that spec's partition tuple
 
 
-def _identity_constants(scan: DataScan, read: Schema, tasks: Sequence[FileScanTask]) -> list[_Constant]:
+def _identity_constants(
+    scan: DataScan, read: Schema, tasks: Sequence[FileScanTask]
+) -> list[_Constant]:
     """Identity-partition source columns that some planned file may lack."""
     out: list[_Constant] = []
     top_ids = {f.field_id: f for f in read.fields}
@@ -195,7 +201,7 @@ def _identity_constants(scan: DataScan, read: Schema, tasks: Sequence[FileScanTa
         if not positions:
             continue
         if any(t.spec_id in positions and _may_lack(t, field_id) for t in tasks):
-            out.append(_Constant(f, 0, positions))
+            out.append(_Constant(f, positions))
     return out
 
 
@@ -243,7 +249,9 @@ def _struct_array(ptype: StructType, rows: list[dict[int, Any]]) -> pa.Array:
         at = type_to_arrow(pf.field_type, include_field_ids=False)
         if pa.types.is_null(at):
             at = pa.string()  # a dropped source column: always null
-        children.append(pa.array([_arrow_value(r[pf.field_id], pf.field_type, at) for r in rows], at))
+        children.append(
+            pa.array([_arrow_value(r[pf.field_id], pf.field_type, at) for r in rows], at)
+        )
         fields.append(pa.field(pf.name, at))
     return pa.StructArray.from_arrays(children, fields=fields)
 
@@ -252,16 +260,36 @@ def _const_name(f: NestedField) -> str:
     return f"__icepark_const_{f.field_id}__"
 
 
+def _names_are_ids(metadata: TableMetadata, read: Schema) -> bool:
+    """Whether matching file columns by name gives what matching by field id gives: in every
+    schema of the table, each column read has one name (ignoring case, as Spark matches) and
+    no other column ever had it. Then Spark's plain name matching is used, which is cheaper."""
+    wanted = {f.field_id: path.lower() for path, f in walk_fields(read.as_struct())}
+    names: dict[str, int] = {}
+    for schema in metadata.schemas:
+        for path, f in walk_fields(schema.as_struct()):
+            lowered = path.lower()
+            if names.setdefault(lowered, f.field_id) != f.field_id:
+                return False
+            if f.field_id in wanted and wanted[f.field_id] != lowered:
+                return False
+    return all(names.get(path, field_id) == field_id for field_id, path in wanted.items())
+
+
 def _read_native(spark: SparkSession, scan: DataScan, tasks: Sequence[FileScanTask]) -> DataFrame:
-    prepare_session(spark)
     read_schema = _read_schema(scan)
-    spark_schema = to_spark_schema(read_schema)
+    by_name = _names_are_ids(scan.metadata, read_schema)
+    if not by_name:
+        prepare_session(spark)
+    spark_schema = to_spark_schema(read_schema, with_ids=not by_name)
     if not tasks:
         return spark.createDataFrame([], to_spark_schema(scan.projected_schema))
     locations = list(dict.fromkeys(to_spark_location(t.file.file_path) for t in tasks))
     # list the given files on the driver (no listing job) and infer no partition columns
-    with temporary_conf(spark, {"spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000"}):
-        df = spark.read.schema(spark_schema).option("mergeSchema", "false").parquet(*locations)
+    with temporary_conf(
+        spark, {"spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000"}
+    ):
+        df = spark.read.schema(spark_schema).parquet(*locations)
     projected = scan.projected_schema.fields
     meta_ids = {f.field_id for f in projected if is_metadata_field_id(f.field_id)}
     constants = _identity_constants(scan, read_schema, tasks)
@@ -281,6 +309,8 @@ def _read_native(spark: SparkSession, scan: DataScan, tasks: Sequence[FileScanTa
     condition = to_spark_column(scan.row_filter, scan.schema, scan.case_sensitive)
     if condition is not None:
         df = df.filter(condition)
+    if not meta_ids and not needs_join and df.columns == [f.name for f in projected]:
+        return df
     selected: list[Column] = []
     for f in projected:
         selected.append(_output_column(f, spec_ids, needs_join).alias(f.name))
@@ -293,7 +323,9 @@ def _output_column(f: NestedField, spec_ids: set[int], joined: bool) -> Column:
     if f.field_id == POS_FIELD_ID:
         return F.col("__icepark_pos__")
     if f.field_id == SPEC_ID_FIELD_ID:
-        return F.col("_spec_id") if joined and len(spec_ids) > 1 else F.lit(min(spec_ids)).cast("int")
+        return (
+            F.col("_spec_id") if joined and len(spec_ids) > 1 else F.lit(min(spec_ids)).cast("int")
+        )
     if f.field_id == PARTITION_FIELD_ID:
         return F.col("_partition")
     if f.field_id == IS_DELETED_FIELD_ID:

@@ -15,11 +15,17 @@ ms), ``branch`` or ``tag``, ``filter`` (an icepark filter string); for writes
 otherwise replaces the whole table) and ``branch``.
 
 This path always runs through Python (icepark's Arrow reader and writer in each task): Spark
-offers Python data sources no column pruning, so every column is read, and filters are
-pushed down only with ``spark.sql.python.filterPushdown.enabled`` (set by :func:`register`;
-Spark 4.1+), as icepark expressions that prune files and row groups. For speed use
-:func:`icepark.spark.read` and :func:`icepark.spark.write`, which use Spark's native Parquet
-reader and writer where they can.
+offers Python data sources no column pruning, so every column is read. Spark's filters are
+not pushed down by default: Spark (4.1 to 4.3) keeps the reader of the last query that pushed
+filters and reuses it, partitions and pushed filters included, for a later query on the same
+DataFrame or view that pushes none, which then returns the earlier query's rows. To prune,
+give an icepark ``filter`` option; ``pushdown`` = ``true`` (with
+``spark.sql.python.filterPushdown.enabled``) accepts Spark's filters anyway, for DataFrames
+queried once. Without pushed filters each task plans the scan itself when it runs, so a view
+queried again sees the table's current snapshot (tasks starting while a commit lands may
+see different snapshots). For speed use :func:`icepark.spark.read` and
+:func:`icepark.spark.write`, which use Spark's native Parquet reader and writer where they
+can.
 
 Everything a task or the commit needs travels in the options and in pickled values: reads
 plan on the driver and send each task its scan tasks; writes send back the entries of the
@@ -58,6 +64,7 @@ from icepark.table.scan import DataScan
 __all__ = ["IcebergDataSource", "register", "register_tables", "SOURCE_NAME"]
 
 SOURCE_NAME = "icepark"
+_MAX_SLOTS = 64
 
 try:  # Spark 4.1+: writers that receive Arrow batches
     from pyspark.sql.datasource import DataSourceArrowWriter as _WriterBase
@@ -92,10 +99,13 @@ def _scan(options: Mapping[str, str]) -> DataScan:
 
 @dataclass
 class _Partition(InputPartition):
-    """What one read task gets: the pickled scan and its pickled combined task."""
+    """What one read task gets: the pickled scan and its pickled combined task; or, for a
+    scan without pushed filters, its slot among ``slots`` tasks that plan for themselves."""
 
-    scan: bytes
+    scan: bytes | None
     task: bytes | None
+    slot: int = 0
+    slots: int = 0
 
 
 class _Reader(DataSourceReader):
@@ -104,16 +114,14 @@ class _Reader(DataSourceReader):
         self.schema = schema
         self.pushed: BooleanExpression = AlwaysTrue()
 
-    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:  # noqa: N802 - Spark's name
-        scan = _scan(self.options)
-        taken, rest = from_spark_filters(filters, scan.schema)
-        self.pushed = taken
-        return rest
-
     def partitions(self) -> list[InputPartition]:
         scan = _scan(self.options)
-        if not isinstance(self.pushed, AlwaysTrue):
-            scan = scan.filter(self.pushed)
+        if isinstance(self.pushed, AlwaysTrue):
+            # Spark keeps the partitions of a relation read without pushed filters (a view
+            # queried again would read the old snapshot): each task plans for itself then
+            slots = max(1, min(len(scan.plan_tasks()), _MAX_SLOTS))
+            return [_Partition(None, None, i, slots) for i in range(slots)]
+        scan = scan.filter(self.pushed)
         payload = pickle.dumps(scan)
         combined = scan.plan_tasks()
         if not combined:
@@ -122,14 +130,30 @@ class _Reader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, _Partition)
-        if partition.task is None:
-            return
-        scan: DataScan = pickle.loads(partition.scan)
         target = spark_arrow_schema(self.schema)
-        for task in pickle.loads(partition.task).tasks:
+        if partition.slots:
+            scan = _scan(self.options)
+            mine = scan.plan_tasks()[partition.slot :: partition.slots]
+            tasks = [t for combined in mine for t in combined.tasks]
+        elif partition.task is None or partition.scan is None:
+            return
+        else:
+            scan = pickle.loads(partition.scan)
+            tasks = list(pickle.loads(partition.task).tasks)
+        for task in tasks:
             for batch in scan.read_task(task):
                 if batch.num_rows:
                     yield cast_to_spark_arrow(batch, target)
+
+
+class _PushdownReader(_Reader):
+    """A reader taking Spark's filters (option ``pushdown`` = ``true``)."""
+
+    def pushFilters(self, filters: list[Any]) -> Iterable[Any]:
+        scan = _scan(self.options)
+        taken, rest = from_spark_filters(filters, scan.schema)
+        self.pushed = taken
+        return rest
 
 
 @dataclass
@@ -137,7 +161,7 @@ class _Written(WriterCommitMessage):
     files: bytes
 
 
-class _Writer(_WriterBase):  # type: ignore[misc, valid-type]
+class _Writer(_WriterBase):
     def __init__(self, options: Mapping[str, str], overwrite: bool) -> None:
         table = _load_table(options)
         if table.read_only:
@@ -154,8 +178,13 @@ class _Writer(_WriterBase):  # type: ignore[misc, valid-type]
         context = TaskContext.get()
         md = self.metadata
         files = write_data_files(
-            self.io, table_location=md.location, schema=md.schema(), spec=md.spec(),
-            sort_order=md.sort_order(), properties=md.properties, data=_batches(iterator),
+            self.io,
+            table_location=md.location,
+            schema=md.schema(),
+            spec=md.spec(),
+            sort_order=md.sort_order(),
+            properties=md.properties,
+            data=_batches(iterator),
             write_uuid=self.write_uuid,
             task_id=context.partitionId() if context else 0,
             attempt_id=context.attemptNumber() if context else 0,
@@ -179,7 +208,11 @@ class _Writer(_WriterBase):  # type: ignore[misc, valid-type]
             dynamic = opts.get("overwrite-mode", "static").lower() == "dynamic"
             mode = "overwrite-partitions" if dynamic else "overwrite"
         files = self._files(messages)
-        row_filter = parse_filter(opts["filter"]) if opts.get("filter") and mode == "overwrite" else AlwaysTrue()
+        row_filter = (
+            parse_filter(opts["filter"])
+            if opts.get("filter") and mode == "overwrite"
+            else AlwaysTrue()
+        )
         action = _action(table, files, mode, row_filter, opts.get("branch", "main"), {}, True)  # type: ignore[arg-type]
         tx = table.transaction()
         tx.add_action(action)
@@ -189,7 +222,7 @@ class _Writer(_WriterBase):  # type: ignore[misc, valid-type]
         for f in self._files(messages):
             try:
                 self.io.delete(f.file_path)
-            except Exception:  # noqa: BLE001 - best-effort cleanup
+            except Exception:
                 pass
 
 
@@ -219,6 +252,8 @@ class IcebergDataSource(DataSource):
         return to_spark_schema(_scan(self.options).schema, with_ids=False)
 
     def reader(self, schema: SparkStructType) -> DataSourceReader:
+        if _lower(self.options).get("pushdown", "false").lower() == "true":
+            return _PushdownReader(self.options, schema)
         return _Reader(self.options, schema)
 
     def writer(self, schema: SparkStructType, overwrite: bool) -> DataSourceWriter:
@@ -226,10 +261,10 @@ class IcebergDataSource(DataSource):
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``icepark`` data source and the settings it and icepark's native reads use
-    (filter pushdown into Python data sources, Parquet field-id matching)."""
+    """Register the ``icepark`` data source and the setting icepark's native reads use
+    (Parquet field-id matching)."""
     prepare_session(spark)
-    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")  # for option pushdown
     spark.dataSource.register(IcebergDataSource)
 
 
@@ -268,6 +303,8 @@ def register_tables(spark: SparkSession, namespace: str, catalog: Any = None) ->
         name = identifier[-1]
         opts = {"table": ".".join(identifier), **options}
         rendered = ", ".join(f"`{k}` {_sql_string(v)}" for k, v in opts.items())
-        spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW `{name}` USING {SOURCE_NAME} OPTIONS ({rendered})")
+        spark.sql(
+            f"CREATE OR REPLACE TEMPORARY VIEW `{name}` USING {SOURCE_NAME} OPTIONS ({rendered})"
+        )
         views.append(name)
     return views

@@ -122,12 +122,14 @@ def to_spark_schema(schema: Schema | StructType, *, with_ids: bool = True) -> T.
     return result
 
 
-def spark_arrow_schema(schema: T.StructType) -> pa.Schema:
+def spark_arrow_schema(schema: T.StructType, timezone: str = "UTC") -> pa.Schema:
     """The Arrow schema Spark expects batches of ``schema`` in (Python data sources and
     ``mapInArrow`` results): microsecond timestamps (UTC for TimestampType), 32-bit offsets."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    return to_arrow_schema(schema, error_on_duplicated_field_names_in_struct=True)
+    return to_arrow_schema(
+        schema, error_on_duplicated_field_names_in_struct=True, timezone=timezone
+    )
 
 
 def spark_schema_to_arrow(schema: T.StructType) -> pa.Schema:

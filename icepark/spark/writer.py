@@ -65,6 +65,7 @@ from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.spec.sorting import NullOrder, SortDirection, SortOrder
+from icepark.spec.transforms import DayTransform
 from icepark.spec.types import (
     BinaryType,
     BooleanType,
@@ -89,11 +90,27 @@ WriteMode = Literal["append", "overwrite", "overwrite-partitions"]
 WritePath = Literal["auto", "native", "python"]
 
 _NATIVE_TYPES = (
-    BooleanType, IntegerType, LongType, FloatType, DoubleType, DecimalType, DateType,
-    TimestampType, TimestamptzType, StringType, BinaryType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    FloatType,
+    DoubleType,
+    DecimalType,
+    DateType,
+    TimestampType,
+    TimestamptzType,
+    StringType,
+    BinaryType,
 )
-_SPARK_CODECS = {"zstd": "zstd", "snappy": "snappy", "gzip": "gzip", "lz4": "lz4",
-                 "brotli": "brotli", "none": "none", "uncompressed": "none"}
+_SPARK_CODECS = {
+    "zstd": "zstd",
+    "snappy": "snappy",
+    "gzip": "gzip",
+    "lz4": "lz4",
+    "brotli": "brotli",
+    "none": "none",
+    "uncompressed": "none",
+}
 
 
 def _native_type(t: IcebergType) -> bool:
@@ -122,7 +139,8 @@ def choose_write_path(metadata: TableMetadata) -> tuple[WritePath, str]:
 
 def align_to_schema(df: DataFrame, schema: Schema, *, with_ids: bool) -> DataFrame:
     """``df``'s columns matched by name (case-insensitively) to the table schema, in its
-    order, cast to its types; missing optional columns are null."""
+    order, cast to its types; missing optional columns are null, a null in a required column
+    fails the job."""
     by_lower: dict[str, str] = {}
     for name in df.columns:
         if name.lower() in by_lower:
@@ -144,6 +162,9 @@ def align_to_schema(df: DataFrame, schema: Schema, *, with_ids: bool) -> DataFra
             c = F.col(quote_column(source))
             if df.schema[source].dataType != spark_type:
                 c = c.cast(spark_type)
+            if f.required and df.schema[source].nullable:
+                message = f"Null value in required column {f.name!r}"
+                c = F.when(c.isNull(), F.raise_error(F.lit(message))).otherwise(c)
         metadata = {FIELD_ID_KEY: f.field_id} if with_ids else {}
         columns.append(c.alias(f.name, metadata=metadata))
     return df.select(*columns)
@@ -157,20 +178,28 @@ def _source_column(schema: Schema, source_id: int) -> Column:
 
 
 def _partition_columns(schema: Schema, spec: PartitionSpec) -> list[tuple[str, Column]]:
-    """(hidden column name, exact Spark expression) per non-void partition field."""
+    """(hidden column name, exact Spark expression) per non-void partition field; the name is
+    the partition field's (so folders read ``ts_day=2024-01-05``) unless a column has it."""
     out = []
+    taken = {f.name.lower() for f in schema.fields}
     for i, pf in enumerate(spec.fields):
         if pf.transform.is_void:
             continue
         source = schema.find_field(pf.source_id)
-        expr = transform_column(pf.transform, source.field_type, _source_column(schema, pf.source_id))
+        expr = transform_column(
+            pf.transform, source.field_type, _source_column(schema, pf.source_id)
+        )
         if expr is None:
             continue
         if isinstance(source.field_type, BinaryType) and (
             pf.transform.is_identity or "truncate" in str(pf.transform)
         ):
             expr = F.hex(expr)  # Spark cannot partition by binary: hex is one to one
-        out.append((f"{pf.name}__p{i}", expr))
+        if isinstance(pf.transform, DayTransform):
+            expr = F.date_from_unix_date(expr)  # one to one, and a readable folder name
+        name = pf.name if pf.name.lower() not in taken else f"{pf.name}__p{i}"
+        taken.add(name.lower())
+        out.append((name, expr))
     return out
 
 
@@ -179,7 +208,9 @@ def _sort_columns(schema: Schema, order: SortOrder) -> tuple[list[Column], bool]
     out: list[Column] = []
     for sf in order.fields:
         source = schema.find_field(sf.source_id)
-        expr = transform_column(sf.transform, source.field_type, _source_column(schema, sf.source_id))
+        expr = transform_column(
+            sf.transform, source.field_type, _source_column(schema, sf.source_id)
+        )
         if expr is None:
             return out, False
         asc = sf.direction == SortDirection.ASC
@@ -251,7 +282,12 @@ def _write_native(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile
         def entry(e: Any) -> DataFile:
             location = _table_location(out, e.location)
             return data_file_from_footer(
-                io, location, e.size, schema=schema, spec=spec, sort_order=sorted_order,
+                io,
+                location,
+                e.size,
+                schema=schema,
+                spec=spec,
+                sort_order=sorted_order,
                 config=config,
             )
 
@@ -268,7 +304,7 @@ def _table_location(out: str, listed: str) -> str:
         return listed
     marker = out.split("://", 1)[-1].lstrip("/")
     index = listed.find(marker)
-    return out + listed[index + len(marker):] if index >= 0 else listed
+    return out + listed[index + len(marker) :] if index >= 0 else listed
 
 
 def _is_data_file(location: str) -> bool:
@@ -279,14 +315,14 @@ def _is_data_file(location: str) -> bool:
 def _delete_quietly(io: FileIO, location: str) -> None:
     try:
         io.delete(location)
-    except Exception:  # noqa: BLE001 - best-effort cleanup
+    except Exception:
         pass
 
 
 def _delete_prefix_quietly(io: FileIO, location: str) -> None:
     try:
         io.delete_prefix(location)
-    except Exception:  # noqa: BLE001 - best-effort cleanup
+    except Exception:
         pass
 
 
@@ -309,12 +345,20 @@ class _TaskWriter:
         attempt = context.attemptNumber() if context is not None else 0
         md = self.metadata
         files = write_data_files(
-            self.io, table_location=md.location, schema=md.schema(), spec=md.spec(),
-            sort_order=md.sort_order(), properties=md.properties, data=batches,
-            write_uuid=self.write_uuid, task_id=task_id, attempt_id=attempt,
+            self.io,
+            table_location=md.location,
+            schema=md.schema(),
+            spec=md.spec(),
+            sort_order=md.sort_order(),
+            properties=md.properties,
+            data=batches,
+            write_uuid=self.write_uuid,
+            task_id=task_id,
+            attempt_id=attempt,
         )
-        yield pa.RecordBatch.from_pydict({"files": [pickle.dumps(files)]},
-                                         schema=pa.schema([("files", pa.binary())]))
+        yield pa.RecordBatch.from_pydict(
+            {"files": [pickle.dumps(files)]}, schema=pa.schema([("files", pa.binary())])
+        )
 
 
 def _write_python(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile]:
@@ -334,7 +378,9 @@ def _write_python(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile
         clustered = clustered.sortWithinPartitions(*parts, *sort)
     writer = _TaskWriter(table.io, metadata, write_uuid)
     try:
-        rows = clustered.mapInArrow(writer, T.StructType([T.StructField("files", T.BinaryType())])).collect()
+        rows = clustered.mapInArrow(
+            writer, T.StructType([T.StructField("files", T.BinaryType())])
+        ).collect()
     except BaseException:
         _delete_written(table.io, metadata, write_uuid)
         raise
@@ -345,7 +391,7 @@ def _delete_written(io: FileIO, metadata: TableMetadata, write_uuid: str) -> Non
     """Delete the data files a failed job wrote (their names hold the write uuid)."""
     try:
         entries = io.list_prefix(data_location(metadata.location, metadata.properties))
-    except Exception:  # noqa: BLE001 - best-effort cleanup
+    except Exception:
         return
     for e in entries:
         if write_uuid in e.location.rsplit("/", 1)[-1]:
@@ -356,8 +402,13 @@ def _delete_written(io: FileIO, metadata: TableMetadata, write_uuid: str) -> Non
 
 
 def _action(
-    table: Table, files: list[DataFile], mode: WriteMode, row_filter: BooleanExpression,
-    branch: str, snapshot_properties: Mapping[str, str], case_sensitive: bool,
+    table: Table,
+    files: list[DataFile],
+    mode: WriteMode,
+    row_filter: BooleanExpression,
+    branch: str,
+    snapshot_properties: Mapping[str, str],
+    case_sensitive: bool,
 ) -> Any:
     from icepark.table.writes import rewrite_without
 
@@ -367,12 +418,19 @@ def _action(
     if mode == "append":
         return AppendAction(io, files, branch, props, merge=True)
     if mode == "overwrite":
+
         def rewrite(f: DataFile, base: TableMetadata, expr: BooleanExpression) -> list[DataFile]:
             return rewrite_without(io, base, f, expr, case_sensitive)
 
         return OverwriteAction(
-            io, files, branch, props, row_filter=row_filter, rewrite=rewrite,
-            isolation=isolation, case_sensitive=case_sensitive,
+            io,
+            files,
+            branch,
+            props,
+            row_filter=row_filter,
+            rewrite=rewrite,
+            isolation=isolation,
+            case_sensitive=case_sensitive,
         )
     if mode == "overwrite-partitions":
         return ReplacePartitionsAction(io, files, branch, props, isolation=isolation)
@@ -383,7 +441,7 @@ def write(
     df: DataFrame,
     table: Table | str,
     mode: WriteMode = "append",
-    filter: str | BooleanExpression | None = None,  # noqa: A002 - the public name
+    filter: str | BooleanExpression | None = None,
     *,
     catalog: Any = None,
     branch: str = MAIN_BRANCH,
@@ -395,7 +453,9 @@ def write(
     table with its new metadata."""
     resolved = resolve_table(table, catalog)
     if mode not in ("append", "overwrite", "overwrite-partitions"):
-        raise ValidationError(f"Unknown write mode {mode!r} (append, overwrite, overwrite-partitions)")
+        raise ValidationError(
+            f"Unknown write mode {mode!r} (append, overwrite, overwrite-partitions)"
+        )
     if filter is not None and mode != "overwrite":
         raise ValidationError("A filter applies to mode='overwrite' only")
     row_filter = parse_filter(filter) if isinstance(filter, str) else (filter or AlwaysTrue())
@@ -407,7 +467,9 @@ def write(
         files = _write_python(df, resolved, write_uuid)
     else:
         files = _write_native(df, resolved, write_uuid)
-    action = _action(resolved, files, mode, row_filter, branch, snapshot_properties or {}, case_sensitive)
+    action = _action(
+        resolved, files, mode, row_filter, branch, snapshot_properties or {}, case_sensitive
+    )
     tx = resolved.transaction()
     try:
         tx.add_action(action)

@@ -75,7 +75,7 @@ def _delete_all(io: FileIO, paths: Sequence[str]) -> None:
     for path in paths:
         try:
             io.delete(path)
-        except Exception:  # noqa: BLE001 - best-effort cleanup of files we wrote
+        except Exception:
             pass
 
 
@@ -94,7 +94,10 @@ def added_files_since(
             if manifest.added_snapshot_id != snapshot.snapshot_id or not manifest.added_files_count:
                 continue
             for entry in read_manifest(io.new_input(manifest.manifest_path), manifest):
-                if entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == snapshot.snapshot_id:
+                if (
+                    entry.status == ManifestEntryStatus.ADDED
+                    and entry.snapshot_id == snapshot.snapshot_id
+                ):
                     found.append(entry.data_file)
     return found
 
@@ -122,8 +125,12 @@ class AppendAction(_SnapshotAction):
 
     def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:
         producer = SnapshotProducer(
-            self.io, Operation.APPEND, added_files=self.files, branch=self.branch,
-            merge=self.merge, snapshot_properties=self.snapshot_properties,
+            self.io,
+            Operation.APPEND,
+            added_files=self.files,
+            branch=self.branch,
+            merge=self.merge,
+            snapshot_properties=self.snapshot_properties,
         )
         produced = producer.produce(base)
         return Staged(produced.updates, produced.requirements, produced.written)
@@ -193,17 +200,21 @@ class OverwriteAction(_SnapshotAction):
             if doomed and not self.files and not rewritten:
                 operation = Operation.DELETE
             producer = SnapshotProducer(
-                self.io, operation, added_files=[*self.files, *rewritten],
+                self.io,
+                operation,
+                added_files=[*self.files, *rewritten],
                 remove_entry=lambda e: e.data_file.file_path in doomed,
                 manifest_filter=matcher.manifest_might_match,
-                branch=self.branch, snapshot_properties=self.snapshot_properties,
+                branch=self.branch,
+                snapshot_properties=self.snapshot_properties,
             )
             produced = producer.produce(base)
         except BaseException:
             _delete_all(self.io, [f.file_path for f in rewritten])
             raise
         return Staged(
-            produced.updates, produced.requirements,
+            produced.updates,
+            produced.requirements,
             [*produced.written, *(f.file_path for f in rewritten)],
         )
 
@@ -236,8 +247,12 @@ class ReplacePartitionsAction(_SnapshotAction):
             return self._replaces(base, entry.data_file)
 
         producer = SnapshotProducer(
-            self.io, Operation.OVERWRITE, added_files=self.files, remove_entry=remove,
-            branch=self.branch, snapshot_properties={"replace-partitions": "true", **self.snapshot_properties},
+            self.io,
+            Operation.OVERWRITE,
+            added_files=self.files,
+            remove_entry=remove,
+            branch=self.branch,
+            snapshot_properties={"replace-partitions": "true", **self.snapshot_properties},
         )
         produced = producer.produce(base)
         return Staged(produced.updates, produced.requirements, produced.written)

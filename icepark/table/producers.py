@@ -174,8 +174,13 @@ class SnapshotProducer:
             path = self._manifest_path(base)
             written.append(path)
             with write_manifest(
-                self.io.new_output(path), spec, schema, format_version=version,
-                snapshot_id=snapshot_id, content=manifest.content, codec=codec,
+                self.io.new_output(path),
+                spec,
+                schema,
+                format_version=version,
+                snapshot_id=snapshot_id,
+                content=manifest.content,
+                codec=codec,
             ) as writer:
                 for e in live:
                     if id(e) in doomed_ids:
@@ -197,12 +202,19 @@ class SnapshotProducer:
             if spec is None:
                 from icepark.errors import ValidationError
 
-                raise ValidationError(f"Data file {files[0].file_path} has unknown spec id {spec_id}")
+                raise ValidationError(
+                    f"Data file {files[0].file_path} has unknown spec id {spec_id}"
+                )
             path = self._manifest_path(base)
             written.append(path)
             with write_manifest(
-                self.io.new_output(path), spec, schema, format_version=version,
-                snapshot_id=snapshot_id, content=content, codec=codec,
+                self.io.new_output(path),
+                spec,
+                schema,
+                format_version=version,
+                snapshot_id=snapshot_id,
+                content=content,
+                codec=codec,
             ) as writer:
                 for f in files:
                     writer.add(f)
@@ -214,7 +226,9 @@ class SnapshotProducer:
         if self.merge and _prop(base, _MERGE_ENABLED).lower() == "true":
             manifests = self._merge(base, manifests, snapshot_id, written)
 
-        list_path = f"{metadata_folder(base)}/snap-{snapshot_id}-{self._attempt}-{self.commit_uuid}.avro"
+        list_path = (
+            f"{metadata_folder(base)}/snap-{snapshot_id}-{self._attempt}-{self.commit_uuid}.avro"
+        )
         written.append(list_path)
         listed = write_manifest_list(
             self.io.new_output(list_path),
@@ -247,12 +261,18 @@ class SnapshotProducer:
             AssertTableUUID(base.table_uuid),
             AssertRefSnapshotId(self.branch, parent.snapshot_id if parent else None),
         ]
-        return ProducedSnapshot(snapshot, updates, requirements, written, list(self.added_files), removed)
+        return ProducedSnapshot(
+            snapshot, updates, requirements, written, list(self.added_files), removed
+        )
 
     # -- merge append ----------------------------------------------------------------------
 
     def _merge(
-        self, base: TableMetadata, manifests: list[ManifestFile], snapshot_id: int, written: list[str]
+        self,
+        base: TableMetadata,
+        manifests: list[ManifestFile],
+        snapshot_id: int,
+        written: list[str],
     ) -> list[ManifestFile]:
         """Bin-pack data manifests of each spec into manifests of the target size, once a spec
         has at least ``commit.manifest.min-count-to-merge`` of them (as Java's merge append)."""
@@ -289,8 +309,12 @@ class SnapshotProducer:
         path = self._manifest_path(base)
         written.append(path)
         with write_manifest(
-            self.io.new_output(path), spec, base.schema(), format_version=base.format_version,
-            snapshot_id=snapshot_id, codec=_codec(base),
+            self.io.new_output(path),
+            spec,
+            base.schema(),
+            format_version=base.format_version,
+            snapshot_id=snapshot_id,
+            codec=_codec(base),
         ) as writer:
             for m in bin_:
                 for e in _entries_for_merge(self.io, m, written):
@@ -304,7 +328,9 @@ class SnapshotProducer:
         return writer.to_manifest_file()
 
 
-def _entries_for_merge(io: FileIO, manifest: ManifestFile, written: list[str]) -> list[ManifestEntry]:
+def _entries_for_merge(
+    io: FileIO, manifest: ManifestFile, written: list[str]
+) -> list[ManifestEntry]:
     entries = read_manifest(io.new_input(manifest.manifest_path), manifest)
     if manifest.manifest_path in written:  # merged away before it was ever committed
         written.remove(manifest.manifest_path)
@@ -336,5 +362,5 @@ def _has_live_files(manifest: ManifestFile) -> bool:
 def _delete_quietly(io: FileIO, path: str) -> None:
     try:
         io.delete(path)
-    except Exception:  # noqa: BLE001 - cleanup of our own files must not mask the real error
+    except Exception:
         pass

@@ -38,7 +38,9 @@ def _to_ms(value: int | dt.datetime | dt.date) -> int:
             value = value.replace(tzinfo=dt.UTC)
         return int(value.timestamp() * 1000)
     if isinstance(value, dt.date):
-        return int(dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).timestamp() * 1000)
+        return int(
+            dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).timestamp() * 1000
+        )
     return int(value)
 
 
@@ -56,7 +58,9 @@ def resolve_snapshot(
     if snapshot_id is not None:
         snapshot = metadata.snapshot_by_id(snapshot_id)
         if snapshot is None:
-            raise ValidationError(f"Cannot find snapshot {snapshot_id} in table {metadata.location}")
+            raise ValidationError(
+                f"Cannot find snapshot {snapshot_id} in table {metadata.location}"
+            )
         return snapshot
     if as_of is not None:
         ms = _to_ms(as_of)
@@ -110,7 +114,11 @@ class DataScan:
         travelling by id or time (or to a tag), else the current one."""
         use_snapshot = self.use_snapshot_schema
         if use_snapshot is None:
-            tag = self.ref is not None and (r := self.metadata.ref(self.ref)) is not None and not r.is_branch
+            tag = (
+                self.ref is not None
+                and (r := self.metadata.ref(self.ref)) is not None
+                and not r.is_branch
+            )
             use_snapshot = self.snapshot_id is not None or self.as_of is not None or tag
         snap = self.snapshot
         if use_snapshot and snap is not None and snap.schema_id is not None:
@@ -222,11 +230,16 @@ class DataScan:
         applies to a file."""
         total = 0
         for task in self.plan_files():
-            if isinstance(task.residual, AlwaysTrue) and not task.delete_files and task.is_whole_file:
+            if (
+                isinstance(task.residual, AlwaysTrue)
+                and not task.delete_files
+                and task.is_whole_file
+            ):
                 total += task.file.record_count
-            elif isinstance(task.residual, AlwaysTrue) and (
-                live := live_row_count(self.io, task, self._delete_cache)
-            ) is not None:
+            elif (
+                isinstance(task.residual, AlwaysTrue)
+                and (live := live_row_count(self.io, task, self._delete_cache)) is not None
+            ):
                 total += live
             else:
                 total += sum(b.num_rows for b in self.read_task(task))

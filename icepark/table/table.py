@@ -183,7 +183,7 @@ class Table:
     def overwrite(
         self,
         data: Any,
-        filter: str | BooleanExpression | None = None,  # noqa: A002 - the public name
+        filter: str | BooleanExpression | None = None,
         *,
         branch: str = MAIN_BRANCH,
         **kw: Any,
@@ -245,7 +245,8 @@ class Table:
         from icepark.table.update_schema import UpdateSchema
 
         return UpdateSchema(
-            self, allow_incompatible_changes=allow_incompatible_changes,
+            self,
+            allow_incompatible_changes=allow_incompatible_changes,
             case_sensitive=case_sensitive,
         )
 
@@ -269,7 +270,7 @@ class Table:
 
     def scan(
         self,
-        filter: str | BooleanExpression | None = None,  # noqa: A002 - the public name
+        filter: str | BooleanExpression | None = None,
         columns: Sequence[str] | None = None,
         snapshot_id: int | None = None,
         as_of: int | dt.datetime | dt.date | None = None,
@@ -285,7 +286,11 @@ class Table:
         from icepark.table.scan import DataScan
 
         row_filter = (
-            AlwaysTrue() if filter is None else parse_filter(filter) if isinstance(filter, str) else filter
+            AlwaysTrue()
+            if filter is None
+            else parse_filter(filter)
+            if isinstance(filter, str)
+            else filter
         )
         return DataScan(
             self.io,
@@ -302,7 +307,9 @@ class Table:
 
     # -- branches and tags -----------------------------------------------------------------
 
-    def _set_ref(self, name: str, snapshot_id: int | None, kind: SnapshotRefType, **retention: Any) -> Table:
+    def _set_ref(
+        self, name: str, snapshot_id: int | None, kind: SnapshotRefType, **retention: Any
+    ) -> Table:
         from icepark.errors import ValidationError
         from icepark.spec.updates import AssertRefSnapshotId, SetSnapshotRefUpdate
 

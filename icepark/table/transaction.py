@@ -129,7 +129,9 @@ class Transaction:
         ``commit.manifest-merge.enabled`` is false."""
         files = self._write(data)
         return self.add_action(
-            AppendAction(self._table.io, files, branch, dict(snapshot_properties or {}), merge=merge)
+            AppendAction(
+                self._table.io, files, branch, dict(snapshot_properties or {}), merge=merge
+            )
         )
 
     def append_files(self, files: list[DataFile], *, branch: str = MAIN_BRANCH) -> Transaction:
@@ -139,7 +141,7 @@ class Transaction:
     def overwrite(
         self,
         data: Any,
-        filter: str | BooleanExpression | None = None,  # noqa: A002 - the public name
+        filter: str | BooleanExpression | None = None,
         *,
         branch: str = MAIN_BRANCH,
         case_sensitive: bool = True,
@@ -158,13 +160,23 @@ class Transaction:
         isolation = self._start.properties.get("write.delete.isolation-level", "serializable")
         return self.add_action(
             OverwriteAction(
-                io, files, branch, dict(snapshot_properties or {}), row_filter=row_filter,
-                rewrite=rewrite, isolation=isolation, case_sensitive=case_sensitive,
+                io,
+                files,
+                branch,
+                dict(snapshot_properties or {}),
+                row_filter=row_filter,
+                rewrite=rewrite,
+                isolation=isolation,
+                case_sensitive=case_sensitive,
             )
         )
 
     def overwrite_partitions(
-        self, data: Any, *, branch: str = MAIN_BRANCH, snapshot_properties: Mapping[str, str] | None = None
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
         """Dynamic overwrite: replace the partitions ``data`` touches."""
         files = self._write(data)
@@ -190,8 +202,12 @@ class Transaction:
 
         return self.add_action(
             delete_action(
-                self._table.io, self._start, _as_filter(filter), branch=branch,
-                case_sensitive=case_sensitive, snapshot_properties=dict(snapshot_properties or {}),
+                self._table.io,
+                self._start,
+                _as_filter(filter),
+                branch=branch,
+                case_sensitive=case_sensitive,
+                snapshot_properties=dict(snapshot_properties or {}),
             )
         )
 
@@ -209,7 +225,11 @@ class Transaction:
 
         return self.add_action(
             upsert_action(
-                self._table.io, self._start, data, on, branch=branch,
+                self._table.io,
+                self._start,
+                data,
+                on,
+                branch=branch,
                 snapshot_properties=dict(snapshot_properties or {}),
             )
         )
@@ -229,14 +249,21 @@ class Transaction:
 
         return self.add_action(
             apply_changes_action(
-                self._table.io, self._start, data, on, op_column, branch=branch,
+                self._table.io,
+                self._start,
+                data,
+                on,
+                op_column,
+                branch=branch,
                 snapshot_properties=dict(snapshot_properties or {}),
             )
         )
 
     # -- committing ------------------------------------------------------------------------
 
-    def _stage_all(self, base: TableMetadata) -> tuple[list[TableUpdate], list[TableRequirement], list[str]]:
+    def _stage_all(
+        self, base: TableMetadata
+    ) -> tuple[list[TableUpdate], list[TableRequirement], list[str]]:
         updates: list[TableUpdate] = []
         requirements: list[TableRequirement] = []
         written: list[str] = []
@@ -261,7 +288,7 @@ class Transaction:
         for path in paths:
             try:
                 self._table.io.delete(path)
-            except Exception:  # noqa: BLE001 - best effort
+            except Exception:
                 pass
 
     def _abort_actions(self) -> None:

@@ -75,10 +75,14 @@ class SchemaUpdateAction(Action):
 
     def apply(self, base: TableMetadata) -> SchemaUpdateResult:
         return apply_schema_changes(
-            base.schema(), base.last_column_id, self.changes,
+            base.schema(),
+            base.last_column_id,
+            self.changes,
             allow_incompatible_changes=self.allow_incompatible_changes,
-            case_sensitive=self.case_sensitive, format_version=base.format_version,
-            spec=base.spec(), sort_order=base.sort_order(),
+            case_sensitive=self.case_sensitive,
+            format_version=base.format_version,
+            spec=base.spec(),
+            sort_order=base.sort_order(),
         )
 
     def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:
@@ -151,9 +155,15 @@ class UpdateSchema:
         the initial and the write default (v3); ``write_default`` overrides the latter."""
         return self._record(
             AddColumn(
-                to_path(path), to_type(field_type), doc, required, default,
+                to_path(path),
+                to_type(field_type),
+                doc,
+                required,
+                default,
                 write_default if write_default is not None else default,
-                _opt_path(after), _opt_path(before), first,
+                _opt_path(after),
+                _opt_path(before),
+                first,
             )
         )
 

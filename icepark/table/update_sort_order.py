@@ -46,7 +46,8 @@ class SortOrderAction(Action):
 
     def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:
         updates: list[TableUpdate] = [
-            AddSortOrderUpdate(self.build(base)), SetDefaultSortOrderUpdate(-1)
+            AddSortOrderUpdate(self.build(base)),
+            SetDefaultSortOrderUpdate(-1),
         ]
         return Staged(updates, [AssertTableUUID(base.table_uuid)])
 

@@ -56,8 +56,13 @@ class SpecUpdateAction(Action):
 
     def apply(self, base: TableMetadata) -> SpecUpdateResult:
         return apply_spec_changes(
-            base.schema(), base.spec(), base.partition_specs, base.last_partition_id,
-            base.format_version, self.changes, case_sensitive=self.case_sensitive,
+            base.schema(),
+            base.spec(),
+            base.partition_specs,
+            base.last_partition_id,
+            base.format_version,
+            self.changes,
+            case_sensitive=self.case_sensitive,
         )
 
     def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:

@@ -41,7 +41,10 @@ def write_arrow(io: FileIO, metadata: TableMetadata, data: Any, task_id: int = 0
 
 
 def rewrite_without(
-    io: FileIO, metadata: TableMetadata, data_file: DataFile, row_filter: BooleanExpression,
+    io: FileIO,
+    metadata: TableMetadata,
+    data_file: DataFile,
+    row_filter: BooleanExpression,
     case_sensitive: bool = True,
 ) -> list[DataFile]:
     """Copy-on-write: rewrite ``data_file`` keeping the rows the filter does not select
@@ -51,8 +54,13 @@ def rewrite_without(
     bound = bind(schema, row_filter, case_sensitive)
     mapping_json = metadata.properties.get("schema.name-mapping.default")
     batches = read_data_file(
-        io, data_file, projected_schema=schema, table_schema=schema, partition_spec=spec,
-        row_filter=None, name_mapping=name_mapping_from_json(mapping_json) if mapping_json else None,
+        io,
+        data_file,
+        projected_schema=schema,
+        table_schema=schema,
+        partition_spec=spec,
+        row_filter=None,
+        name_mapping=name_mapping_from_json(mapping_json) if mapping_json else None,
     )
     names = {f.field_id: f.name for f in schema.fields}
 
@@ -71,5 +79,7 @@ def rewrite_without(
         from icepark.spec.builder import MetadataBuilder
         from icepark.spec.updates import SetDefaultSpecUpdate
 
-        target_spec_metadata = MetadataBuilder(metadata).apply(SetDefaultSpecUpdate(spec.spec_id)).build()
+        target_spec_metadata = (
+            MetadataBuilder(metadata).apply(SetDefaultSpecUpdate(spec.spec_id)).build()
+        )
     return write_arrow(io, target_spec_metadata, pa.concat_tables(remaining))

@@ -421,9 +421,7 @@ def test_modes_none_counts_full() -> None:
     assert metrics.nan_value_counts == {4: 1}  # counts mode keeps NaN counts, no bounds
 
 
-def _write_and_collect(
-    schema: Schema, config: MetricsConfig, row_groups: list[pa.Table]
-) -> Any:
+def _write_and_collect(schema: Schema, config: MetricsConfig, row_groups: list[pa.Table]) -> Any:
     arrow = schema_to_arrow(schema)
     sink = io.BytesIO()
     collector = MetricsCollector(schema, config)
@@ -505,8 +503,7 @@ def test_metrics_match_the_reference_engine(refspark: Any, tmp_path: Path) -> No
     names = "b, i, l, f, d, dec1, dec2, dt, ts, tz, s, bin, st, arr, m"
     refspark.sql(f"CREATE TABLE {catalog}.db.t ({columns}) USING iceberg")
     refspark.sql(
-        f"INSERT INTO {catalog}.db.t SELECT /*+ COALESCE(1) */ * FROM VALUES {values} "
-        f"AS v({names})"
+        f"INSERT INTO {catalog}.db.t SELECT /*+ COALESCE(1) */ * FROM VALUES {values} AS v({names})"
     )
     ref = refspark.sql(
         f"SELECT value_counts, null_value_counts, nan_value_counts, lower_bounds, upper_bounds, "

@@ -46,9 +46,25 @@ SCHEMA = pa.schema(
 )
 
 PARTITIONINGS = [
-    [], ["i"], ["flag"], ["dec"], ["day"], ["name"], ["tstz"], ["bucket(8, id)"], ["bucket(4, name)"],
-    ["bucket(4, dec)"], ["bucket(4, u)"], ["truncate(10, i)"], ["truncate(3, name)"], ["truncate(50, dec)"],
-    ["year(tstz)"], ["month(ts)"], ["day(day)"], ["hour(tstz)"], ["day(ts)", "bucket(4, id)"],
+    [],
+    ["i"],
+    ["flag"],
+    ["dec"],
+    ["day"],
+    ["name"],
+    ["tstz"],
+    ["bucket(8, id)"],
+    ["bucket(4, name)"],
+    ["bucket(4, dec)"],
+    ["bucket(4, u)"],
+    ["truncate(10, i)"],
+    ["truncate(3, name)"],
+    ["truncate(50, dec)"],
+    ["year(tstz)"],
+    ["month(ts)"],
+    ["day(day)"],
+    ["hour(tstz)"],
+    ["day(ts)", "bucket(4, id)"],
 ]
 
 
@@ -65,12 +81,16 @@ def _data(n: int = 40) -> pa.Table:
         rows["dec"].append(None if null else decimal.Decimal(k * 123 - 2000) / 100)
         rows["day"].append(None if null else dt.date(2024, 1, 1) + dt.timedelta(days=k % 9 - 4))
         rows["ts"].append(None if null else base + dt.timedelta(hours=k * 5))
-        rows["tstz"].append(None if null else (base + dt.timedelta(hours=k * 7)).replace(tzinfo=dt.UTC))
+        rows["tstz"].append(
+            None if null else (base + dt.timedelta(hours=k * 7)).replace(tzinfo=dt.UTC)
+        )
         rows["name"].append(None if null else f"name-{k % 6}-" + "é" * (k % 3) + "x" * (k % 20))
         rows["u"].append(None if null else uuid.UUID(int=k * 7919).bytes)
         rows["fx"].append(None if null else bytes([k % 256, 1, 2, 3]))
         rows["bin"].append(None if null else bytes(range(k % 5)))
-        rows["point"].append(None if k % 11 == 4 else {"x": float(k), "y": None if null else -float(k)})
+        rows["point"].append(
+            None if k % 11 == 4 else {"x": float(k), "y": None if null else -float(k)}
+        )
         rows["tags"].append(None if null else [f"t{j}" for j in range(k % 3)])
         rows["attrs"].append(None if null else [(f"k{j}", j * k) for j in range(k % 3)])
     return pa.table(rows, schema=SCHEMA)
@@ -154,8 +174,12 @@ def _metrics(table: Table) -> dict[str, tuple[Any, ...]]:
     return out
 
 
-@pytest.mark.parametrize("partition_by", PARTITIONINGS, ids=lambda p: "+".join(p) or "unpartitioned")
-def test_reference_reads_icepark_data(refspark: RefEngine, tmp_path: Path, partition_by: list[str]) -> None:
+@pytest.mark.parametrize(
+    "partition_by", PARTITIONINGS, ids=lambda p: "+".join(p) or "unpartitioned"
+)
+def test_reference_reads_icepark_data(
+    refspark: RefEngine, tmp_path: Path, partition_by: list[str]
+) -> None:
     warehouse = tmp_path / "wh"
     catalog = FileSystemCatalog("fs", warehouse=str(warehouse))
     catalog.create_namespace("db")
@@ -175,7 +199,12 @@ def test_reference_reads_icepark_data(refspark: RefEngine, tmp_path: Path, parti
     )
     ref_metrics = {
         r[0].removeprefix("file:"): (
-            r[1], r[2] or {}, r[3] or {}, r[4] or {}, r[5] or {}, r[6] or {}
+            r[1],
+            r[2] or {},
+            r[3] or {},
+            r[4] or {},
+            r[5] or {},
+            r[6] or {},
         )
         for r in files
     }
@@ -211,7 +240,9 @@ def test_icepark_reads_reference_data_after_evolution(refspark: RefEngine, tmp_p
     catalog = FileSystemCatalog("fs", warehouse=str(warehouse))
     table = catalog.load_table("db.e")
     ours = _our_rows(table.scan().to_arrow())
-    theirs = [[_norm_ref(v) for v in row] for row in refspark.rows(f"SELECT * FROM {c}.db.e ORDER BY id")]
+    theirs = [
+        [_norm_ref(v) for v in row] for row in refspark.rows(f"SELECT * FROM {c}.db.e ORDER BY id")
+    ]
     assert ours == theirs
     # the re-added 'score' never sees the dropped column's values
     assert [r[-1] for r in ours] == [None, None, None, 7]
@@ -226,7 +257,9 @@ def test_pyiceberg_reads_icepark_tables(tmp_path: Path) -> None:
     catalog.create_namespace("db")
     data = _data()
     schema_no_uuid = data.drop_columns(["u"])
-    table = catalog.create_table("db.t", schema_no_uuid.schema, partition_by=["day(ts)", "bucket(4, id)"])
+    table = catalog.create_table(
+        "db.t", schema_no_uuid.schema, partition_by=["day(ts)", "bucket(4, id)"]
+    )
     table.append(schema_no_uuid)
     static = pyiceberg_table.StaticTable.from_metadata(table.metadata_location)
     theirs = static.scan().to_arrow()

@@ -89,8 +89,12 @@ STEPS: list[Callable[[Table], object]] = [
     lambda t: t.update_schema().rename_column("name", "label").commit(),
     lambda t: t.update_schema().delete_column("score").commit(),
     lambda t: t.update_schema().move_after("extra", "id").commit(),
-    lambda t: t.update_schema().update_column("qty", "long").update_column(
-        "price", "decimal(12,2)").commit(),
+    lambda t: (
+        t.update_schema()
+        .update_column("qty", "long")
+        .update_column("price", "decimal(12,2)")
+        .commit()
+    ),
     lambda t: t.update_schema().add_column("loc.alt", "double").commit(),
     lambda t: t.update_spec().add_field("bucket(4, id)").commit(),
     lambda t: t.update_spec().remove_field("ts_day").add_field("label", "truncate[2]").commit(),
@@ -109,7 +113,14 @@ def test_reference_reads_icepark_evolution(refspark: RefEngine, tmp_path: Path) 
         step(table)
         table.append(_rows_for(table, range(i * 6, i * 6 + 6)))
     assert [f.name for f in table.schema().fields] == [
-        "score", "id", "extra", "label", "qty", "price", "ts", "loc"
+        "score",
+        "id",
+        "extra",
+        "label",
+        "qty",
+        "price",
+        "ts",
+        "loc",
     ]
     assert len(table.specs()) == 3 and table.sort_order().order_id == 1
     c = refspark.catalog_for(warehouse)

@@ -97,9 +97,7 @@ def test_reference_loads_icepark_tables(refspark: RefEngine, tmp_path: Path, ver
         assert columns["point"] == "struct<x:double,y:double>"
         assert columns["attrs"] == "map<string,bigint>"
         assert partitions == [spark_term]
-        props = dict(
-            refspark.rows(f"SHOW TBLPROPERTIES {c}.db.{kind}")
-        )
+        props = dict(refspark.rows(f"SHOW TBLPROPERTIES {c}.db.{kind}"))
         assert props["team"] == "icepark"
         assert props["format-version"] == str(version)
         assert props["sort-order"] == "id ASC NULLS FIRST, ts DESC NULLS LAST"

@@ -21,8 +21,14 @@ def _append(uri: str, warehouse: str, worker: int) -> None:
     for i in range(APPENDS):
         table = catalog.load_table("db.t")
         start = (worker * APPENDS + i) * ROWS
-        table.append(pa.table({"id": pa.array(range(start, start + ROWS), pa.int64()),
-                                "worker": pa.array([worker] * ROWS, pa.int32())}))
+        table.append(
+            pa.table(
+                {
+                    "id": pa.array(range(start, start + ROWS), pa.int64()),
+                    "worker": pa.array([worker] * ROWS, pa.int32()),
+                }
+            )
+        )
 
 
 def _run(uri: str, warehouse: Path) -> None:
@@ -30,9 +36,14 @@ def _run(uri: str, warehouse: Path) -> None:
     catalog.create_namespace("db")
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("worker", pa.int32())])
     catalog.create_table(
-        "db.t", schema, partition_by=["worker"],
-        properties={"commit.retry.num-retries": "100", "commit.retry.min-wait-ms": "10",
-                    "commit.retry.max-wait-ms": "500"},
+        "db.t",
+        schema,
+        partition_by=["worker"],
+        properties={
+            "commit.retry.num-retries": "100",
+            "commit.retry.min-wait-ms": "10",
+            "commit.retry.max-wait-ms": "500",
+        },
     )
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_append, args=(uri, str(warehouse), w)) for w in range(WORKERS)]
@@ -65,17 +76,23 @@ def test_concurrent_appends_postgres(tmp_path: Path, postgres_url: str) -> None:
 
     engine = sqlalchemy.create_engine(postgres_url)
     with engine.begin() as conn:
-        conn.execute(sqlalchemy.text(
-            "CREATE TABLE IF NOT EXISTS iceberg_tables (catalog_name varchar(255) NOT NULL,"
-            " table_namespace varchar(255) NOT NULL, table_name varchar(255) NOT NULL,"
-            " metadata_location varchar(1000), previous_metadata_location varchar(1000),"
-            " iceberg_type varchar(5), PRIMARY KEY (catalog_name, table_namespace, table_name))"
-        ))
+        conn.execute(
+            sqlalchemy.text(
+                "CREATE TABLE IF NOT EXISTS iceberg_tables (catalog_name varchar(255) NOT NULL,"
+                " table_namespace varchar(255) NOT NULL, table_name varchar(255) NOT NULL,"
+                " metadata_location varchar(1000), previous_metadata_location varchar(1000),"
+                " iceberg_type varchar(5), PRIMARY KEY (catalog_name, table_namespace, table_name))"
+            )
+        )
         conn.execute(sqlalchemy.text("DELETE FROM iceberg_tables WHERE catalog_name = 'conc'"))
-        conn.execute(sqlalchemy.text(
-            "CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (catalog_name varchar(255) NOT NULL,"
-            " namespace varchar(255) NOT NULL, property_key varchar(255), property_value varchar(1000),"
-            " PRIMARY KEY (catalog_name, namespace, property_key))"
-        ))
-        conn.execute(sqlalchemy.text("DELETE FROM iceberg_namespace_properties WHERE catalog_name = 'conc'"))
+        conn.execute(
+            sqlalchemy.text(
+                "CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (catalog_name varchar(255) NOT NULL,"
+                " namespace varchar(255) NOT NULL, property_key varchar(255), property_value varchar(1000),"
+                " PRIMARY KEY (catalog_name, namespace, property_key))"
+            )
+        )
+        conn.execute(
+            sqlalchemy.text("DELETE FROM iceberg_namespace_properties WHERE catalog_name = 'conc'")
+        )
     _run(postgres_url, tmp_path / "wh")

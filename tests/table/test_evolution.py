@@ -60,8 +60,11 @@ def test_seed_scenario(catalog: Catalog) -> None:
     with table.update_schema() as u:
         u.delete_column("name")
     after_drop = pa.table(
-        {"id": pa.array([3, 4], pa.int64()), "age": pa.array([30, 31], pa.int32()),
-         "dt": [dt.date(2024, 2, 1), dt.date(2024, 2, 2)]}
+        {
+            "id": pa.array([3, 4], pa.int64()),
+            "age": pa.array([30, 31], pa.int32()),
+            "dt": [dt.date(2024, 2, 1), dt.date(2024, 2, 2)],
+        }
     )
     table.append(after_drop)
     with table.update_schema() as u:
@@ -95,8 +98,16 @@ def test_seed_scenario_v3_initial_default(catalog: Catalog) -> None:
     with table.update_schema() as u:
         u.delete_column("name")
         u.add_column("new_col", "long", default=7, after="id")
-    table.append(pa.table({"id": pa.array([9], pa.int64()), "new_col": pa.array([1], pa.int64()),
-                           "age": pa.array([1], pa.int32()), "dt": [dt.date(2024, 1, 1)]}))
+    table.append(
+        pa.table(
+            {
+                "id": pa.array([9], pa.int64()),
+                "new_col": pa.array([1], pa.int64()),
+                "age": pa.array([1], pa.int32()),
+                "dt": [dt.date(2024, 1, 1)],
+            }
+        )
+    )
     rows = _sorted_rows(table.scan().to_arrow())
     assert [r["new_col"] for r in rows] == [7, 7, 7, 1]
     f = table.schema().find_field("new_col")
@@ -173,17 +184,26 @@ def test_identifier_fields(catalog: Catalog) -> None:
 
 
 def test_nested_add_rename_move_and_widen(catalog: Catalog) -> None:
-    schema = pa.schema([
-        pa.field("id", pa.int32(), nullable=False),
-        pa.field("loc", pa.struct([pa.field("lat", pa.float32()), pa.field("lon", pa.float32())])),
-        pa.field("pts", pa.list_(pa.struct([pa.field("x", pa.int32())]))),
-        pa.field("price", pa.decimal128(9, 2)),
-    ])
+    schema = pa.schema(
+        [
+            pa.field("id", pa.int32(), nullable=False),
+            pa.field(
+                "loc", pa.struct([pa.field("lat", pa.float32()), pa.field("lon", pa.float32())])
+            ),
+            pa.field("pts", pa.list_(pa.struct([pa.field("x", pa.int32())]))),
+            pa.field("price", pa.decimal128(9, 2)),
+        ]
+    )
     table = catalog.create_table("db.t", schema)
-    old = pa.table({"id": pa.array([1], pa.int32()),
-                    "loc": pa.array([{"lat": 1.5, "lon": 2.5}], schema.field("loc").type),
-                    "pts": pa.array([[{"x": 3}]], schema.field("pts").type),
-                    "price": pa.array([None], pa.decimal128(9, 2))}, schema=schema)
+    old = pa.table(
+        {
+            "id": pa.array([1], pa.int32()),
+            "loc": pa.array([{"lat": 1.5, "lon": 2.5}], schema.field("loc").type),
+            "pts": pa.array([[{"x": 3}]], schema.field("pts").type),
+            "price": pa.array([None], pa.decimal128(9, 2)),
+        },
+        schema=schema,
+    )
     table.append(old)
     with table.update_schema() as u:
         u.add_column("loc.alt", "double", before="loc.lat")
@@ -219,11 +239,13 @@ def test_delete_then_readd_same_name_in_one_update(catalog: Catalog) -> None:
 
 def test_union_by_name(catalog: Catalog) -> None:
     table = catalog.create_table("db.t", SEED)
-    wider = pa.schema([
-        pa.field("id", pa.int64()),
-        pa.field("age", pa.int64()),
-        pa.field("extra", pa.struct([pa.field("a", pa.string())])),
-    ])
+    wider = pa.schema(
+        [
+            pa.field("id", pa.int64()),
+            pa.field("age", pa.int64()),
+            pa.field("extra", pa.struct([pa.field("a", pa.string())])),
+        ]
+    )
     with table.update_schema() as u:
         u.union_by_name(wider)
     s = table.schema()
@@ -280,8 +302,16 @@ def test_time_travel_reads_with_snapshot_schema(catalog: Catalog) -> None:
     with table.update_schema() as u:
         u.rename_column("age", "years")
         u.update_column("age", "long")
-    table.append(pa.table({"id": pa.array([5], pa.int64()), "name": ["x"],
-                           "years": pa.array([50], pa.int64()), "dt": [dt.date(2024, 1, 1)]}))
+    table.append(
+        pa.table(
+            {
+                "id": pa.array([5], pa.int64()),
+                "name": ["x"],
+                "years": pa.array([50], pa.int64()),
+                "dt": [dt.date(2024, 1, 1)],
+            }
+        )
+    )
     old = table.scan(snapshot_id=first).to_arrow()
     assert old.column_names == ["id", "name", "age", "dt"]
     assert old.schema.field("age").type == pa.int32()
@@ -346,7 +376,9 @@ def test_spec_evolution_v1_voids_removed_fields(catalog: Catalog) -> None:
         u.add_field("dt")
     fields = [(f.name, str(f.transform), f.field_id) for f in table.spec().fields]
     assert fields == [
-        ("dt_1000", "void", 1000), ("id_bucket_2", "bucket[2]", 1001), ("dt", "identity", 1002)
+        ("dt_1000", "void", 1000),
+        ("id_bucket_2", "bucket[2]", 1001),
+        ("dt", "identity", 1002),
     ]
     table.append(_seed_rows(range(6, 9)))
     assert sorted(table.scan().to_arrow().column("id").to_pylist()) == list(range(9))

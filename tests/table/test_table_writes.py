@@ -30,8 +30,10 @@ def _rows(n: int, start: int = 0, day0: int = 0) -> pa.Table:
     return pa.table(
         {
             "id": pa.array(range(start, start + n), pa.int64()),
-            "ts": pa.array([base + dt.timedelta(days=day0 + i % 5, hours=i % 24) for i in range(n)],
-                           pa.timestamp("us", tz="UTC")),
+            "ts": pa.array(
+                [base + dt.timedelta(days=day0 + i % 5, hours=i % 24) for i in range(n)],
+                pa.timestamp("us", tz="UTC"),
+            ),
             "category": pa.array([["a", "b", "c"][i % 3] for i in range(n)]),
             "amount": pa.array([decimal.Decimal(i) / 4 for i in range(n)], pa.decimal128(10, 2)),
         },
@@ -48,7 +50,9 @@ def catalog(tmp_path: Path) -> Catalog:
 
 @pytest.fixture
 def table(catalog: Catalog) -> Table:
-    return catalog.create_table("db.t", SCHEMA, partition_by=["day(ts)", "category"], sort_by=["id"])
+    return catalog.create_table(
+        "db.t", SCHEMA, partition_by=["day(ts)", "category"], sort_by=["id"]
+    )
 
 
 def _ids(t: pa.Table) -> list[int]:
@@ -80,7 +84,10 @@ def test_filters_prune_and_filter(table: Table) -> None:
     assert len(tasks) == 4  # 2 days x 2 categories
     out = scan.to_arrow()
     expected = _rows(300).filter(
-        (pc.field("ts") >= pa.scalar(dt.datetime(2024, 1, 4, tzinfo=dt.UTC), pa.timestamp("us", tz="UTC")))
+        (
+            pc.field("ts")
+            >= pa.scalar(dt.datetime(2024, 1, 4, tzinfo=dt.UTC), pa.timestamp("us", tz="UTC"))
+        )
         & pc.field("category").isin(["a", "b"])
     )
     assert _ids(out) == _ids(expected)
@@ -135,12 +142,14 @@ def test_time_travel_branches_and_tags(table: Table) -> None:
     assert table.scan(snapshot_id=first.snapshot_id).count() == 10
     assert table.scan(ref="v1").count() == 10
     assert table.scan(as_of=first.timestamp_ms).count() == 10
-    assert table.scan(as_of=dt.datetime.fromtimestamp(first.timestamp_ms / 1000, dt.UTC)).count() == 10
+    assert (
+        table.scan(as_of=dt.datetime.fromtimestamp(first.timestamp_ms / 1000, dt.UTC)).count() == 10
+    )
     table.create_branch("audit", first.snapshot_id)
     table.append(_rows(5, start=100), branch="audit")
     assert table.scan(ref="audit").count() == 15
     assert table.scan().count() == 20
-    assert [s.snapshot_id for s in table.snapshots()][0] == first.snapshot_id
+    assert table.snapshots()[0].snapshot_id == first.snapshot_id
     assert len(table.history()) == 2
     with pytest.raises(ValidationError):
         table.scan(snapshot_id=42).count()
@@ -203,7 +212,9 @@ def test_concurrent_append_is_retried_and_conflicting_overwrite_fails(catalog: C
     assert catalog.load_table("db.c").scan(filter="category = 'b'").count() == 1
 
 
-def test_failed_commit_deletes_files_unknown_state_keeps_them(table: Table, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_commit_deletes_files_unknown_state_keeps_them(
+    table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
     table.set_properties({"commit.retry.num-retries": "1", "commit.retry.min-wait-ms": "1"})
     catalog = table.catalog
     assert catalog is not None
@@ -214,7 +225,9 @@ def test_failed_commit_deletes_files_unknown_state_keeps_them(table: Table, monk
     monkeypatch.setattr(catalog, "_swap_metadata_location", conflict)
     with pytest.raises(CommitFailedError):
         table.append(_rows(10))
-    files = [p for p in Path(table.location).rglob("*") if p.is_file() and "metadata.json" not in p.name]
+    files = [
+        p for p in Path(table.location).rglob("*") if p.is_file() and "metadata.json" not in p.name
+    ]
     assert files == []
 
     def unknown(*_: object, **__: object) -> None:

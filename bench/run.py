@@ -1,0 +1,279 @@
+"""icepark on Spark against Spark's own Parquet reader and writer, and the reference engine.
+
+    python -m bench.run [--small] [--runs N] [--warehouse DIR] [--no-reference]
+
+See bench/README.md. Builds the standard tables once (with the reference engine), then times
+each query side by side in one run, on local[2], and prints a table of medians and ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("ICEPARK_SHARED", ROOT.parent / "shared"))
+REF_PYTHON = Path(os.environ.get("ICEPARK_REF_VENV", ROOT / ".venv-ref")) / "bin" / "python"
+MAKE_TABLES = SHARED / "bench-tables" / "make_tables.py"
+COLS = """id, TIMESTAMP '2024-01-01 00:00:00' + make_interval(0,0,0,0,0,0, id % (30*86400)) AS ts,
+  concat('cat-', CAST(id % 100 AS STRING)) AS category, CAST(id % 1000 AS DOUBLE) / 7 AS amount,
+  CAST(id % 97 AS INT) AS qty, id % 3 = 0 AS flag, sha2(CAST(id AS STRING), 256) AS note"""
+DAY_5, DAY_7 = 1704412800000000, 1704585600000000  # 2024-01-05 and 2024-01-07, UTC micros
+
+
+def _ensure_tables(warehouse: Path, rows: int, files: int, commits: int) -> None:
+    marker = warehouse / ".icepark-bench-complete"
+    if marker.exists():
+        return
+    if not REF_PYTHON.exists() or not MAKE_TABLES.exists():
+        sys.exit(f"Need {REF_PYTHON} (make reference) and {MAKE_TABLES} to build the tables")
+    shutil.rmtree(warehouse, ignore_errors=True)
+    warehouse.mkdir(parents=True)
+    print(f"building tables in {warehouse} ({rows} rows, {files} files) ...", flush=True)
+    subprocess.run(
+        [str(REF_PYTHON), str(MAKE_TABLES), str(warehouse), str(rows), str(files), str(commits)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    marker.write_text("ok\n")
+
+
+def _reference(warehouse: Path, runs: int, point: int, write_rows: int) -> dict[str, list[float]]:
+    script = Path(__file__).with_name("ref_timings.py")
+    done = subprocess.run(
+        [str(REF_PYTHON), str(script), str(warehouse), str(runs), str(point), str(write_rows)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    return dict(json.loads(lines[-1]))
+
+
+def _session() -> Any:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("icepark-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _time(fns: dict[str, Callable[[], Any]], runs: int) -> dict[str, list[float]]:
+    """Each function once to warm up, then ``runs`` rounds running them in turn (the order
+    rotating each round), so that no variant always runs first or last."""
+    for fn in fns.values():
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    names = list(fns)
+    for r in range(runs):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            start = time.perf_counter()
+            fns[name]()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def _measure(
+    spark: Any, warehouse: Path, runs: int, point: int, write_rows: int
+) -> dict[str, dict[str, list[float]]]:
+    from pyspark.sql import functions as F
+
+    from icepark.catalog import FileSystemCatalog
+    from icepark.spark import read, write
+    from icepark.spark._common import to_spark_location
+
+    catalog = FileSystemCatalog("bench", warehouse=str(warehouse))
+    wide = catalog.load_table("bench.wide")
+    many = catalog.load_table("bench.many")
+    wide_paths = [to_spark_location(t.file.file_path) for t in wide.scan().plan_files()]
+    many_paths = [to_spark_location(t.file.file_path) for t in many.scan().plan_files()]
+    aggs = [F.count("*"), F.sum("amount"), F.max("note")]
+    two_days = "ts >= '2024-01-05T00:00:00+00:00' and ts < '2024-01-07T00:00:00+00:00'"
+    day_paths = [
+        to_spark_location(t.file.file_path) for t in wide.scan(filter=two_days).plan_files()
+    ]
+    in_days = (F.col("ts") >= F.timestamp_micros(F.lit(DAY_5))) & (
+        F.col("ts") < F.timestamp_micros(F.lit(DAY_7))
+    )
+    out: dict[str, dict[str, list[float]]] = {}
+
+    scans = _time(
+        {
+            "icepark": lambda: read(spark, wide).agg(*aggs).collect(),
+            "python": lambda: read(spark, wide, path="python").agg(*aggs).collect(),
+            "native": lambda: spark.read.parquet(*wide_paths).agg(*aggs).collect(),
+        },
+        runs,
+    )
+    out["full-scan aggregate"] = {"icepark": scans["icepark"], "native": scans["native"]}
+    out["full-scan aggregate (python path)"] = {
+        "icepark": scans["python"],
+        "native": scans["native"],
+    }
+    out["2 of 30 days aggregate"] = _time(
+        {
+            "icepark": lambda: read(spark, wide, filter=two_days).agg(*aggs).collect(),
+            "native": lambda: spark.read.parquet(*wide_paths).filter(in_days).agg(*aggs).collect(),
+            "native, files pruned by hand": lambda: (
+                spark.read.parquet(*day_paths).filter(in_days).agg(*aggs).collect()
+            ),
+        },
+        runs,
+    )
+    out["point query (many files)"] = _time(
+        {
+            "icepark": lambda: read(spark, many, filter=f"id = {point}").collect(),
+            "native": lambda: (
+                spark.read.parquet(*many_paths).filter(F.col("id") == point).collect()
+            ),
+        },
+        runs,
+    )
+
+    scratch = Path(tempfile.mkdtemp(prefix="icepark-bench-write-"))
+    try:
+        writes = FileSystemCatalog("writes", warehouse=str(scratch / "wh"))
+        writes.create_namespace("w")
+        df = spark.range(write_rows).selectExpr(*[c.strip() for c in _split_cols(COLS)])
+        schema = catalog.load_table("bench.wide").schema()
+        counter = iter(range(1000))
+
+        def ours(mode: str) -> None:
+            name = f"w.t{next(counter)}"
+            props = {"write.distribution-mode": mode}
+            table = writes.create_table(name, schema, partition_by=["day(ts)"], properties=props)
+            write(df, table)
+
+        def native() -> None:
+            target = scratch / f"native-{next(counter)}"
+            (
+                df.withColumn("ts_day", F.to_date("ts"))
+                .write.option("compression", "zstd")
+                .partitionBy("ts_day")
+                .parquet(str(target))
+            )
+
+        writes_timed = _time(
+            {"icepark": lambda: ours("none"), "hash": lambda: ours("hash"), "native": native},
+            runs,
+        )
+        out["partitioned write"] = {
+            "icepark": writes_timed["icepark"],
+            "native": writes_timed["native"],
+        }
+        out["partitioned write (hash distribution)"] = {
+            "icepark": writes_timed["hash"],
+            "native": writes_timed["native"],
+        }
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return out
+
+
+def _split_cols(cols: str) -> list[str]:
+    """Split the SELECT list at top-level commas."""
+    parts, depth, current = [], 0, ""
+    for ch in cols:
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        current += ch
+    parts.append(current)
+    return parts
+
+
+def _fmt(times: list[float] | None) -> str:
+    return "-" if not times else f"{statistics.median(times):8.2f}"
+
+
+def _ratio(a: list[float] | None, b: list[float] | None) -> str:
+    if not a or not b:
+        return "-"
+    return f"{statistics.median(a) / statistics.median(b):6.2f}x"
+
+
+def _print(
+    results: dict[str, dict[str, list[float]]], ref: dict[str, list[float]], header: str
+) -> None:
+    print(header)
+    cols = (
+        f"{'query':40} {'icepark s':>10} {'native s':>10} {'ice/nat':>8} {'ref s':>8}"
+        f" {'ice/ref':>8}"
+    )
+    print(cols)
+    print("-" * len(cols))
+    for name, row in results.items():
+        theirs = ref.get(name) or ref.get(name.split(" (")[0])
+        print(
+            f"{name:40} {_fmt(row['icepark']):>10} {_fmt(row['native']):>10} "
+            f"{_ratio(row['icepark'], row['native']):>8} {_fmt(theirs):>8}"
+            f" {_ratio(row['icepark'], theirs):>8}"
+        )
+        for extra, times in row.items():
+            if extra not in ("icepark", "native"):
+                print(f"  {extra:38} {'':>10} {_fmt(times):>10} {_ratio(row['icepark'], times):>8}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--small", action="store_true", help="2M rows / 1,000 files; 1M rows written"
+    )
+    parser.add_argument(
+        "--runs", type=int, default=3, help="timed runs per query (after a warm-up)"
+    )
+    parser.add_argument("--warehouse", help="where the tables are (built there if absent)")
+    parser.add_argument("--no-reference", action="store_true", help="skip the reference engine")
+    args = parser.parse_args(argv)
+    rows, files, commits = (2_000_000, 1_000, 20) if args.small else (20_000_000, 10_000, 20)
+    write_rows = 1_000_000 if args.small else 5_000_000
+    mode = "small" if args.small else "full"
+    warehouse = Path(
+        args.warehouse or Path(tempfile.gettempdir()) / "icepark-bench" / f"{mode}-{rows}-{files}"
+    )
+    _ensure_tables(warehouse, rows, files, commits)
+    point = files * 10 // 2 + 7
+    ref: dict[str, list[float]] = {}
+    if not args.no_reference:
+        print("timing the reference engine ...", flush=True)
+        ref = _reference(warehouse, args.runs, point, write_rows)
+    print("timing icepark and native Spark ...", flush=True)
+    spark = _session()
+    try:
+        results = _measure(spark, warehouse, args.runs, point, write_rows)
+    finally:
+        spark.stop()
+    _print(
+        results,
+        ref,
+        f"{mode}: {rows:,} rows, {files:,} small files, {write_rows:,} rows written;"
+        f" local[2]; median of {args.runs} runs after a warm-up",
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""icepark on Apache Spark (PySpark >= 4.1): the only package that imports pyspark.
+
+DataFrame API::
+
+    from icepark import spark as ispark
+    df = ispark.read(spark, "db.events", filter="ts >= '2024-01-01'", columns=["id", "ts"])
+    ispark.write(df, "db.events", mode="append")        # or "overwrite", "overwrite-partitions"
+    ispark.create_table_from(spark, df, "db.copy", partition_by=["day(ts)"], sort_by=["id"])
+
+Spark-native entry points (the ``icepark`` Python data source and SQL views)::
+
+    ispark.register(spark)
+    spark.read.format("icepark").option("table", "db.events").load()
+    df.write.format("icepark").option("table", "db.events").mode("append").save()
+    ispark.register_tables(spark, "db")   # a temporary view per table: SELECT and INSERT INTO
+
+:func:`read` and :func:`write` plan and commit on the driver with icepark and run Spark's
+native Parquet reader and writer where they can (see :mod:`icepark.spark.reader` and
+:mod:`icepark.spark.writer` for when the Python paths are used); the data source always runs
+icepark's Arrow reader and writer in Python tasks.
+
+Python workers must run the same interpreter as the driver (``PYSPARK_PYTHON`` or
+``spark.pyspark.python``), with icepark installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from icepark.spark._common import prepare_session, resolve_table
+from icepark.spark.reader import ReadPath, choose_path, read, read_scan
+from icepark.spark.source import IcebergDataSource, register, register_tables
+from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
+from icepark.spark.writer import WriteMode, WritePath, choose_write_path, write
+from icepark.table import Table
+
+__all__ = [
+    "IcebergDataSource",
+    "ReadPath",
+    "WriteMode",
+    "WritePath",
+    "choose_path",
+    "choose_write_path",
+    "create_table_from",
+    "prepare_session",
+    "read",
+    "read_scan",
+    "register",
+    "register_tables",
+    "resolve_table",
+    "to_spark_schema",
+    "write",
+]
+
+
+def _nullable(schema: T.StructType) -> T.StructType:
+    return T.StructType(
+        [T.StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields]
+    )
+
+
+def create_table_from(
+    spark: SparkSession,
+    df: DataFrame,
+    name: str,
+    partition_by: Sequence[str] = (),
+    sort_by: Sequence[str] = (),
+    properties: Mapping[str, str] | None = None,
+    catalog: Any = None,
+) -> Table:
+    """Create table ``name`` with ``df``'s schema (columns optional, as Spark's CREATE TABLE
+    AS SELECT makes them) and partitioning terms like ``day(ts)`` or ``bucket(16, id)``,
+    then write ``df`` into it. If the write fails the new table is dropped."""
+    from icepark.catalog import Catalog, load_catalog
+
+    if isinstance(catalog, Catalog):
+        cat = catalog
+    elif isinstance(catalog, Mapping):
+        from icepark.spark._common import catalog_from_options
+
+        cat = catalog_from_options({f"catalog.{k}": str(v) for k, v in catalog.items()})
+    else:
+        cat = load_catalog(catalog)
+    arrow_schema = spark_schema_to_arrow(_nullable(df.schema))
+    table = cat.create_table(
+        name,
+        arrow_schema,
+        partition_by=list(partition_by),
+        sort_by=list(sort_by),
+        properties=dict(properties or {}),
+    )
+    try:
+        write(df, table, mode="append")
+    except BaseException:
+        cat.drop_table(name, purge=True)
+        raise
+    return table
