@@ -38,7 +38,7 @@ typecheck: $(STAMP)
 PYTEST_ARGS ?= -n 2 --dist loadfile
 
 pytest: $(STAMP) reference
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	PYTHONHASHSEED=0 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 
