@@ -150,7 +150,8 @@ class _Inclusive(_Metrics):
         return self._compare(ref, lambda lo: lo <= literal, lambda hi: hi >= literal)
 
     def not_eq(self, ref: BoundReference, literal: Any) -> bool:
-        return True
+        # a null matches no comparison: an all-null column cannot match
+        return not self.nulls_only(ref.field_id)
 
     def in_(self, ref: BoundReference, literals: frozenset[Any]) -> bool:
         fid = ref.field_id
@@ -162,7 +163,7 @@ class _Inclusive(_Metrics):
         return any((lo is None or lo <= v) and (hi is None or v <= hi) for v in literals)
 
     def not_in(self, ref: BoundReference, literals: frozenset[Any]) -> bool:
-        return True
+        return not self.nulls_only(ref.field_id)
 
     def starts_with(self, ref: BoundReference, prefix: Any) -> bool:
         fid = ref.field_id
@@ -179,6 +180,8 @@ class _Inclusive(_Metrics):
 
     def not_starts_with(self, ref: BoundReference, prefix: Any) -> bool:
         fid = ref.field_id
+        if self.nulls_only(fid):
+            return False
         if not self.no_nulls(ref):
             return True
         lower, upper = self.lower_bounds.get(fid), self.upper_bounds.get(fid)
@@ -259,8 +262,10 @@ class _Strict(_Metrics):
         return lo is not None and hi is not None and lo == literal and hi == literal
 
     def not_eq(self, ref: BoundReference, literal: Any) -> bool:
-        fid = ref.field_id
-        if self.nulls_only(fid) or self.nans_only(fid):
+        # a null row does not match, so every row matching needs a column without nulls
+        if not self.no_nulls(ref):
+            return False
+        if self.nans_only(ref.field_id):
             return True
         lo, hi = self.lower(ref), self.upper(ref)
         return (lo is not None and lo > literal) or (hi is not None and hi < literal)
@@ -272,8 +277,9 @@ class _Strict(_Metrics):
         return lo is not None and hi is not None and lo == hi and lo in literals
 
     def not_in(self, ref: BoundReference, literals: frozenset[Any]) -> bool:
-        fid = ref.field_id
-        if self.nulls_only(fid) or self.nans_only(fid):
+        if not self.no_nulls(ref):
+            return False
+        if self.nans_only(ref.field_id):
             return True
         lo, hi = self.lower(ref), self.upper(ref)
         if lo is None and hi is None:
@@ -292,8 +298,8 @@ class _Strict(_Metrics):
 
     def not_starts_with(self, ref: BoundReference, prefix: Any) -> bool:
         fid = ref.field_id
-        if self.nulls_only(fid):
-            return True
+        if not self.no_nulls(ref):
+            return False
         p = prefix.encode("utf-8")
         lower, upper = self.lower_bounds.get(fid), self.upper_bounds.get(fid)
         # every value is outside the interval of strings starting with the prefix

@@ -14,11 +14,13 @@ gives a readable form that :func:`icepark.expressions.parse_filter` reads back t
 expression when the literals are ints, Decimals, strings, booleans or bytes (a float comes
 back as a Decimal, which binds to the same value).
 
-Null and NaN semantics (shared by all evaluators): a comparison, ``in`` or ``starts_with``
-with a null or NaN value is false; ``!=``, ``not in`` and ``not starts_with`` are true for
-null and NaN values. ``Not`` is evaluated by pushing the negation down to the predicates
-(:func:`icepark.expressions.visitors.rewrite_not`), as Java does, so ``not (x < 5)`` is
-``x >= 5`` and does not match null rows.
+Null and NaN semantics (shared by all evaluators, the Arrow reader and Spark alike): a null
+value matches no comparison, ``!=``, ``not in`` and ``not starts_with`` included (SQL: the
+comparison is unknown and the row is not selected); only ``is null`` selects it. A NaN
+matches ``!=``, ``not in`` and ``is nan`` and no other comparison. ``Not`` is evaluated by
+pushing the negation down to the predicates (:func:`icepark.expressions.visitors.rewrite_not`),
+as Java does, so ``not (x < 5)`` is ``x >= 5`` and does not match null rows; this agrees with
+SQL's three-valued logic, where ``not`` of an unknown is unknown.
 """
 
 from __future__ import annotations

@@ -502,7 +502,9 @@ class BoundLiteralPredicate(BoundPredicate):
         return BoundLiteralPredicate(self.op.negate(), self.term, self.literal)
 
     def test(self, value: Any) -> bool:
-        if value is None or _is_nan(value):
+        if value is None:
+            return False
+        if _is_nan(value):
             return self.op in _NEGATIVE_OPS
         if self.op in _NEGATIVE_OPS:
             return not _COMPARE[self.op.negate()](value, self.literal)
@@ -533,7 +535,9 @@ class BoundSetPredicate(BoundPredicate):
         return BoundSetPredicate(self.op.negate(), self.term, self.literals)
 
     def test(self, value: Any) -> bool:
-        if value is None or _is_nan(value):
+        if value is None:
+            return False
+        if _is_nan(value):
             return self.op == Operation.NOT_IN
         found = value in self.literals
         return found if self.op == Operation.IN else not found

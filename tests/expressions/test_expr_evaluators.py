@@ -57,13 +57,16 @@ SCHEMA = Schema(
         ("id = 1", (1, None, None), True),
         ("id != 1", (2, None, None), True),
         ("s = 'a'", (1, None, None), False),
-        ("s != 'a'", (1, None, None), True),  # != matches null
+        ("s != 'a'", (1, None, None), False),  # a null matches no comparison (SQL)
         ("s < 'a'", (1, None, None), False),
         ("s in ('a', 'b')", (1, None, None), False),
-        ("s not in ('a', 'b')", (1, None, None), True),
+        ("s not in ('a', 'b')", (1, None, None), False),
+        ("s not in ('a', 'b')", (1, "c", None), True),
         ("s like 'a%'", (1, "abc", None), True),
-        ("s not like 'a%'", (1, None, None), True),
-        ("not (s = 'a')", (1, None, None), True),
+        ("s not like 'a%'", (1, None, None), False),
+        ("s not like 'a%'", (1, "b", None), True),
+        ("not (s = 'a')", (1, None, None), False),
+        ("not (s = 'a')", (1, "b", None), True),
         ("not (s < 'a')", (1, None, None), False),  # not is pushed down: s >= 'a'
         ("f > 1", (1, None, math.nan), False),  # comparisons with NaN are false
         ("f < 1", (1, None, math.nan), False),
@@ -137,15 +140,16 @@ FILE = DataFile(
         ("all_nulls is not null", False),
         ("all_nulls = 'a'", False),
         ("all_nulls like 'a%'", False),
-        ("all_nulls != 'a'", True),
-        ("all_nulls not like 'a%'", True),
+        ("all_nulls != 'a'", False),
+        ("all_nulls not in ('a')", False),
+        ("all_nulls not like 'a%'", False),
         ("s like 'ab%'", True),
         ("s like 'abd%'", True),
         ("s like 'abf%'", False),
         ("s like 'abb%'", False),
         ("s like 'a%'", True),
         ("s like 'b%'", False),
-        ("s not like 'ab%'", True),  # nulls match
+        ("s not like 'ab%'", True),  # bounds are not both inside the prefix
         ("f is nan", True),
         ("f is not nan", True),
         ("f > 2", False),
@@ -205,9 +209,10 @@ def test_inclusive_not_starts_with_needs_both_bounds_in_prefix() -> None:
         ("id is not null", True),
         ("id is null", False),
         ("all_nulls is null", True),
-        ("all_nulls != 'a'", True),
-        ("all_nulls not in ('a', 'b')", True),
-        ("all_nulls not like 'a%'", True),
+        ("all_nulls != 'a'", False),  # null rows do not match
+        ("all_nulls not in ('a', 'b')", False),
+        ("all_nulls not like 'a%'", False),
+        ("s != 'zzz'", False),  # s has nulls
         ("s like 'ab%'", False),  # s has nulls
         ("s is not null", False),
         ("f < 3", False),  # f has NaN
@@ -230,7 +235,8 @@ def test_strict_metrics_special_cases() -> None:
     no_nulls = FILE.replace(null_value_counts={2: 0, 3: 0}, nan_value_counts={3: 0})
     assert StrictMetricsEvaluator(SCHEMA, parse_filter("s like 'ab%'")).eval(no_nulls)
     assert not StrictMetricsEvaluator(SCHEMA, parse_filter("s like 'abc%'")).eval(no_nulls)
-    assert StrictMetricsEvaluator(SCHEMA, parse_filter("s not like 'b%'")).eval(FILE)
+    assert StrictMetricsEvaluator(SCHEMA, parse_filter("s not like 'b%'")).eval(no_nulls)
+    assert not StrictMetricsEvaluator(SCHEMA, parse_filter("s not like 'b%'")).eval(FILE)
     assert not StrictMetricsEvaluator(SCHEMA, parse_filter("s not like 'abd%'")).eval(FILE)
     assert StrictMetricsEvaluator(SCHEMA, parse_filter("f is not nan")).eval(no_nulls)
     assert StrictMetricsEvaluator(SCHEMA, parse_filter("f < 3")).eval(no_nulls)
@@ -358,4 +364,4 @@ def test_residuals_unpartitioned_and_not() -> None:
     residuals = residual_evaluator(spec, expr, RSCHEMA)
     assert residuals.residual_for((5,)) == AlwaysFalse()
     assert residuals.residual_for((6,)) == AlwaysTrue()
-    assert residuals.residual_for((None,)) == AlwaysTrue()  # != matches null
+    assert residuals.residual_for((None,)) == AlwaysFalse()  # a null matches no comparison

@@ -283,3 +283,43 @@ def test_written_dv_follows_puffin_rules(catalog: Catalog) -> None:
     assert blob.properties["cardinality"] == "3"
     assert blob.properties["referenced-data-file"] == dv.referenced_data_file  # type: ignore[attr-defined]
     assert (blob.offset, blob.length) == (dv.content_offset, dv.content_size_in_bytes)  # type: ignore[attr-defined]
+
+
+_NULL_FILTERS = [
+    "category != 'a'",
+    "category not in ('a')",
+    "category not like 'a%'",
+    "not (category = 'a')",
+    "category = 'a'",
+    "category is null",
+]
+
+
+@pytest.mark.parametrize("text", _NULL_FILTERS)
+@pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
+def test_null_semantics_same_partitioned_or_not(tmp_path: Path, text: str, mode: str) -> None:
+    """A null matches no comparison (SQL), whether the column is a partition source or not:
+    scans and deletes agree between identity-partitioned and unpartitioned tables."""
+    cat = SqlCatalog("n", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    cat.create_namespace("db")
+    props = {"format-version": "2", "write.delete.mode": mode}
+    plain = cat.create_table("db.plain", SCHEMA, properties=props)
+    parted = cat.create_table(
+        "db.parted", SCHEMA, partition_by=["category"], properties=props
+    )
+    for t in (plain, parted):
+        t.append(_rows(range(30)))
+    expected = [i for i in range(30) if _sql_match(text, ["a", "b", None][i % 3])]
+    assert _ids(plain, filter=text) == expected
+    assert _ids(parted, filter=text) == expected
+    for t in (plain, parted):
+        t.delete(text)
+        assert _ids(t) == [i for i in range(30) if i not in expected]
+
+
+def _sql_match(text: str, category: str | None) -> bool:
+    if text == "category is null":
+        return category is None
+    if category is None:
+        return False  # unknown: not selected
+    return (category == "a") == (text == "category = 'a'")
