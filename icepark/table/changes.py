@@ -21,7 +21,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -31,30 +31,40 @@ from icepark.arrow.delete_writer import write_equality_delete_files
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysFalse, BooleanExpression, and_, col, or_
 from icepark.io import FileIO
+from icepark.planning.matching import FileMatcher
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH
-from icepark.table.operations import Action
+from icepark.table.operations import Action, added_files_since
 from icepark.table.row_delta import COPY_ON_WRITE, MERGE_ON_READ, DeleteAction, RowDeltaAction
 from icepark.table.writes import write_arrow
 
-__all__ = ["delete_action", "upsert_action", "apply_changes_action"]
+__all__ = [
+    "apply_changes_action",
+    "delete_action",
+    "isolation_level",
+    "row_level_mode",
+    "upsert_action",
+]
 
 _OPS = ("I", "U", "D")
 
 
-def _mode(metadata: TableMetadata, key: str) -> str:
+def row_level_mode(metadata: TableMetadata, operation: str) -> str:
+    """``write.<operation>.mode`` of the table (``delete``, ``update`` or ``merge``):
+    copy-on-write (the default, as in Java) or merge-on-read."""
+    key = f"write.{operation}.mode"
     mode = metadata.properties.get(key, COPY_ON_WRITE).lower()
     if mode not in (COPY_ON_WRITE, MERGE_ON_READ):
         raise ValidationError(f"Invalid {key} {mode!r} in table {metadata.location}")
     return mode
 
 
-def _isolation(metadata: TableMetadata) -> str:
-    level = metadata.properties.get("write.delete.isolation-level", "serializable").lower()
+def isolation_level(metadata: TableMetadata, operation: str) -> str:
+    """``write.<operation>.isolation-level``: serializable (the default) or snapshot."""
+    key = f"write.{operation}.isolation-level"
+    level = metadata.properties.get(key, "serializable").lower()
     if level not in ("serializable", "snapshot"):
-        raise ValidationError(
-            f"Invalid write.delete.isolation-level {level!r} in table {metadata.location}"
-        )
+        raise ValidationError(f"Invalid {key} {level!r} in table {metadata.location}")
     return level
 
 
@@ -71,8 +81,8 @@ def delete_action(
         io,
         row_filter,
         branch,
-        _mode(metadata, "write.delete.mode"),
-        _isolation(metadata),
+        row_level_mode(metadata, "delete"),
+        isolation_level(metadata, "delete"),
         case_sensitive,
         dict(snapshot_properties or {}),
     )
@@ -140,7 +150,7 @@ def upsert_action(
     table = _as_table(data)
     keys = _keys(metadata, on)
     _check_unique(table, keys, f"Cannot upsert into {metadata.location}")
-    mode = _mode(metadata, "write.merge.mode")
+    mode = row_level_mode(metadata, "merge")
     props = dict(snapshot_properties or {})
     if mode == MERGE_ON_READ and metadata.format_version >= 2:
         ids = [metadata.schema().find_field_id(k) for k in keys]
@@ -150,14 +160,15 @@ def upsert_action(
         except BaseException:
             _remove(io, [f.file_path for f in files])
             raise
-        return RowDeltaAction(io, files, deletes, branch, props)
+        validate = _no_conflicting_data(io, metadata, branch, _key_filter(table, keys), "merge")
+        return RowDeltaAction(io, files, deletes, branch, props, validate)
     files = write_arrow(io, metadata, table)
     return DeleteAction(
         io,
         _key_filter(table, keys),
         branch,
         COPY_ON_WRITE,
-        _isolation(metadata),
+        isolation_level(metadata, "merge"),
         True,
         props,
         added_files=files,
@@ -200,7 +211,37 @@ def apply_changes_action(
     except BaseException:
         _remove(io, [f.file_path for f in files])
         raise
-    return RowDeltaAction(io, files, deletes, branch, dict(snapshot_properties or {}))
+    validate = _no_conflicting_data(io, metadata, branch, _key_filter(removed, keys), "merge")
+    return RowDeltaAction(io, files, deletes, branch, dict(snapshot_properties or {}), validate)
+
+
+def _no_conflicting_data(
+    io: FileIO, metadata: TableMetadata, branch: str, key_filter: BooleanExpression, what: str
+) -> Callable[[TableMetadata, TableMetadata], None]:
+    """The retry check of an equality-delete commit: under ``serializable`` isolation
+    (``write.<what>.isolation-level``) a concurrent commit that added data files which may
+    hold the deleted keys fails it, as the new equality deletes would delete those rows
+    too. Under ``snapshot`` everything is retried through."""
+    isolation = isolation_level(metadata, what)
+
+    def validate(base: TableMetadata, start: TableMetadata) -> None:
+        if isolation != "serializable":
+            return
+        planned = start.snapshot_by_name(branch)
+        planned_id = planned.snapshot_id if planned else None
+        head = base.snapshot_by_name(branch)
+        if head is None or head.snapshot_id == planned_id:
+            return
+        matcher = FileMatcher(base.schema(), base.specs(), key_filter)
+        for f in added_files_since(io, base, branch, planned_id):
+            if matcher.might_match(f):
+                raise ValidationError(
+                    f"Cannot commit {what} into table {base.location}: a concurrent commit "
+                    f"added {f.file_path}, which may hold rows with the keys it deletes "
+                    f"(found conflicting files; isolation serializable)"
+                )
+
+    return validate
 
 
 def _remove(io: FileIO, paths: list[str]) -> None:

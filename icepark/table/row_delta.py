@@ -61,7 +61,16 @@ from icepark.spec.snapshots import MAIN_BRANCH, Operation
 from icepark.table.operations import Action, Staged, added_files_since
 from icepark.table.producers import SnapshotProducer
 
-__all__ = ["DeleteAction", "RowDeltaAction", "COPY_ON_WRITE", "MERGE_ON_READ"]
+__all__ = [
+    "COPY_ON_WRITE",
+    "MERGE_ON_READ",
+    "DeleteAction",
+    "RowDeltaAction",
+    "RowLevelAction",
+    "RowLevelChange",
+    "validate_row_level",
+    "deleted_positions",
+]
 
 COPY_ON_WRITE = "copy-on-write"
 MERGE_ON_READ = "merge-on-read"
@@ -83,7 +92,11 @@ def _key(f: DataFile) -> _PartitionKey:
 
 
 @dataclass
-class _Prepared:
+class RowLevelChange:
+    """The files a row-level change adds and removes, and what it read to decide: the branch
+    head it planned against and the data files (and their partitions) it touched. Conflict
+    checks on retry compare concurrent commits with this."""
+
     head_id: int | None
     added_data: list[DataFile] = field(default_factory=list)
     added_deletes: list[DataFile] = field(default_factory=list)
@@ -105,7 +118,7 @@ class DeleteAction(Action):
     case_sensitive: bool = True
     snapshot_properties: dict[str, str] = field(default_factory=dict)
     added_files: Sequence[DataFile] = ()
-    _prepared: _Prepared | None = None
+    _prepared: RowLevelChange | None = None
 
     def abort(self, io: FileIO) -> None:
         owned = [f.file_path for f in self.added_files]
@@ -123,31 +136,15 @@ class DeleteAction(Action):
             self._prepared = self._prepare(base)
         else:
             self._validate(base, self._prepared)
-        p = self._prepared
-        adds = [*self.added_files, *p.added_data]
-        operation = Operation.OVERWRITE if adds else Operation.DELETE
-        if not (p.removed_data or p.added_deletes or adds):
-            operation = Operation.DELETE
-        producer = SnapshotProducer(
-            self.io,
-            operation,
-            added_files=adds,
-            added_delete_files=p.added_deletes,
-            remove_entry=lambda e: e.data_file.file_path in p.removed_data,
-            remove_delete_entry=lambda e: (
-                (e.data_file.file_path, e.data_file.content_offset) in p.removed_deletes
-            ),
-            branch=self.branch,
-            snapshot_properties=self.snapshot_properties,
+        return _produce(
+            self.io, base, self._prepared, self.branch, self.snapshot_properties, self.added_files
         )
-        produced = producer.produce(base)
-        return Staged(produced.updates, produced.requirements, produced.written)
 
     # -- the work, once --------------------------------------------------------------------
 
-    def _prepare(self, base: TableMetadata) -> _Prepared:
+    def _prepare(self, base: TableMetadata) -> RowLevelChange:
         head = base.snapshot_by_name(self.branch)
-        prepared = _Prepared(head.snapshot_id if head else None)
+        prepared = RowLevelChange(head.snapshot_id if head else None)
         if self.mode == MERGE_ON_READ and base.format_version < 2:
             raise ValidationError(
                 f"Cannot write merge-on-read deletes to format version {base.format_version} "
@@ -203,50 +200,144 @@ class DeleteAction(Action):
         return prepared
 
     @staticmethod
-    def _touch(prepared: _Prepared, f: DataFile) -> None:
+    def _touch(prepared: RowLevelChange, f: DataFile) -> None:
         prepared.touched.add(f.file_path)
         prepared.touched_partitions.add(_key(f))
 
     # -- conflicts -------------------------------------------------------------------------
 
-    def _validate(self, base: TableMetadata, p: _Prepared) -> None:
-        head = base.snapshot_by_name(self.branch)
-        if head is None or head.snapshot_id == p.head_id:
-            return
-        where = f"table {base.location}, branch {self.branch}, isolation {self.isolation}"
-        for snapshot_id, entry, content in _changes_since(
-            self.io, base, head.snapshot_id, p.head_id, where
-        ):
-            f = entry.data_file
-            if content == ManifestContent.DATA and entry.status == ManifestEntryStatus.DELETED:
-                if f.file_path in p.touched:
-                    raise ValidationError(
-                        f"Cannot commit delete: data file {f.file_path} was removed by concurrent "
-                        f"snapshot {snapshot_id} ({where})"
-                    )
-            elif content == ManifestContent.DELETES and entry.status == ManifestEntryStatus.DELETED:
-                if (f.file_path, f.content_offset) in p.removed_deletes:
-                    raise ValidationError(
-                        f"Cannot commit delete: delete file {f.file_path} was replaced by "
-                        f"concurrent snapshot {snapshot_id} ({where})"
-                    )
-            elif content == ManifestContent.DELETES and entry.status == ManifestEntryStatus.ADDED:
-                if _may_apply(f, p, base):
-                    raise ValidationError(
-                        f"Found new conflicting delete file {f.file_path} (concurrent snapshot "
-                        f"{snapshot_id}) for data files this delete touches ({where})"
-                    )
-        if self.isolation == _SERIALIZABLE:
-            matcher = FileMatcher(base.schema(), base.specs(), self.row_filter, self.case_sensitive)
-            for f in added_files_since(self.io, base, self.branch, p.head_id):
-                if matcher.might_match(f):
-                    raise ValidationError(
-                        f"Found conflicting files that can contain records matching "
-                        f"{self.row_filter}: {f.file_path} (added by a concurrent commit; {where})"
-                    )
+    def _validate(self, base: TableMetadata, p: RowLevelChange) -> None:
+        validate_row_level(
+            self.io, base, p, self.branch, self.isolation, self.row_filter, self.case_sensitive
+        )
 
 
-def _may_apply(f: DataFile, p: _Prepared, base: TableMetadata) -> bool:
+def validate_row_level(
+    io: FileIO,
+    base: TableMetadata,
+    p: RowLevelChange,
+    branch: str,
+    isolation: str,
+    conflict_filter: BooleanExpression,
+    case_sensitive: bool = True,
+    what: str = "delete",
+) -> None:
+    """Fail with :class:`ValidationError` if a commit made on ``branch`` since ``p`` was
+    planned conflicts with it (see the module docstring); ``conflict_filter`` is the condition
+    whose matching rows the change read, for ``serializable`` isolation."""
+    head = base.snapshot_by_name(branch)
+    if head is None or head.snapshot_id == p.head_id:
+        return
+    where = f"table {base.location}, branch {branch}, isolation {isolation}"
+    for snapshot_id, entry, content in _changes_since(io, base, head.snapshot_id, p.head_id, where):
+        f = entry.data_file
+        if content == ManifestContent.DATA and entry.status == ManifestEntryStatus.DELETED:
+            if f.file_path in p.touched:
+                raise ValidationError(
+                    f"Cannot commit {what}: data file {f.file_path} was removed by concurrent "
+                    f"snapshot {snapshot_id} ({where})"
+                )
+        elif content == ManifestContent.DELETES and entry.status == ManifestEntryStatus.DELETED:
+            if (f.file_path, f.content_offset) in p.removed_deletes:
+                raise ValidationError(
+                    f"Cannot commit {what}: delete file {f.file_path} was replaced by "
+                    f"concurrent snapshot {snapshot_id} ({where})"
+                )
+        elif content == ManifestContent.DELETES and entry.status == ManifestEntryStatus.ADDED:
+            if _may_apply(f, p, base):
+                raise ValidationError(
+                    f"Cannot commit {what}: found new conflicting delete file {f.file_path} "
+                    f"(concurrent snapshot {snapshot_id}) for data files it touches ({where})"
+                )
+    if isolation == _SERIALIZABLE:
+        matcher = FileMatcher(base.schema(), base.specs(), conflict_filter, case_sensitive)
+        for f in added_files_since(io, base, branch, p.head_id):
+            if matcher.might_match(f):
+                raise ValidationError(
+                    f"Cannot commit {what}: found conflicting files that can contain records "
+                    f"matching {conflict_filter}: {f.file_path} (added by a concurrent commit; "
+                    f"{where})"
+                )
+
+
+def _produce(
+    io: FileIO,
+    base: TableMetadata,
+    p: RowLevelChange,
+    branch: str,
+    snapshot_properties: dict[str, str],
+    added_files: Sequence[DataFile] = (),
+) -> Staged:
+    adds = [*added_files, *p.added_data]
+    operation = Operation.OVERWRITE if adds else Operation.DELETE
+    producer = SnapshotProducer(
+        io,
+        operation,
+        added_files=adds,
+        added_delete_files=p.added_deletes,
+        remove_entry=lambda e: e.data_file.file_path in p.removed_data,
+        remove_delete_entry=lambda e: (
+            (e.data_file.file_path, e.data_file.content_offset) in p.removed_deletes
+        ),
+        branch=branch,
+        snapshot_properties=snapshot_properties,
+    )
+    produced = producer.produce(base)
+    return Staged(produced.updates, produced.requirements, produced.written)
+
+
+@dataclass
+class RowLevelAction(Action):
+    """Commit a row-level change worked out by the caller (e.g. a Spark job): remove the
+    data and delete files it replaces, add the files it wrote, in one snapshot (``delete``
+    when it only removes or deletes rows, ``overwrite`` when it adds data). On a retry the
+    concurrent commits are checked as :func:`validate_row_level` says; ``what`` names the
+    operation in errors (``delete``, ``update``, ``merge``)."""
+
+    io: FileIO
+    change: RowLevelChange
+    conflict_filter: BooleanExpression = field(default_factory=AlwaysTrue)
+    branch: str = MAIN_BRANCH
+    isolation: str = _SERIALIZABLE
+    what: str = "delete"
+    case_sensitive: bool = True
+    snapshot_properties: dict[str, str] = field(default_factory=dict)
+
+    def abort(self, io: FileIO) -> None:
+        c = self.change
+        _delete_all(io, [f.file_path for f in c.added_data])
+        _delete_all(io, sorted({f.file_path for f in c.added_deletes}))
+
+    def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:
+        if self.change.added_deletes and base.format_version < 2:
+            raise ValidationError(
+                f"Cannot add delete files to format version {base.format_version} table "
+                f"{base.location}: row-level deletes need format version 2 or later"
+            )
+        validate_row_level(
+            self.io,
+            base,
+            self.change,
+            self.branch,
+            self.isolation,
+            self.conflict_filter,
+            self.case_sensitive,
+            self.what,
+        )
+        return _produce(self.io, base, self.change, self.branch, self.snapshot_properties)
+
+
+def deleted_positions(io: FileIO, task: FileScanTask, cache: DeleteCache) -> np.ndarray:
+    """Positions of ``task``'s data file already deleted by its position deletes and DV."""
+    parts = [
+        cache.positions(io, d, task.file.file_path)
+        for d in task.delete_files
+        if d.content == FileContent.POSITION_DELETES
+    ]
+    return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+
+
+def _may_apply(f: DataFile, p: RowLevelChange, base: TableMetadata) -> bool:
     if f.referenced_data_file is not None:
         return f.referenced_data_file in p.touched
     if f.content == FileContent.EQUALITY_DELETES:
@@ -329,12 +420,7 @@ class _TaskReader:
 
     def deleted_positions(self, task: FileScanTask) -> np.ndarray:
         """Positions already deleted by the task's position deletes and DV."""
-        parts = [
-            self.cache.positions(self.io, d, task.file.file_path)
-            for d in task.delete_files
-            if d.content == FileContent.POSITION_DELETES
-        ]
-        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
+        return deleted_positions(self.io, task, self.cache)
 
     def rewrite(self, task: FileScanTask, matched: np.ndarray) -> list[DataFile]:
         """Copy-on-write: the task's live rows except ``matched``, in the file's own spec."""

@@ -214,6 +214,38 @@ def test_serializable_conflicts_on_matching_append(catalog: Catalog) -> None:
         tx.commit_transaction()
 
 
+@pytest.mark.parametrize("isolation", ["serializable", "snapshot"])
+def test_concurrent_append_of_deleted_keys_and_apply_changes(
+    catalog: Catalog, isolation: str
+) -> None:
+    """Equality deletes would delete a concurrent append's rows with the same keys: that
+    conflicts under serializable isolation; under snapshot isolation it is retried through."""
+    table = _table(catalog, 2, **{"write.merge.isolation-level": isolation})
+    table.append(_rows(range(10)))
+    other = catalog.load_table("db.t")
+    tx = table.transaction()
+    tx.apply_changes(_rows([3]).append_column("_op", pa.array(["D"])), on=["id"])
+    other.append(_rows([3]))  # a second row with key 3, committed first
+    if isolation == "serializable":
+        with pytest.raises(ValidationError, match="conflicting files"):
+            tx.commit_transaction()
+        assert _ids(catalog.load_table("db.t")) == sorted([*range(10), 3])
+    else:
+        tx.commit_transaction()
+        assert _ids(catalog.load_table("db.t")) == [i for i in range(10) if i != 3]
+
+
+def test_merge_on_read_upsert_retries_unrelated_append(catalog: Catalog) -> None:
+    table = _table(catalog, 2)
+    table.append(_rows(range(10)))
+    other = catalog.load_table("db.t")
+    tx = table.transaction()
+    tx.upsert(_rows([4], value=1), on=["id"])
+    other.append(_rows(range(100, 103)))  # no row with key 4: no conflict
+    tx.commit_transaction()
+    assert _ids(catalog.load_table("db.t")) == [*range(10), 100, 101, 102]
+
+
 def test_scan_cache_is_shared_and_thread_safe(catalog: Catalog) -> None:
     table = _table(catalog, 2)
     for i in range(4):
@@ -304,9 +336,7 @@ def test_null_semantics_same_partitioned_or_not(tmp_path: Path, text: str, mode:
     cat.create_namespace("db")
     props = {"format-version": "2", "write.delete.mode": mode}
     plain = cat.create_table("db.plain", SCHEMA, properties=props)
-    parted = cat.create_table(
-        "db.parted", SCHEMA, partition_by=["category"], properties=props
-    )
+    parted = cat.create_table("db.parted", SCHEMA, partition_by=["category"], properties=props)
     for t in (plain, parted):
         t.append(_rows(range(30)))
     expected = [i for i in range(30) if _sql_match(text, ["a", "b", None][i % 3])]
