@@ -7,6 +7,14 @@ DataFrame API::
     ispark.write(df, "db.events", mode="append")        # or "overwrite", "overwrite-partitions"
     ispark.create_table_from(spark, df, "db.copy", partition_by=["day(ts)"], sort_by=["id"])
 
+Row-level changes (``write.delete.mode`` / ``write.update.mode`` / ``write.merge.mode``:
+copy-on-write or merge-on-read; see :mod:`icepark.spark.row_level`)::
+
+    ispark.delete(spark, "db.events", "ts < '2024-01-01'")
+    ispark.update(spark, "db.events", set={"amount": "amount * 2"}, where="id = 5")
+    ispark.merge(spark, "db.events", updates_df, on="id",
+                 when_matched_update="*", when_not_matched_insert="*")
+
 Spark-native entry points (the ``icepark`` Python data source and SQL views)::
 
     ispark.register(spark)
@@ -33,6 +41,7 @@ from pyspark.sql import types as T
 
 from icepark.spark._common import prepare_session, resolve_table
 from icepark.spark.reader import ReadPath, choose_path, read, read_scan
+from icepark.spark.row_level import delete, merge, update
 from icepark.spark.source import IcebergDataSource, register, register_tables
 from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
 from icepark.spark.writer import WriteMode, WritePath, choose_write_path, write
@@ -46,6 +55,8 @@ __all__ = [
     "choose_path",
     "choose_write_path",
     "create_table_from",
+    "delete",
+    "merge",
     "prepare_session",
     "read",
     "read_scan",
@@ -53,6 +64,7 @@ __all__ = [
     "register_tables",
     "resolve_table",
     "to_spark_schema",
+    "update",
     "write",
 ]
 

@@ -43,7 +43,7 @@ from icepark.arrow.conform import value_to_arrow_scalar
 from icepark.arrow.schema import type_to_arrow
 from icepark.errors import ValidationError
 from icepark.expressions import BooleanExpression, referenced_names
-from icepark.planning.planner import FileScanTask
+from icepark.planning.planner import CombinedScanTask, FileScanTask, SplitOptions, plan_tasks
 from icepark.spark._common import (
     prepare_session,
     resolve_table,
@@ -67,7 +67,7 @@ from icepark.spec.types import IcebergType, ListType, MapType, NestedField, Stru
 from icepark.table import Table
 from icepark.table.scan import DataScan
 
-__all__ = ["read", "read_scan", "ReadPath", "choose_path"]
+__all__ = ["read", "read_scan", "read_tasks", "ReadPath", "choose_path"]
 
 ReadPath = Literal["auto", "native", "python"]
 
@@ -139,12 +139,21 @@ def choose_path(scan: DataScan, tasks: Sequence[FileScanTask]) -> tuple[ReadPath
 
 def read_scan(spark: SparkSession, scan: DataScan, *, path: ReadPath = "auto") -> DataFrame:
     """Read a planned :class:`DataScan` (see :func:`read`)."""
-    tasks = scan.plan_files()
+    return read_tasks(spark, scan, scan.plan_files(), path=path)
+
+
+def read_tasks(
+    spark: SparkSession, scan: DataScan, tasks: Sequence[FileScanTask], *, path: ReadPath = "auto"
+) -> DataFrame:
+    """Read the given file scan tasks of ``scan`` (a subset of its planned tasks, e.g. the
+    files a row-level change touches) with ``scan``'s projection and filter; each task's
+    residual applies on the python path."""
     chosen, _why = choose_path(scan, tasks)
     if path == "native" and chosen == "python":
         raise ValidationError(f"Cannot read natively: {_why}")
     if path == "python" or chosen == "python":
-        return _read_python(spark, scan)
+        props = {**scan.metadata.properties, **scan.options}
+        return _read_python(spark, scan, plan_tasks(tasks, SplitOptions.from_properties(props)))
     return _read_native(spark, scan, tasks)
 
 
@@ -353,9 +362,10 @@ class _TaskReader:
                             yield cast_to_spark_arrow(out, self.target)
 
 
-def _read_python(spark: SparkSession, scan: DataScan) -> DataFrame:
+def _read_python(
+    spark: SparkSession, scan: DataScan, combined: Sequence[CombinedScanTask]
+) -> DataFrame:
     schema = to_spark_schema(scan.projected_schema)
-    combined = scan.plan_tasks()
     if not combined:
         return spark.createDataFrame([], schema)
     rows = [(i, pickle.dumps(c)) for i, c in enumerate(combined)]

@@ -84,7 +84,14 @@ from icepark.spec.types import (
 from icepark.table import Table
 from icepark.table.operations import AppendAction, OverwriteAction, ReplacePartitionsAction
 
-__all__ = ["write", "WriteMode", "WritePath", "choose_write_path", "align_to_schema"]
+__all__ = [
+    "write",
+    "write_files",
+    "WriteMode",
+    "WritePath",
+    "choose_write_path",
+    "align_to_schema",
+]
 
 WriteMode = Literal["append", "overwrite", "overwrite-partitions"]
 WritePath = Literal["auto", "native", "python"]
@@ -437,6 +444,23 @@ def _action(
     raise ValidationError(f"Unknown write mode {mode!r} (append, overwrite, overwrite-partitions)")
 
 
+def write_files(df: DataFrame, table: Table, *, path: WritePath = "auto") -> list[DataFile]:
+    """Write ``df`` as data files of ``table`` (executors write, nothing is committed) and
+    return their entries; if the job fails the files it wrote are deleted."""
+    chosen, why = choose_write_path(table.metadata)
+    if path == "native" and chosen == "python":
+        raise ValidationError(f"Cannot write natively: {why}")
+    write_uuid = str(uuid.uuid4())
+    if path == "python" or chosen == "python":
+        files = _write_python(df, table, write_uuid)
+    else:
+        files = _write_native(df, table, write_uuid)
+    for f in files:
+        if f.record_count == 0:  # Spark writes a schema-only file for an empty input
+            _delete_quietly(table.io, f.file_path)
+    return [f for f in files if f.record_count > 0]
+
+
 def write(
     df: DataFrame,
     table: Table | str,
@@ -459,14 +483,7 @@ def write(
     if filter is not None and mode != "overwrite":
         raise ValidationError("A filter applies to mode='overwrite' only")
     row_filter = parse_filter(filter) if isinstance(filter, str) else (filter or AlwaysTrue())
-    chosen, why = choose_write_path(resolved.metadata)
-    if path == "native" and chosen == "python":
-        raise ValidationError(f"Cannot write natively: {why}")
-    write_uuid = str(uuid.uuid4())
-    if path == "python" or chosen == "python":
-        files = _write_python(df, resolved, write_uuid)
-    else:
-        files = _write_native(df, resolved, write_uuid)
+    files = write_files(df, resolved, path=path)
     action = _action(
         resolved, files, mode, row_filter, branch, snapshot_properties or {}, case_sensitive
     )

@@ -1,0 +1,447 @@
+"""Row-level changes from Spark: ``delete``, ``update`` and ``merge`` (MERGE INTO).
+
+The driver plans with icepark, Spark reads the candidate files (with the deletes that
+already apply to them, and each row's ``_file`` and ``_pos``), finds the rows that change and
+writes the new data files on the executors; the driver writes the delete files and commits
+one snapshot. The table property ``write.delete.mode`` / ``write.update.mode`` /
+``write.merge.mode`` chooses how rows are removed:
+
+* ``copy-on-write`` (the default, as in Java): every data file holding a changed row is
+  rewritten without it (its other rows kept) and replaced in the snapshot;
+* ``merge-on-read``: the changed rows' positions are deleted, on v2 with one position delete
+  file per partition, on v3 with one deletion vector per data file (merged with the one it
+  had, which is replaced); updated and inserted rows go to new data files.
+
+A ``delete`` whose condition covers whole files (by partition values or column metrics) drops
+them from metadata without reading them. Conditions are icepark filter strings
+(``"day >= '2024-01-05' and category = 'a'"``), icepark expressions, or anything Spark SQL
+can evaluate (a ``Column``, or a string icepark cannot parse, such as
+``"lower(name) = 'x'"``); only the first two prune files. Nulls follow SQL: a row whose
+condition is null (unknown) is not changed.
+
+Concurrent commits are checked as :mod:`icepark.table.row_delta` says, per
+``write.<operation>.isolation-level`` (``serializable`` by default, or ``snapshot``): a
+commit that removed or added deletes to a file this change touched fails it; under
+``serializable`` so does one that added data that may match the condition (for ``merge``:
+any added data). Other concurrent commits are retried through.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from icepark.errors import ValidationError
+from icepark.expressions import AlwaysTrue, BooleanExpression, bind, parse_filter
+from icepark.planning.planner import FileScanTask, plan_files
+from icepark.spark._common import resolve_table
+from icepark.spark.filters import quote_column, to_spark_column
+from icepark.spark.reader import read_tasks
+from icepark.spark.writer import write_files
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.schema import Schema
+from icepark.spec.snapshots import MAIN_BRANCH
+from icepark.table import Table
+from icepark.table.changes import isolation_level, row_level_mode
+from icepark.table.row_delta import COPY_ON_WRITE, RowLevelAction, RowLevelChange
+from icepark.table.scan import DataScan
+
+__all__ = ["delete", "update", "merge", "Condition", "Assignments"]
+
+Condition = str | BooleanExpression | Column
+Assignments = Mapping[str, str | Column]
+
+_FILE, _POS = "_file", "_pos"
+_ACTION = "__icepark_action__"
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+# -- shared ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Target:
+    """A table at the head of a branch, and how to read its candidate files."""
+
+    table: Table
+    metadata: TableMetadata
+    branch: str
+    operation: str
+    case_sensitive: bool
+
+    @property
+    def schema(self) -> Schema:
+        return self.metadata.schema()
+
+    @property
+    def columns(self) -> list[str]:
+        return [f.name for f in self.schema.fields]
+
+    def head_id(self) -> int | None:
+        head = self.metadata.snapshot_by_name(self.branch)
+        return head.snapshot_id if head else None
+
+    def plan(self, prune: BooleanExpression) -> list[FileScanTask]:
+        head = self.metadata.snapshot_by_name(self.branch)
+        return plan_files(
+            self.table.io, self.metadata, head, prune, self.schema, self.case_sensitive
+        )
+
+    def read(self, spark: SparkSession, tasks: Sequence[FileScanTask]) -> DataFrame:
+        """The live rows of the tasks' files (all of them: residuals are dropped), with
+        ``_file`` and ``_pos``."""
+        scan = DataScan(
+            self.table.io,
+            self.metadata,
+            AlwaysTrue(),
+            (*self.columns, _FILE, _POS),
+            ref=None if self.branch == MAIN_BRANCH else self.branch,
+            case_sensitive=self.case_sensitive,
+            use_snapshot_schema=False,
+        )
+        whole = [replace(t, residual=AlwaysTrue()) for t in tasks]
+        return read_tasks(spark, scan, whole)
+
+    def commit(
+        self,
+        change: RowLevelChange,
+        conflict_filter: BooleanExpression,
+        snapshot_properties: Mapping[str, str] | None,
+    ) -> Table:
+        if change.is_empty:
+            return self.table
+        action = RowLevelAction(
+            self.table.io,
+            change,
+            conflict_filter,
+            self.branch,
+            isolation_level(self.metadata, self.operation),
+            self.operation,
+            self.case_sensitive,
+            dict(snapshot_properties or {}),
+        )
+        tx = self.table.transaction()
+        try:
+            tx.add_action(action)
+        except BaseException:
+            change.discard(self.table.io)
+            raise
+        tx.commit_transaction()  # a definite failure deletes the files; unknown keeps them
+        return self.table
+
+
+def _target(
+    table: Table | str, catalog: Any, branch: str, operation: str, case_sensitive: bool
+) -> _Target:
+    resolved = resolve_table(table, catalog)
+    return _Target(resolved, resolved.metadata, branch, operation, case_sensitive)
+
+
+def _condition(
+    where: Condition | None, schema: Schema, case_sensitive: bool
+) -> tuple[BooleanExpression, Column, bool]:
+    """(filter for planning, Spark condition for rows, whether the two are the same)."""
+    if where is None:
+        return AlwaysTrue(), F.lit(True), True
+    if isinstance(where, Column):
+        return AlwaysTrue(), where, False
+    expr: BooleanExpression
+    if isinstance(where, str):
+        try:
+            expr = parse_filter(where)
+            bind(schema, expr, case_sensitive)
+        except ValidationError:
+            return AlwaysTrue(), F.expr(where), False
+    else:
+        expr = where
+    spark_column = to_spark_column(expr, schema, case_sensitive)
+    return expr, spark_column if spark_column is not None else F.lit(True), True
+
+
+def _is_true(condition: Column) -> Column:
+    """True where the condition is true; false where it is false or null (SQL)."""
+    return F.coalesce(condition, F.lit(False))
+
+
+def _task_positions(
+    tasks: Sequence[FileScanTask], positions: pa.Table
+) -> list[tuple[FileScanTask, np.ndarray]]:
+    """Group (``_file``, ``_pos``) rows by file, with each file's scan task."""
+    if not positions.num_rows:
+        return []
+    by_path = {t.file.file_path: t for t in tasks}
+    paths = positions.column(_FILE).combine_chunks().dictionary_encode()
+    pos = positions.column(_POS).to_numpy().astype(np.int64)
+    codes = paths.indices.to_numpy(zero_copy_only=False)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(paths.dictionary) + 1))
+    out = []
+    for i, path in enumerate(paths.dictionary.to_pylist()):
+        task = by_path.get(path)
+        if task is None:
+            raise ValidationError(f"Row-level change found a row of unplanned file {path}")
+        out.append((task, np.unique(pos[order[bounds[i] : bounds[i + 1]]])))
+    return out
+
+
+def _apply(
+    spark: SparkSession,
+    target: _Target,
+    change: RowLevelChange,
+    tasks: Sequence[FileScanTask],
+    changed: DataFrame,
+    new_rows: DataFrame | None,
+) -> None:
+    """Remove the rows of ``changed`` (``_file``, ``_pos``) from the table and add
+    ``new_rows``, by the operation's mode; files written are recorded in ``change``."""
+    io = target.table.io
+    mode = row_level_mode(target.metadata, target.operation)
+    try:
+        if mode == COPY_ON_WRITE:
+            touched = {r[0] for r in changed.select(_FILE).distinct().collect()}
+            rewrite = [t for t in tasks if t.file.file_path in touched]
+            keys = changed.select(_FILE, _POS).distinct()
+            kept = target.read(spark, rewrite).join(keys, [_FILE, _POS], "left_anti")
+            out = kept.select(*[F.col(quote_column(c)) for c in target.columns])
+            if new_rows is not None:
+                out = out.unionByName(new_rows)
+            for task in rewrite:
+                change.remove_data_file(task)
+            if rewrite or new_rows is not None:
+                change.added_data.extend(write_files(out, target.table))
+            return
+        positions = changed.select(_FILE, _POS).toArrow()
+        if new_rows is not None:
+            change.added_data.extend(write_files(new_rows, target.table))
+        change.write_position_deletes(io, target.metadata, _task_positions(tasks, positions))
+    except BaseException:
+        change.discard(io)
+        raise
+
+
+# -- delete ------------------------------------------------------------------------------------
+
+
+def delete(
+    spark: SparkSession,
+    table: Table | str,
+    where: Condition | None = None,
+    *,
+    catalog: Any = None,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+    case_sensitive: bool = True,
+) -> Table:
+    """Delete the rows matching ``where`` (all rows when None) as one snapshot; see the
+    module docstring. Returns the table (unchanged, with no new snapshot, when no row
+    matched)."""
+    target = _target(table, catalog, branch, "delete", case_sensitive)
+    prune, condition, exact = _condition(where, target.schema, case_sensitive)
+    change = RowLevelChange(target.head_id())
+    partial: list[FileScanTask] = []
+    for task in target.plan(prune):
+        if exact and isinstance(task.residual, AlwaysTrue):
+            change.remove_data_file(task)  # every row matches: no need to read it
+        else:
+            partial.append(task)
+    if partial:
+        rows = target.read(spark, partial)
+        _apply(spark, target, change, partial, rows.filter(_is_true(condition)), None)
+    return target.commit(change, prune, snapshot_properties)
+
+
+# -- update ------------------------------------------------------------------------------------
+
+
+def _assignments(
+    assignments: Assignments, schema: Schema, case_sensitive: bool, what: str
+) -> dict[str, Column]:
+    """Column name (as in the schema) -> Spark expression."""
+    out: dict[str, Column] = {}
+    for name, value in assignments.items():
+        try:
+            column = schema.find_field(name, case_sensitive)
+        except ValidationError as e:
+            raise ValidationError(f"Cannot {what}: no column {name!r} in the table") from e
+        if column.name not in [f.name for f in schema.fields]:
+            raise ValidationError(f"Cannot {what}: {name!r} is not a top-level column")
+        out[column.name] = F.expr(value) if isinstance(value, str) else value
+    return out
+
+
+def update(
+    spark: SparkSession,
+    table: Table | str,
+    set: Assignments,
+    where: Condition | None = None,
+    *,
+    catalog: Any = None,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+    case_sensitive: bool = True,
+) -> Table:
+    """``UPDATE table SET col = expr, ... WHERE where`` as one snapshot: ``set`` maps column
+    names to Spark SQL expressions (strings, evaluated on the row's current values) or
+    Columns; the values are cast to the columns' types. See the module docstring."""
+    if not set:
+        raise ValidationError("Cannot update: no column to set")
+    target = _target(table, catalog, branch, "update", case_sensitive)
+    values = _assignments(set, target.schema, case_sensitive, "update")
+    prune, condition, _exact = _condition(where, target.schema, case_sensitive)
+    change = RowLevelChange(target.head_id())
+    tasks = target.plan(prune)
+    if tasks:
+        rows = target.read(spark, tasks)
+        matched = rows.filter(_is_true(condition)).select(
+            *[values.get(c, F.col(quote_column(c))).alias(c) for c in target.columns],
+            _FILE,
+            _POS,
+        )
+        matched = matched.localCheckpoint()  # one evaluation for the deletes and new rows
+        new_rows = matched.drop(_FILE, _POS)
+        _apply(spark, target, change, tasks, matched, new_rows)
+    return target.commit(change, prune, snapshot_properties)
+
+
+# -- merge -------------------------------------------------------------------------------------
+
+
+def _join_condition(on: str | Sequence[str] | Column, source: DataFrame) -> Column:
+    if isinstance(on, Column):
+        return on
+    if isinstance(on, str) and not _IDENTIFIER.match(on.strip()):
+        return F.expr(on)
+    keys = [on] if isinstance(on, str) else list(on)
+    if not keys:
+        raise ValidationError("Cannot merge: empty join condition")
+    terms = [F.col(f"t.{quote_column(k)}") == F.col(f"s.{quote_column(k)}") for k in keys]
+    condition = terms[0]
+    for term in terms[1:]:
+        condition = condition & term
+    return condition
+
+
+def _star(columns: Sequence[str], source: DataFrame, clause: str) -> dict[str, Column]:
+    """``*``: every target column from the source column of the same name."""
+    have = {c.lower(): c for c in source.columns}
+    missing = [c for c in columns if c.lower() not in have]
+    if missing:
+        raise ValidationError(f"Cannot merge {clause} *: the source lacks columns {missing}")
+    return {c: F.col(f"s.{quote_column(have[c.lower()])}") for c in columns}
+
+
+def _clause(
+    value: Assignments | str | None, target: _Target, source: DataFrame, clause: str
+) -> dict[str, Column] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value.strip() != "*":
+            raise ValidationError(f"Cannot merge: {clause} takes a mapping or '*', not {value!r}")
+        return _star(target.columns, source, clause)
+    return _assignments(value, target.schema, target.case_sensitive, f"merge ({clause})")
+
+
+def merge(
+    spark: SparkSession,
+    table: Table | str,
+    source: DataFrame,
+    on: str | Sequence[str] | Column,
+    when_matched_update: Assignments | str | None = None,
+    when_matched_delete: bool | str | Column | None = None,
+    when_not_matched_insert: Assignments | str | None = None,
+    *,
+    catalog: Any = None,
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+    case_sensitive: bool = True,
+) -> Table:
+    """``MERGE INTO table t USING source s ON on`` as one snapshot.
+
+    ``on`` is a column name or list of names (equal in target and source) or a Spark SQL
+    condition over ``t`` (the table) and ``s`` (the source), e.g. ``"t.id = s.id and
+    t.day = s.day"``. For a target row matched by a source row, ``when_matched_delete`` (True
+    or a condition) deletes it, else ``when_matched_update`` sets columns (a mapping of
+    column -> expression over ``t`` and ``s``, or ``"*"`` for every column from the source
+    column of the same name; other columns keep their value); a matched row is changed by
+    the first clause that applies, delete before update. A source row matching no target
+    row is inserted by ``when_not_matched_insert`` (a mapping, columns not given are null,
+    or ``"*"``). As in Iceberg's Spark SQL, a target row matched by more than one source row
+    fails the merge (when a matched clause is given) and nothing is committed."""
+    if when_matched_update is None and not when_matched_delete and not when_not_matched_insert:
+        raise ValidationError("Cannot merge: no WHEN clause given")
+    target = _target(table, catalog, branch, "merge", case_sensitive)
+    updates = _clause(when_matched_update, target, source, "when_matched_update")
+    inserts = _clause(when_not_matched_insert, target, source, "when_not_matched_insert")
+    if inserts is not None:
+        missing = [f.name for f in target.schema.fields if f.required and f.name not in inserts]
+        if missing:
+            raise ValidationError(
+                f"Cannot merge into table {target.table.name}: when_not_matched_insert gives "
+                f"no value for required columns {missing}"
+            )
+    change = RowLevelChange(target.head_id())
+    tasks = target.plan(AlwaysTrue())
+    s = source.alias("s")
+    t = target.read(spark, tasks).alias("t")
+    joined = s.join(t, _join_condition(on, source), "left" if inserts is not None else "inner")
+    is_matched = F.col(f"t.{_FILE}").isNotNull()
+    if when_matched_delete is True:
+        delete_if = is_matched
+    elif when_matched_delete:
+        cond = when_matched_delete
+        delete_if = is_matched & _is_true(F.expr(cond) if isinstance(cond, str) else cond)
+    else:
+        delete_if = F.lit(False)
+    action = F.when(delete_if, F.lit("D"))
+    if updates is not None:
+        action = action.when(is_matched, F.lit("U"))
+    if inserts is not None:
+        action = action.when(~is_matched, F.lit("I"))
+    values = []
+    for c in target.columns:
+        value: Column | None = None
+        if updates is not None:
+            value = F.when(action == "U", updates.get(c, F.col(f"t.{quote_column(c)}")))
+        if inserts is not None and c in inserts:
+            when_inserted = (F if value is None else value).when(action == "I", inserts[c])
+            value = when_inserted
+        values.append((F.lit(None) if value is None else value).alias(c))
+    planned = joined.select(
+        F.col(f"t.{_FILE}").alias(_FILE),
+        F.col(f"t.{_POS}").alias(_POS),
+        action.alias(_ACTION),
+        *values,
+    ).localCheckpoint()  # one evaluation of the join for the checks, deletes and new rows
+    if updates is not None or when_matched_delete:
+        _check_cardinality(planned, target)
+    changed = planned.filter(F.col(_ACTION).isin("D", "U"))
+    new_rows = planned.filter(F.col(_ACTION).isin("U", "I")).select(*target.columns)
+    _apply(spark, target, change, tasks, changed, new_rows)
+    return target.commit(change, AlwaysTrue(), snapshot_properties)
+
+
+def _check_cardinality(planned: DataFrame, target: _Target) -> None:
+    """Fail when a target row is matched by more than one source row."""
+    found = (
+        planned.filter(F.col(_FILE).isNotNull())
+        .groupBy(_FILE, _POS)
+        .count()
+        .filter(F.col("count") > 1)
+        .limit(1)
+        .collect()
+    )
+    if found:
+        path, pos, n = found[0]
+        raise ValidationError(
+            f"Cannot merge into table {target.table.name}: the target row at position {pos} "
+            f"of {path} matches {n} source rows; each target row may match at most one "
+            "source row (as in MERGE INTO)"
+        )

@@ -1,0 +1,262 @@
+"""delete, update and merge from Spark: copy-on-write and merge-on-read on v2 and v3 tables,
+metadata-only deletes, MERGE INTO semantics and errors, and the reference engine reading the
+results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from refengine import RefEngine
+
+from icepark.catalog import Catalog, FileSystemCatalog
+from icepark.errors import ValidationError
+from icepark.manifest import FileContent
+from icepark.spark import delete, merge, read, update, write
+from icepark.table import Table
+
+pytestmark = pytest.mark.spark
+
+ROWS = """
+    SELECT id, CASE WHEN id % 7 = 0 THEN NULL ELSE concat('c', CAST(id % 3 AS STRING)) END
+           AS category, CAST(id * 10 AS BIGINT) AS value, CAST(id % 4 AS INT) AS part
+    FROM range(0, 120)
+"""
+MODES = ["copy-on-write", "merge-on-read"]
+
+
+def _make(
+    spark: Any, catalog: Catalog, name: str, version: int, mode: str, **props: str
+) -> Table:
+    df = spark.sql(ROWS)
+    from icepark.spark.types import spark_schema_to_arrow
+
+    table = catalog.create_table(
+        f"db.{name}",
+        spark_schema_to_arrow(df.schema),
+        partition_by=["part"],
+        properties={
+            "format-version": str(version),
+            "write.delete.mode": mode,
+            "write.update.mode": mode,
+            "write.merge.mode": mode,
+            **props,
+        },
+    )
+    write(df.repartition(3), table)  # a few files per partition
+    return table
+
+
+def _rows(spark: Any, table: Table) -> list[tuple[Any, ...]]:
+    df = read(spark, table.refresh(), columns=["id", "category", "value", "part"])
+    return sorted(tuple(r) for r in df.collect())
+
+
+def _expected(spark: Any) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in spark.sql(ROWS).collect())
+
+
+def _files(table: Table) -> tuple[list[Any], list[Any]]:
+    tasks = table.scan().plan_files()
+    data = [t.file for t in tasks]
+    deletes = {(d.file_path, d.content_offset): d for t in tasks for d in t.delete_files}
+    return data, list(deletes.values())
+
+
+@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize("mode", MODES)
+def test_delete(spark: Any, catalog: Catalog, version: int, mode: str) -> None:
+    table = _make(spark, catalog, "t", version, mode)
+    before_files, _ = _files(table)
+    delete(spark, table, "category != 'c1' and value < 600")
+    expected = [
+        r for r in _expected(spark) if not (r[1] is not None and r[1] != "c1" and r[2] < 600)
+    ]
+    assert _rows(spark, table) == expected  # null categories stay (SQL: unknown)
+    data, deletes = _files(table)
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    assert snapshot.summary["operation"] in ("delete", "overwrite")
+    if mode == "merge-on-read":
+        assert {f.file_path for f in data} == {f.file_path for f in before_files}
+        assert deletes and all(d.content == FileContent.POSITION_DELETES for d in deletes)
+        if version == 3:
+            assert {d.file_format.value for d in deletes} == {"PUFFIN"}
+            # a second delete on the same files merges into one DV per data file
+            delete(spark, table, "id = 1 or id = 2")
+            _, again = _files(table)
+            assert len({d.referenced_data_file for d in again}) == len(again)
+            expected = [r for r in expected if r[0] not in (1, 2)]
+            assert _rows(spark, table) == expected
+    else:
+        assert not deletes
+        assert {f.file_path for f in data} != {f.file_path for f in before_files}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_delete_whole_partitions_is_metadata_only(spark: Any, catalog: Catalog, mode: str) -> None:
+    table = _make(spark, catalog, "t", 2, mode)
+    delete(spark, table, "part = 1")
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    assert snapshot.summary["operation"] == "delete"
+    assert "added-data-files" not in snapshot.summary
+    assert "added-delete-files" not in snapshot.summary
+    assert _rows(spark, table) == [r for r in _expected(spark) if r[3] != 1]
+    # nothing matches: no new snapshot
+    delete(spark, table, "part = 1")
+    assert table.refresh().current_snapshot() == snapshot
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_delete_with_a_spark_only_condition(spark: Any, catalog: Catalog, mode: str) -> None:
+    from pyspark.sql import functions as F
+
+    table = _make(spark, catalog, "t", 3, mode)
+    delete(spark, table, "upper(category) = 'C2'")
+    delete(spark, table, F.col("id") % 10 == 0)
+    expected = [r for r in _expected(spark) if r[1] != "c2" and r[0] % 10 != 0]
+    assert _rows(spark, table) == expected
+
+
+@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize("mode", MODES)
+def test_update(spark: Any, catalog: Catalog, version: int, mode: str) -> None:
+    table = _make(spark, catalog, "t", version, mode)
+    update(
+        spark, table, set={"value": "value + 1", "category": "'upd'"}, where="id >= 100"
+    )
+    # moving rows between partitions works too
+    update(spark, table, set={"part": "part + 10"}, where="id < 3")
+    expected = []
+    for r in _expected(spark):
+        if r[0] >= 100:
+            r = (r[0], "upd", r[2] + 1, r[3])
+        if r[0] < 3:
+            r = (r[0], r[1], r[2], r[3] + 10)
+        expected.append(r)
+    assert _rows(spark, table) == sorted(expected)
+    snapshot = table.current_snapshot()
+    assert snapshot is not None and snapshot.summary["operation"] == "overwrite"
+    with pytest.raises(ValidationError, match="no column 'nope'"):
+        update(spark, table, set={"nope": "1"})
+
+
+@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize("mode", MODES)
+def test_merge_upsert_and_delete(spark: Any, catalog: Catalog, version: int, mode: str) -> None:
+    table = _make(spark, catalog, "t", version, mode)
+    source = spark.sql(
+        """SELECT id, 'new' AS category, CAST(-id AS BIGINT) AS value, CAST(id % 4 AS INT) AS part,
+                  id % 2 = 0 AS drop FROM range(110, 130)"""
+    )
+    merge(
+        spark,
+        table,
+        source,
+        on="id",
+        when_matched_delete="s.drop",
+        when_matched_update={"value": "s.value", "category": "s.category"},
+        when_not_matched_insert={c: f"s.{c}" for c in ("id", "category", "value", "part")},
+    )
+    expected = []
+    for r in _expected(spark):
+        if r[0] >= 110:
+            if r[0] % 2 == 0:
+                continue
+            r = (r[0], "new", -r[0], r[3])
+        expected.append(r)
+    expected += [(i, "new", -i, i % 4) for i in range(120, 130)]
+    assert _rows(spark, table) == sorted(expected)
+
+    # '*' clauses and a SQL join condition
+    source2 = spark.sql(
+        "SELECT id, 'star' AS category, CAST(0 AS BIGINT) AS value, CAST(id % 4 AS INT) AS part"
+        " FROM range(125, 135)"
+    )
+    merge(
+        spark,
+        table,
+        source2,
+        on="t.id = s.id",
+        when_matched_update="*",
+        when_not_matched_insert="*",
+    )
+    expected = [r for r in expected if r[0] < 125] + [
+        (i, "star", 0, i % 4) for i in range(125, 135)
+    ]
+    assert _rows(spark, table) == sorted(expected)
+
+
+def test_merge_refuses_a_target_row_matched_twice(spark: Any, catalog: Catalog) -> None:
+    table = _make(spark, catalog, "t", 2, "merge-on-read")
+    before = table.current_snapshot()
+    source = spark.sql("SELECT CAST(5 AS BIGINT) AS id, CAST(1 AS BIGINT) AS value FROM range(2)")
+    with pytest.raises(ValidationError, match="matches 2 source rows"):
+        merge(spark, table, source, on="id", when_matched_update={"value": "s.value"})
+    assert table.refresh().current_snapshot() == before
+    # inserts only: duplicates in the source are simply inserted
+    source = spark.sql("SELECT CAST(500 AS BIGINT) AS id, 1 AS part FROM range(2)")
+    with pytest.raises(ValidationError, match=r"required columns \['value'\]"):
+        merge(spark, table, source, on="id", when_not_matched_insert={"id": "s.id"})
+    merge(
+        spark,
+        table,
+        source,
+        on="id",
+        when_not_matched_insert={"id": "s.id", "part": "s.part", "value": "7"},
+    )
+    assert [r for r in _rows(spark, table) if r[0] == 500] == [(500, None, 7, 1)] * 2
+
+
+def test_delete_conflicts_and_retries(spark: Any, catalog: Catalog) -> None:
+    table = _make(spark, catalog, "t", 2, "merge-on-read")
+    other = catalog.load_table("db.t")
+    # a concurrent append into another partition is retried through
+    from icepark.spark import row_level
+
+    original = row_level._Target.commit
+
+    def commit_after_concurrent(self: Any, change: Any, *args: Any) -> Table:
+        write(spark.sql("SELECT 1000 AS id, 'x' AS category, 1L AS value, 3 AS part"), other)
+        return original(self, change, *args)
+
+    row_level._Target.commit = commit_after_concurrent  # type: ignore[method-assign]
+    try:
+        delete(spark, table, "part = 2 and id < 50")
+        with pytest.raises(ValidationError, match="conflicting files"):
+            delete(spark, table, "part = 3 and id > 900")
+    finally:
+        row_level._Target.commit = original  # type: ignore[method-assign]
+    rows = _rows(spark, table)
+    assert [r for r in rows if r[3] == 2 and r[0] < 50] == []
+    assert sum(1 for r in rows if r[0] == 1000) == 2
+
+
+def test_reference_reads_row_level_changes(
+    spark: Any, refspark: RefEngine, tmp_path: Path
+) -> None:
+    warehouse = tmp_path / "wh"
+    catalog = FileSystemCatalog("fs", warehouse=str(warehouse))
+    catalog.create_namespace("db")
+    tables = {
+        "v2mor": _make(spark, catalog, "v2mor", 2, "merge-on-read"),
+        "v3mor": _make(spark, catalog, "v3mor", 3, "merge-on-read"),
+        "v2cow": _make(spark, catalog, "v2cow", 2, "copy-on-write"),
+    }
+    source = spark.sql(
+        "SELECT id, 'm' AS category, CAST(id AS BIGINT) AS value, CAST(id % 4 AS INT) AS part"
+        " FROM range(100, 140)"
+    )
+    c = refspark.catalog_for(warehouse)
+    for name, table in tables.items():
+        delete(spark, table, "category = 'c0' and id > 20")
+        update(spark, table, set={"value": "value * 2"}, where="part = 1")
+        merge(spark, table, source, on="id", when_matched_update="*", when_not_matched_insert="*")
+        ours = [list(r) for r in _rows(spark, table)]
+        theirs = sorted(
+            refspark.rows(f"SELECT id, category, value, part FROM {c}.db.{name}"),
+            key=lambda r: tuple(r),
+        )
+        assert theirs == ours, name
