@@ -105,6 +105,70 @@ class RowLevelChange:
     touched: set[str] = field(default_factory=set)
     touched_partitions: set[_PartitionKey] = field(default_factory=set)
 
+    @property
+    def is_empty(self) -> bool:
+        """Whether the change changes nothing."""
+        return not (self.added_data or self.added_deletes or self.removed_data)
+
+    def touch(self, f: DataFile) -> None:
+        self.touched.add(f.file_path)
+        self.touched_partitions.add(_key(f))
+
+    def remove_data_file(self, task: FileScanTask) -> None:
+        """Remove the task's data file, with the deletion vector that references it."""
+        self.touch(task.file)
+        self.removed_data.add(task.file.file_path)
+        self.removed_deletes.update(
+            (d.file_path, d.content_offset)
+            for d in task.delete_files
+            if d.file_format == FileFormat.PUFFIN
+        )
+
+    def write_position_deletes(
+        self,
+        io: FileIO,
+        base: TableMetadata,
+        matches: Sequence[tuple[FileScanTask, np.ndarray]],
+        cache: DeleteCache | None = None,
+    ) -> None:
+        """Merge-on-read: delete the given positions of each task's data file, with one
+        position delete file per partition on v2, one deletion vector per data file on v3
+        (merged with the positions its DV and position deletes already delete; the old DV
+        is replaced)."""
+        if not matches:
+            return
+        if base.format_version < 2:
+            raise ValidationError(
+                f"Cannot write merge-on-read deletes to format version {base.format_version} "
+                f"table {base.location}: row-level deletes need format version 2 or later"
+            )
+        cache = cache or DeleteCache()
+        by_partition: dict[_PartitionKey, dict[str, np.ndarray]] = {}
+        vectors: list[tuple[DataFile, np.ndarray]] = []
+        for task, positions in matches:
+            f = task.file
+            self.touch(f)
+            if base.format_version >= 3:
+                previous = deleted_positions(io, task, cache)
+                vectors.append((f, np.union1d(previous, positions)))
+                self.removed_deletes.update(
+                    (d.file_path, d.content_offset)
+                    for d in task.delete_files
+                    if d.file_format == FileFormat.PUFFIN
+                )
+            else:
+                by_partition.setdefault(_key(f), {})[f.file_path] = positions
+        for (spec_id, partition), deletes in by_partition.items():
+            written = write_position_delete_file(io, base, spec_id, partition, deletes)
+            if written is not None:
+                self.added_deletes.append(written)
+        self.added_deletes.extend(write_deletion_vectors(io, base, vectors))
+
+    def discard(self, io: FileIO) -> None:
+        """Delete the files this change wrote (it will not be committed)."""
+        _delete_all(io, [f.file_path for f in self.added_data])
+        _delete_all(io, sorted({f.file_path for f in self.added_deletes}))
+
 
 @dataclass
 class DeleteAction(Action):
@@ -156,53 +220,26 @@ class DeleteAction(Action):
         reader = _TaskReader(
             self.io, base, schema, name_mapping_from_json(mapping_json) if mapping_json else None
         )
-        by_partition: dict[_PartitionKey, dict[str, np.ndarray]] = {}
-        vectors: list[tuple[DataFile, np.ndarray]] = []
+        matches: list[tuple[FileScanTask, np.ndarray]] = []
         try:
             for task in tasks:
-                f = task.file
-                old_dvs = [d for d in task.delete_files if d.file_format == FileFormat.PUFFIN]
                 if isinstance(task.residual, AlwaysTrue):
-                    prepared.removed_data.add(f.file_path)
-                    prepared.removed_deletes.update(
-                        (d.file_path, d.content_offset) for d in old_dvs
-                    )
-                    self._touch(prepared, f)
+                    prepared.remove_data_file(task)
                     continue
                 bound = bind(schema, task.residual, self.case_sensitive)
                 matched = reader.positions(task, bound)
                 if not len(matched):
                     continue
-                self._touch(prepared, f)
                 if self.mode == COPY_ON_WRITE:
-                    prepared.removed_data.add(f.file_path)
-                    prepared.removed_deletes.update(
-                        (d.file_path, d.content_offset) for d in old_dvs
-                    )
+                    prepared.remove_data_file(task)
                     prepared.added_data.extend(reader.rewrite(task, matched))
-                elif base.format_version >= 3:
-                    previous = reader.deleted_positions(task)
-                    vectors.append((f, np.union1d(previous, matched)))
-                    prepared.removed_deletes.update(
-                        (d.file_path, d.content_offset) for d in old_dvs
-                    )
                 else:
-                    by_partition.setdefault(_key(f), {})[f.file_path] = matched
-            for (spec_id, partition), deletes in by_partition.items():
-                written = write_position_delete_file(self.io, base, spec_id, partition, deletes)
-                if written is not None:
-                    prepared.added_deletes.append(written)
-            prepared.added_deletes.extend(write_deletion_vectors(self.io, base, vectors))
+                    matches.append((task, matched))
+            prepared.write_position_deletes(self.io, base, matches, reader.cache)
         except BaseException:
-            _delete_all(self.io, [f.file_path for f in prepared.added_data])
-            _delete_all(self.io, sorted({f.file_path for f in prepared.added_deletes}))
+            prepared.discard(self.io)
             raise
         return prepared
-
-    @staticmethod
-    def _touch(prepared: RowLevelChange, f: DataFile) -> None:
-        prepared.touched.add(f.file_path)
-        prepared.touched_partitions.add(_key(f))
 
     # -- conflicts -------------------------------------------------------------------------
 
@@ -304,9 +341,7 @@ class RowLevelAction(Action):
     snapshot_properties: dict[str, str] = field(default_factory=dict)
 
     def abort(self, io: FileIO) -> None:
-        c = self.change
-        _delete_all(io, [f.file_path for f in c.added_data])
-        _delete_all(io, sorted({f.file_path for f in c.added_deletes}))
+        self.change.discard(io)
 
     def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:
         if self.change.added_deletes and base.format_version < 2:
