@@ -1,66 +1,81 @@
-"""The main job on the embedded default catalog (``make demo``).
+"""The main job on the embedded default catalog (``make demo``), run on Spark.
 
-Creates (or reopens) the SQLite catalog in ./warehouse and an events table partitioned by
-``day(ts)`` and ``bucket(16, user_id)``, ingests a batch of synthetic events, queries with
-pruning (and says how many files it skipped), appends a second batch, reads the earlier
-snapshot by time travel, adds a column and a partition field and appends data that has them
-(old and new files read together), and prints the snapshot history. Re-running it starts
-the table over.
+Starts a local Spark session, creates (or starts over) the SQLite catalog in ./warehouse and
+an events table partitioned by ``day(ts)`` and ``bucket(16, user_id)``, and then, through
+:mod:`icepark.spark`: ingests a batch of synthetic events (Spark executors write the files,
+the driver commits), queries with pruning (and says how many files it skipped), appends a
+second batch, reads the earlier snapshot by time travel, adds a column and a partition field
+and appends data that has them (old and new files read together), deletes, updates and
+merges late events (merge-on-read: delete files, not rewrites), and prints the snapshot
+history with each snapshot's summary. Re-running it starts the table over.
+
+``python -m icepark.demo [ROWS]`` (2,000,000 by default).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
 from rich.console import Console
 from rich.table import Table as RichTable
 
 from icepark.catalog import Catalog, load_catalog
+from icepark.spec.schema import Schema
+from icepark.spec.types import (
+    DecimalType,
+    LongType,
+    NestedField,
+    StringType,
+    TimestamptzType,
+)
 from icepark.table import Table
 
 __all__ = ["main", "EVENTS_SCHEMA", "events"]
 
-EVENTS_SCHEMA = pa.schema(
-    [
-        pa.field("event_id", pa.int64(), nullable=False),
-        pa.field("user_id", pa.int64(), nullable=False),
-        pa.field("ts", pa.timestamp("us", tz="UTC"), nullable=False),
-        pa.field("kind", pa.string()),
-        pa.field("amount", pa.decimal128(12, 2)),
-    ]
+EVENTS_SCHEMA = Schema(
+    NestedField(1, "event_id", LongType(), required=True),
+    NestedField(2, "user_id", LongType(), required=True),
+    NestedField(3, "ts", TimestamptzType(), required=True),
+    NestedField(4, "kind", StringType()),
+    NestedField(5, "amount", DecimalType(12, 2)),
 )
 PARTITION_BY = ["day(ts)", "bucket(16, user_id)"]
 SORT_BY = ["user_id", "ts"]
-KINDS = pa.array(["view", "click", "cart", "buy"])
 START = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+PROPERTIES = {
+    "write.target-file-size-bytes": str(64 * 1024 * 1024),
+    "write.delete.mode": "merge-on-read",
+    "write.update.mode": "copy-on-write",
+    "write.merge.mode": "merge-on-read",
+}
 
 
-def events(
-    first_id: int, rows: int, days: int, batch_rows: int = 250_000
-) -> Iterator[pa.RecordBatch]:
-    """Synthetic events in arrival order (time grows with the id), streamed in batches;
-    vectorised, with no Python loop per row."""
+def events(spark: Any, first_id: int, rows: int, days: int) -> Any:
+    """A DataFrame of synthetic events in arrival order (time grows with the id), computed
+    by Spark on the executors."""
+    from pyspark.sql import functions as F
+
     start_us = int(START.timestamp() * 1_000_000)
     step_us = days * 86_400_000_000 / max(rows, 1)
-    for offset in range(0, rows, batch_rows):
-        n = min(batch_rows, rows - offset)
-        ids = pa.array(range(first_id + offset, first_id + offset + n), pa.int64())
-        mixed = pc.multiply(ids, 2_654_435_761)
-        user = pc.bit_wise_and(mixed, 0xFFFF)
-        ts_us = pc.add(start_us, pc.multiply(pc.subtract(ids, first_id), step_us))
-        ts = pc.cast(pc.cast(pc.floor(ts_us), pa.int64()), pa.timestamp("us", tz="UTC"))
-        kind = pc.take(KINDS, pc.bit_wise_and(ids, 3))
-        cents = pc.cast(pc.bit_wise_and(mixed, 0x3FFF), pa.float64())
-        amount = pc.cast(pc.round(pc.divide(cents, 100.0), 2), pa.decimal128(12, 2), safe=False)
-        yield pa.record_batch([ids, user, ts, kind, amount], schema=EVENTS_SCHEMA)
+    mixed = F.col("id") * 2_654_435_761
+    kinds = F.array(*[F.lit(k) for k in ("view", "click", "cart", "buy")])
+    return spark.range(first_id, first_id + rows).select(
+        F.col("id").alias("event_id"),
+        mixed.bitwiseAND(0xFFFF).alias("user_id"),
+        F.timestamp_micros(
+            F.floor(F.lit(start_us) + (F.col("id") - first_id) * step_us).cast("long")
+        ).alias("ts"),
+        F.element_at(kinds, (F.col("id").bitwiseAND(3) + 1).cast("int")).alias("kind"),
+        (mixed.bitwiseAND(0x3FFF) / 100).cast("decimal(12,2)").alias("amount"),
+    )
 
 
 def _fresh_table(catalog: Catalog, console: Console) -> Table:
-    catalog.create_namespace_if_not_exists("demo", {"owner": "icepark demo"})
+    catalog.create_namespace_if_not_exists("demo", {"comment": "icepark demo"})
     if catalog.table_exists("demo.events"):
         catalog.drop_table("demo.events", purge=True)
         console.print("[dim]dropped the previous demo.events[/dim]")
@@ -69,15 +84,11 @@ def _fresh_table(catalog: Catalog, console: Console) -> Table:
         EVENTS_SCHEMA,
         partition_by=PARTITION_BY,
         sort_by=SORT_BY,
-        properties={"write.target-file-size-bytes": str(64 * 1024 * 1024)},
+        properties=PROPERTIES,
     )
     console.print(f"created [bold]demo.events[/bold] at {table.location}")
     console.print(f"  partitioned by {', '.join(PARTITION_BY)}; sorted by {', '.join(SORT_BY)}")
     return table
-
-
-def _timed(console: Console, label: str) -> _Timer:
-    return _Timer(console, label)
 
 
 class _Timer:
@@ -86,107 +97,179 @@ class _Timer:
 
     def __enter__(self) -> _Timer:
         self.started = time.perf_counter()
+        self.status = self.console.status(self.label + " ...")
+        self.status.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.status.__exit__(None, None, None)
         self.console.print(f"  {self.label}: {time.perf_counter() - self.started:.2f} s")
 
 
-def _ingest(table: Table, console: Console, first_id: int, rows: int, days: int) -> None:
-    with console.status(f"writing {rows:,} events"), _timed(console, f"ingested {rows:,} events"):
-        reader = pa.RecordBatchReader.from_batches(EVENTS_SCHEMA, events(first_id, rows, days))
-        table.append(reader)
+def _summary(table: Table, console: Console) -> None:
     snap = table.current_snapshot()
     assert snap is not None and snap.summary is not None
-    console.print(
-        f"  snapshot {snap.snapshot_id}: {snap.summary.get('added-data-files')} files, "
-        f"{snap.summary.get('added-records')} records"
+    keys = (
+        "added-data-files",
+        "deleted-data-files",
+        "added-delete-files",
+        "added-records",
+        "deleted-records",
+        "added-position-deletes",
+        "total-records",
     )
+    shown = ", ".join(f"{k}={snap.summary[k]}" for k in keys if k in snap.summary)
+    console.print(f"  snapshot {snap.snapshot_id} ({snap.summary['operation']}): {shown}")
 
 
-def _query(table: Table, console: Console) -> None:
-    where = "ts >= '2024-01-03' and ts < '2024-01-05' and user_id = 4242"
-    scan = table.scan(filter=where, columns=["user_id", "kind", "amount"])
-    with _timed(console, f"query [italic]{where}[/italic]"):
-        tasks = scan.plan_files()
-        result = scan.to_arrow()
+def _ingest(spark: Any, table: Table, console: Console, first: int, rows: int) -> None:
+    from icepark.spark import write
+
+    with _Timer(console, f"ingested {rows:,} events with Spark"):
+        write(events(spark, first, rows, days=30), table)
+    _summary(table, console)
+
+
+def _query(spark: Any, table: Table, console: Console) -> None:
+    from pyspark.sql import functions as F
+
+    from icepark.spark import read
+
+    where = "ts >= '2024-01-03T00:00:00+00:00' and ts < '2024-01-05T00:00:00+00:00'"
+    where += " and user_id = 4242"
+    with _Timer(console, f"query [italic]{where}[/italic]"):
+        df = read(spark, table, filter=where, columns=["user_id", "kind", "amount"])
+        row = df.agg(F.count("*"), F.sum("amount")).collect()[0]
+    scanned = len(table.scan(filter=where).plan_files())
     total = len(table.scan().plan_files())
     console.print(
-        f"  read {len(tasks)} of {total} data files ({total - len(tasks)} skipped by partition "
-        f"and column metrics); {result.num_rows} rows, total amount "
-        f"{pc.sum(result.column('amount')).as_py()}"
+        f"  read {scanned} of {total} data files ({total - scanned} skipped by partition "
+        f"and column metrics); {row[0]} rows, total amount {row[1]}"
     )
 
 
-def _evolve(table: Table, console: Console, first_id: int, rows: int) -> None:
+def _evolve(spark: Any, table: Table, console: Console, first: int, rows: int) -> None:
     """Add a column and a partition field mid-pipeline; old and new data read together."""
-    with _timed(console, "added column 'channel' and partition field 'kind' (no rewrite)"):
+    from pyspark.sql import functions as F
+
+    from icepark.spark import read, write
+
+    with _Timer(console, "added column 'channel' and partition field 'kind' (no rewrite)"):
         with table.update_schema() as schema:
             schema.add_column("channel", "string", doc="where the event came from")
         with table.update_spec() as spec:
             spec.add_field("kind")
-    channels = pa.array(["web", "app", "api"])
-    evolved = pa.schema([*EVENTS_SCHEMA, pa.field("channel", pa.string())])
-
-    def with_channel() -> Iterator[pa.RecordBatch]:
-        for batch in events(first_id, rows, days=30):
-            channel = pc.take(channels, pc.bit_wise_and(batch.column(0), 1))
-            yield pa.record_batch([*batch.columns, channel], schema=evolved)
-
-    table.append(pa.RecordBatchReader.from_batches(evolved, with_channel()))
+    channel = F.element_at(
+        F.array(F.lit("web"), F.lit("app")), (F.col("event_id") % 2 + 1).cast("int")
+    )
+    with _Timer(console, f"appended {rows:,} events with a channel"):
+        write(events(spark, first, rows, days=30).withColumn("channel", channel), table)
     console.print(f"  specs now: {', '.join(str(s) for s in table.specs().values())}")
-    mixed = table.scan(filter="ts >= '2024-01-10' and ts < '2024-01-11'", columns=["channel"])
-    counts = pc.value_counts(mixed.to_arrow().column("channel").combine_chunks()).to_pylist()
-    described = ", ".join(f"{c['values'] or 'null (older files)'}: {c['counts']:,}" for c in counts)
+    day = "ts >= '2024-01-10T00:00:00+00:00' and ts < '2024-01-11T00:00:00+00:00'"
+    counts = read(spark, table, filter=day, columns=["channel"]).groupBy("channel").count()
+    described = ", ".join(
+        f"{r['channel'] or 'null (older files)'}: {r['count']:,}"
+        for r in sorted(counts.collect(), key=lambda r: str(r["channel"]))
+    )
     console.print(f"  one day across old and new files by channel: {described}")
+
+
+def _row_level(spark: Any, table: Table, console: Console, first: int) -> None:
+    """Delete, update and merge late events."""
+    from pyspark.sql import functions as F
+
+    from icepark.spark import delete, merge, read, update
+
+    where = "kind = 'view' and ts < '2024-01-02T00:00:00+00:00'"
+    with _Timer(console, f"delete [italic]{where}[/italic] (merge-on-read)"):
+        delete(spark, table, where)
+    _summary(table, console)
+    with _Timer(console, "update amount = amount * 2 where user_id = 4242 (copy-on-write)"):
+        update(spark, table, set={"amount": "amount * 2"}, where="user_id = 4242")
+    _summary(table, console)
+    late = (
+        events(spark, first - 5_000, 10_000, days=30)
+        .withColumn("kind", F.lit("late"))
+        .withColumn("channel", F.lit("api"))
+    )
+    with _Timer(console, "merge 10,000 late events: 5,000 corrections, 5,000 new (merge-on-read)"):
+        merge(
+            spark,
+            table,
+            late,
+            on="event_id",
+            when_matched_update={"kind": "s.kind", "amount": "s.amount"},
+            when_not_matched_insert="*",
+        )
+    _summary(table, console)
+    n = read(spark, table, filter="kind = 'late'").count()
+    console.print(f"  {n:,} rows are now 'late'")
 
 
 def _history(table: Table, console: Console) -> None:
     out = RichTable(title="snapshot history")
-    for column in (
-        "snapshot",
-        "committed (UTC)",
-        "operation",
-        "added files",
-        "added records",
-        "total records",
-    ):
-        out.add_column(column)
+    columns = {
+        "operation": "operation",
+        "added-data-files": "+data files",
+        "deleted-data-files": "-data files",
+        "added-delete-files": "+delete files",
+        "added-records": "+records",
+        "deleted-records": "-records",
+        "total-records": "records",
+    }
+    out.add_column("snapshot id")
+    out.add_column("at (UTC)")
+    for title in columns.values():
+        out.add_column(title, justify="right")
     for snap in table.snapshots():
         summary: Mapping[str, str] = snap.summary or {}
-        when = dt.datetime.fromtimestamp(snap.timestamp_ms / 1000, dt.UTC).strftime(
-            "%Y-%m-%d %H:%M:%S"
-        )
-        out.add_row(
-            str(snap.snapshot_id),
-            when,
-            str(summary.get("operation")),
-            str(summary.get("added-data-files")),
-            str(summary.get("added-records")),
-            str(summary.get("total-records")),
-        )
+        when = dt.datetime.fromtimestamp(snap.timestamp_ms / 1000, dt.UTC).strftime("%H:%M:%S")
+        out.add_row(str(snap.snapshot_id), when, *[summary.get(key, "") for key in columns])
     console.print(out)
 
 
+def _session() -> Any:
+    import os
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master(os.environ.get("ICEPARK_SPARK_MASTER", "local[2]"))
+        .appName("icepark-demo")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "8")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
 def main(rows: int = 2_000_000) -> None:
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 132)
     started = time.perf_counter()
+    with _Timer(console, "started Spark"):
+        spark = _session()
     catalog = load_catalog()
     console.print(f"catalog [bold]{catalog.name}[/bold]: {catalog.properties.get('uri')}")
     table = _fresh_table(catalog, console)
-    _ingest(table, console, 0, rows, days=30)
+    _ingest(spark, table, console, 0, rows)
     first = table.current_snapshot()
     assert first is not None
-    _query(table, console)
-    _ingest(table, console, rows, rows // 4, days=30)
-    with _timed(console, "count now and at the first snapshot (time travel)"):
-        now = table.scan().count()
-        before = table.scan(snapshot_id=first.snapshot_id).count()
+    _query(spark, table, console)
+    _ingest(spark, table, console, rows, rows // 4)
+    from icepark.spark import read
+
+    with _Timer(console, "count now and at the first snapshot (time travel)"):
+        now = read(spark, table).count()
+        before = read(spark, table, snapshot_id=first.snapshot_id).count()
     console.print(f"  {now:,} rows now; {before:,} rows as of snapshot {first.snapshot_id}")
-    _evolve(table, console, rows + rows // 4, rows // 4)
+    second = rows + rows // 4
+    _evolve(spark, table, console, second, rows // 4)
+    _row_level(spark, table, console, second + rows // 4)
     _history(table, console)
     console.print(f"[green]done in {time.perf_counter() - started:.1f} s[/green]")
 
 
 if __name__ == "__main__":
-    main()
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2_000_000)

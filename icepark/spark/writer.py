@@ -373,8 +373,9 @@ def _write_python(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile
     schema, spec, order = metadata.schema(), metadata.spec(), metadata.sort_order()
     aligned = align_to_schema(df, schema, with_ids=False)
     hidden = _partition_columns(schema, spec)
-    if len(hidden) < len([pf for pf in spec.fields if not pf.transform.is_void]):
-        # bucket and the like: cluster by the source columns instead
+    if not hidden and not spec.is_unpartitioned:
+        # only bucket and the like, which Spark cannot compute: cluster by their sources
+        # (with some Spark can compute, clustering by those keeps each partition in one task)
         for pf in spec.fields:
             if not pf.transform.is_void:
                 hidden.append((f"src{pf.source_id}", _source_column(schema, pf.source_id)))
