@@ -122,21 +122,26 @@ def _summary(table: Table, console: Console) -> None:
     console.print(f"  snapshot {snap.snapshot_id} ({snap.summary['operation']}): {shown}")
 
 
-def _ingest(spark: Any, table: Table, console: Console, first: int, rows: int) -> None:
+def _day(n: int) -> str:
+    """Midnight UTC of day ``n`` of the events (day 0 is 2024-01-01), as a filter literal."""
+    return f"'{(START + dt.timedelta(days=n)).isoformat()}'"
+
+
+def _ingest(spark: Any, table: Table, console: Console, first: int, rows: int, days: int) -> None:
     from icepark.spark import write
 
-    with _Timer(console, f"ingested {rows:,} events with Spark"):
-        write(events(spark, first, rows, days=30), table)
+    with _Timer(console, f"ingested {rows:,} events over {days} days with Spark"):
+        write(events(spark, first, rows, days=days), table)
     _summary(table, console)
 
 
-def _query(spark: Any, table: Table, console: Console) -> None:
+def _query(spark: Any, table: Table, console: Console, days: int) -> None:
     from pyspark.sql import functions as F
 
     from icepark.spark import read
 
-    where = "ts >= '2024-01-03T00:00:00+00:00' and ts < '2024-01-05T00:00:00+00:00'"
-    where += " and user_id = 4242"
+    first = min(2, days - 1)
+    where = f"ts >= {_day(first)} and ts < {_day(first + 2)} and user_id = 4242"
     with _Timer(console, f"query [italic]{where}[/italic]"):
         df = read(spark, table, filter=where, columns=["user_id", "kind", "amount"])
         row = df.agg(F.count("*"), F.sum("amount")).collect()[0]
@@ -148,7 +153,7 @@ def _query(spark: Any, table: Table, console: Console) -> None:
     )
 
 
-def _evolve(spark: Any, table: Table, console: Console, first: int, rows: int) -> None:
+def _evolve(spark: Any, table: Table, console: Console, first: int, rows: int, days: int) -> None:
     """Add a column and a partition field mid-pipeline; old and new data read together."""
     from pyspark.sql import functions as F
 
@@ -163,9 +168,10 @@ def _evolve(spark: Any, table: Table, console: Console, first: int, rows: int) -
         F.array(F.lit("web"), F.lit("app")), (F.col("event_id") % 2 + 1).cast("int")
     )
     with _Timer(console, f"appended {rows:,} events with a channel"):
-        write(events(spark, first, rows, days=30).withColumn("channel", channel), table)
+        write(events(spark, first, rows, days=days).withColumn("channel", channel), table)
     console.print(f"  specs now: {', '.join(str(s) for s in table.specs().values())}")
-    day = "ts >= '2024-01-10T00:00:00+00:00' and ts < '2024-01-11T00:00:00+00:00'"
+    one = min(9, days - 1)
+    day = f"ts >= {_day(one)} and ts < {_day(one + 1)}"
     counts = read(spark, table, filter=day, columns=["channel"]).groupBy("channel").count()
     described = ", ".join(
         f"{r['channel'] or 'null (older files)'}: {r['count']:,}"
@@ -174,13 +180,15 @@ def _evolve(spark: Any, table: Table, console: Console, first: int, rows: int) -
     console.print(f"  one day across old and new files by channel: {described}")
 
 
-def _row_level(spark: Any, table: Table, console: Console, first: int) -> None:
+def _row_level(
+    spark: Any, table: Table, console: Console, first: int, late_rows: int, days: int
+) -> None:
     """Delete, update and merge late events."""
     from pyspark.sql import functions as F
 
     from icepark.spark import delete, merge, read, update
 
-    where = "kind = 'view' and ts < '2024-01-02T00:00:00+00:00'"
+    where = f"kind = 'view' and ts < {_day(1)}"
     with _Timer(console, f"delete [italic]{where}[/italic] (merge-on-read)"):
         delete(spark, table, where)
     _summary(table, console)
@@ -188,11 +196,13 @@ def _row_level(spark: Any, table: Table, console: Console, first: int) -> None:
         update(spark, table, set={"amount": "amount * 2"}, where="user_id = 4242")
     _summary(table, console)
     late = (
-        events(spark, first - 5_000, 10_000, days=30)
+        events(spark, first - late_rows // 2, late_rows, days=days)
         .withColumn("kind", F.lit("late"))
         .withColumn("channel", F.lit("api"))
     )
-    with _Timer(console, "merge 10,000 late events: 5,000 corrections, 5,000 new (merge-on-read)"):
+    half = late_rows // 2
+    label = f"merge {late_rows:,} late events: {half:,} corrections, {half:,} new (merge-on-read)"
+    with _Timer(console, label):
         merge(
             spark,
             table,
@@ -245,7 +255,7 @@ def _session() -> Any:
     return spark
 
 
-def main(rows: int = 2_000_000) -> None:
+def main(rows: int = 2_000_000, days: int = 30) -> None:
     console = Console(width=None if sys.stdout.isatty() else 132)
     started = time.perf_counter()
     with _Timer(console, "started Spark"):
@@ -253,11 +263,11 @@ def main(rows: int = 2_000_000) -> None:
     catalog = load_catalog()
     console.print(f"catalog [bold]{catalog.name}[/bold]: {catalog.properties.get('uri')}")
     table = _fresh_table(catalog, console)
-    _ingest(spark, table, console, 0, rows)
+    _ingest(spark, table, console, 0, rows, days)
     first = table.current_snapshot()
     assert first is not None
-    _query(spark, table, console)
-    _ingest(spark, table, console, rows, rows // 4)
+    _query(spark, table, console, days)
+    _ingest(spark, table, console, rows, rows // 4, days)
     from icepark.spark import read
 
     with _Timer(console, "count now and at the first snapshot (time travel)"):
@@ -265,8 +275,8 @@ def main(rows: int = 2_000_000) -> None:
         before = read(spark, table, snapshot_id=first.snapshot_id).count()
     console.print(f"  {now:,} rows now; {before:,} rows as of snapshot {first.snapshot_id}")
     second = rows + rows // 4
-    _evolve(spark, table, console, second, rows // 4)
-    _row_level(spark, table, console, second + rows // 4)
+    _evolve(spark, table, console, second, rows // 4, days)
+    _row_level(spark, table, console, second + rows // 4, max(rows // 200, 1_000), days)
     _history(table, console)
     console.print(f"[green]done in {time.perf_counter() - started:.1f} s[/green]")
 

@@ -25,6 +25,7 @@ def spark() -> Iterator[Any]:
         SparkSession.builder.master("local[2]")
         .appName("icepark-tests")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.default.parallelism", "2")
         .config("spark.driver.memory", "1g")

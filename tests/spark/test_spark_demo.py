@@ -1,0 +1,35 @@
+"""``make demo`` end to end on a small number of events, on the shared Spark session."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+pytestmark = pytest.mark.spark
+
+
+def test_demo_end_to_end(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from icepark import demo
+    from icepark.catalog import load_catalog
+
+    monkeypatch.chdir(tmp_path)
+    for var in ("ICEPARK_CATALOG_URI", "ICEPARK_WAREHOUSE", "ICEPARK_CATALOG_TYPE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("ICEPARK_CONFIG", str(tmp_path / "absent.yaml"))
+    demo.main(20_000, days=3)
+    out = capsys.readouterr().out
+    assert "skipped by partition" in out and "done in" in out
+    table = load_catalog().load_table("demo.events")
+    operations = [s.summary["operation"] for s in table.snapshots() if s.summary]
+    assert operations == ["append", "append", "append", "delete", "overwrite", "overwrite"]
+    assert table.scan(filter="kind = 'late'").count() == 1_000
+    assert table.scan(filter="kind = 'view' and ts < '2024-01-02T00:00:00+00:00'").count() == 0
+    # idempotent: a re-run starts the table over
+    again = demo._fresh_table(load_catalog(), Console(file=io.StringIO()))
+    assert again.current_snapshot() is None
