@@ -15,16 +15,19 @@ files that lack their source column, ``_file``, ``_spec_id`` and ``_partition`` 
 small broadcast table of per-file values joined on ``_metadata.file_path``; ``_pos`` is
 ``_metadata.row_index``. When the table's schema history shows that names and ids of the
 columns read always went together (no rename, no name reused by another column), the ids are
-left out and Spark matches by name, which is the same and measurably cheaper.
+left out and Spark matches by name, which is the same and measurably cheaper. Position
+deletes and deletion vectors are read on the driver (each delete file once) and applied by a
+broadcast anti join on (``_metadata.file_path``, ``_metadata.row_index``).
 
 **python**: each combined scan task (:meth:`DataScan.plan_tasks`) becomes a Spark task that
 reads its files with :meth:`DataScan.read_task` (icepark's Arrow reader) and yields Arrow
 batches cast to Spark's Arrow schema (``mapInArrow`` over the pickled tasks). Used when a
-file has delete files (icepark applies position deletes, deletion vectors and equality
-deletes as it reads), when the table has a name mapping (files may lack field ids), when a
-projected field has an ``initial-default``, when a column is a uuid (Spark's reader cannot
-read Parquet UUIDs), or when a metadata column other than ``_file``, ``_pos``,
-``_spec_id``, ``_partition`` and ``_deleted`` is asked for.
+file has equality deletes (icepark applies them as it reads), when more than
+``MAX_NATIVE_DELETED_POSITIONS`` rows are deleted by position, when the table has a name
+mapping (files may lack field ids), when a projected field has an ``initial-default``,
+when a column is a uuid (Spark's reader cannot read Parquet UUIDs), or when a metadata
+column other than ``_file``, ``_pos``, ``_spec_id``, ``_partition`` and ``_deleted`` is
+asked for.
 """
 
 from __future__ import annotations
@@ -35,14 +38,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icepark.arrow.conform import value_to_arrow_scalar
+from icepark.arrow.deletes import DeleteCache
 from icepark.arrow.schema import type_to_arrow
 from icepark.errors import ValidationError
 from icepark.expressions import BooleanExpression, referenced_names
+from icepark.manifest import FileContent
 from icepark.planning.planner import CombinedScanTask, FileScanTask, SplitOptions, plan_tasks
 from icepark.spark._common import (
     prepare_session,
@@ -65,6 +71,7 @@ from icepark.spec.metadata_columns import (
 from icepark.spec.schema import Schema, walk_fields
 from icepark.spec.types import IcebergType, ListType, MapType, NestedField, StructType, UUIDType
 from icepark.table import Table
+from icepark.table.row_delta import deleted_positions
 from icepark.table.scan import DataScan
 
 __all__ = ["read", "read_scan", "read_tasks", "ReadPath", "choose_path"]
@@ -75,6 +82,10 @@ _NATIVE_META = frozenset(
     {FILE_PATH_FIELD_ID, POS_FIELD_ID, SPEC_ID_FIELD_ID, PARTITION_FIELD_ID, IS_DELETED_FIELD_ID}
 )
 _PATH_KEY = "__icepark_file__"
+_DELETED_PATH, _DELETED_POS = "__icepark_fp__", "__icepark_pos__"  # _metadata.file_path, row_index
+# Deleted positions beyond this many are applied by icepark's reader in Python tasks instead
+# of a broadcast anti join (they are gathered on the driver).
+MAX_NATIVE_DELETED_POSITIONS = 20_000_000
 
 
 def read(
@@ -123,8 +134,8 @@ def _type_needs_python(t: IcebergType, name: str) -> str | None:
 
 def choose_path(scan: DataScan, tasks: Sequence[FileScanTask]) -> tuple[ReadPath, str]:
     """``("native" | "python", why)`` for a planned scan."""
-    if any(t.delete_files for t in tasks):
-        return "python", "files have delete files"
+    if any(d.content == FileContent.EQUALITY_DELETES for t in tasks for d in t.delete_files):
+        return "python", "files have equality deletes"
     if scan.metadata.properties.get("schema.name-mapping.default"):
         return "python", "the table has a name mapping (files may lack field ids)"
     for f in scan.projected_schema.fields:
@@ -151,10 +162,48 @@ def read_tasks(
     chosen, _why = choose_path(scan, tasks)
     if path == "native" and chosen == "python":
         raise ValidationError(f"Cannot read natively: {_why}")
+    deleted = None
+    if path != "python" and chosen == "native":
+        deleted = _deleted_positions(scan, tasks)
+        if deleted is not None and deleted.num_rows > MAX_NATIVE_DELETED_POSITIONS:
+            if path == "native":
+                raise ValidationError(
+                    f"Cannot read natively: {deleted.num_rows} deleted positions (more than "
+                    f"{MAX_NATIVE_DELETED_POSITIONS} are applied on the python path)"
+                )
+            chosen = "python"
     if path == "python" or chosen == "python":
         props = {**scan.metadata.properties, **scan.options}
         return _read_python(spark, scan, plan_tasks(tasks, SplitOptions.from_properties(props)))
-    return _read_native(spark, scan, tasks)
+    return _read_native(spark, scan, tasks, deleted)
+
+
+def _deleted_positions(scan: DataScan, tasks: Sequence[FileScanTask]) -> pa.Table | None:
+    """(Spark's path, position) of the rows the tasks' position deletes and deletion vectors
+    delete, read on the driver (each delete file once); None when no task has any."""
+    cache = DeleteCache()
+    paths: list[str] = []
+    positions: list[np.ndarray] = []
+    seen: set[str] = set()
+    for task in tasks:
+        if not task.delete_files or task.file.file_path in seen:
+            continue
+        seen.add(task.file.file_path)
+        deleted = deleted_positions(scan.io, task, cache)
+        if len(deleted):
+            paths.append(spark_reported_path(task.file.file_path))
+            positions.append(deleted)
+    if not positions:
+        return None
+    counts = np.array([len(p) for p in positions])
+    indices = pa.array(np.repeat(np.arange(len(paths), dtype=np.int32), counts))
+    path_column = pa.DictionaryArray.from_arrays(indices, pa.array(paths, pa.string()))
+    return pa.table(
+        {
+            _DELETED_PATH: path_column.cast(pa.string()),
+            _DELETED_POS: pa.array(np.concatenate(positions), pa.int64()),
+        }
+    )
 
 
 # -- native -----------------------------------------------------------------------------------
@@ -285,7 +334,12 @@ def _names_are_ids(metadata: TableMetadata, read: Schema) -> bool:
     return all(names.get(path, field_id) == field_id for field_id, path in wanted.items())
 
 
-def _read_native(spark: SparkSession, scan: DataScan, tasks: Sequence[FileScanTask]) -> DataFrame:
+def _read_native(
+    spark: SparkSession,
+    scan: DataScan,
+    tasks: Sequence[FileScanTask],
+    deleted: pa.Table | None = None,
+) -> DataFrame:
     read_schema = _read_schema(scan)
     by_name = _names_are_ids(scan.metadata, read_schema)
     if not by_name:
@@ -306,12 +360,18 @@ def _read_native(spark: SparkSession, scan: DataScan, tasks: Sequence[FileScanTa
     spec_ids = {t.spec_id for t in tasks}
     if SPEC_ID_FIELD_ID in meta_ids and len(spec_ids) > 1:
         needs_join = True
-    if POS_FIELD_ID in meta_ids:
-        df = df.withColumn("__icepark_pos__", F.col("_metadata.row_index"))
+    # the file source's _metadata is only visible before the first join
+    if POS_FIELD_ID in meta_ids or deleted is not None:
+        df = df.withColumn(_DELETED_POS, F.col("_metadata.row_index"))
+    if needs_join or deleted is not None:
+        df = df.withColumn(_DELETED_PATH, F.col("_metadata.file_path"))
+    if deleted is not None:
+        # position deletes and DVs: a broadcast anti join on (file, row index)
+        gone = F.broadcast(spark.createDataFrame(deleted))
+        df = df.join(gone, [_DELETED_PATH, _DELETED_POS], "left_anti")
     if needs_join:
         files = spark.createDataFrame(_files_table(scan, tasks, constants))
-        df = df.withColumn("__icepark_fp__", F.col("_metadata.file_path"))
-        df = df.join(F.broadcast(files), F.col("__icepark_fp__") == files[_PATH_KEY], "left")
+        df = df.join(F.broadcast(files), F.col(_DELETED_PATH) == files[_PATH_KEY], "left")
         for c in constants:
             name = quote_column(c.field.name)
             df = df.withColumn(c.field.name, F.coalesce(F.col(name), F.col(_const_name(c.field))))
@@ -330,7 +390,7 @@ def _output_column(f: NestedField, spec_ids: set[int], joined: bool) -> Column:
     if f.field_id == FILE_PATH_FIELD_ID:
         return F.col("_file")
     if f.field_id == POS_FIELD_ID:
-        return F.col("__icepark_pos__")
+        return F.col(_DELETED_POS)
     if f.field_id == SPEC_ID_FIELD_ID:
         return (
             F.col("_spec_id") if joined and len(spec_ids) > 1 else F.lit(min(spec_ids)).cast("int")

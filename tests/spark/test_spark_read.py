@@ -174,15 +174,31 @@ def test_time_travel_and_empty(spark: Any, events: Any, catalog: Any) -> None:
     assert read(spark, "db.events", catalog=catalog).count() == 43
 
 
-def test_delete_files_use_the_python_path(spark: Any, catalog: Any) -> None:
+@pytest.mark.parametrize("version", [2, 3])
+def test_position_deletes_read_natively(spark: Any, catalog: Any, version: int) -> None:
     schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
-    props = {"write.delete.mode": "merge-on-read", "format-version": "2"}
+    props = {"write.delete.mode": "merge-on-read", "format-version": str(version)}
     table = catalog.create_table("db.deletes", schema, partition_by=["name"], properties=props)
     table.append(pa.table({"id": list(range(20)), "name": [f"n{i % 2}" for i in range(20)]}))
     table.delete("id < 6")
+    table.delete("id = 9")  # a second delete on the same files
     scan = table.scan(filter="id < 15")
     tasks = scan.plan_files()
     assert any(t.delete_files for t in tasks)
-    assert choose_path(scan, tasks)[0] == "python"
+    assert choose_path(scan, tasks)[0] == "native"
     got = sorted(r.id for r in read(spark, table, filter="id < 15").collect())
-    assert got == list(range(6, 15))
+    assert got == [i for i in range(6, 15) if i != 9]
+    columns = ["id", "name", "_file", "_pos"]
+    native = read(spark, table, columns=columns, path="native")
+    assert _rows(native) == _rows(read(spark, table, columns=columns, path="python"))
+
+
+def test_equality_deletes_use_the_python_path(spark: Any, catalog: Any) -> None:
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string())])
+    table = catalog.create_table("db.eq", schema, properties={"format-version": "2"})
+    table.append(pa.table({"id": list(range(10)), "name": ["a"] * 10}, schema=schema))
+    changes = pa.table({"id": [3, 4], "name": ["a", "a"], "_op": ["D", "D"]})
+    table.apply_changes(changes, on=["id"])
+    scan = table.scan()
+    assert choose_path(scan, scan.plan_files())[0] == "python"
+    assert sorted(r.id for r in read(spark, table).collect()) == [0, 1, 2, 5, 6, 7, 8, 9]
