@@ -17,16 +17,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from icepark.errors import InvalidValueError
 from icepark.expressions.binding import bind
 from icepark.expressions.manifest_evaluator import IN_PREDICATE_LIMIT
 from icepark.expressions.model import (
+    AlwaysFalse,
+    AlwaysTrue,
+    And,
     Expression,
+    Operation,
+    Or,
 )
 from icepark.expressions.predicates import (
+    BoundLiteralPredicate,
+    BoundPredicate,
     BoundReference,
+    BoundSetPredicate,
 )
 from icepark.expressions.visitors import BoundPredicateVisitor, rewrite_not, visit
 from icepark.spec.conversions import from_bytes
@@ -217,6 +226,136 @@ class InclusiveMetricsEvaluator:
         if count is not None and count < 0:
             return True
         return visit(self.expr, _Inclusive(data_file))
+
+    @cached_property
+    def compiled(self) -> Callable[[Any], bool]:
+        """:meth:`eval` as one function, several times faster for filters made of
+        comparisons and ``in``: those are compiled to closures, other predicates still go
+        through the visitor. Takes a :class:`DataFile` or anything with its record count and
+        metric maps."""
+        matches = _compile_inclusive(self.expr)
+        include_empty = self.include_empty_files
+
+        def might_match(data_file: Any) -> bool:
+            count = data_file.record_count
+            if count == 0:
+                return include_empty
+            if count is not None and count < 0:
+                return True
+            return matches(data_file)
+
+        return might_match
+
+
+# -- compiled inclusive evaluation ---------------------------------------------------------------
+
+_Check = Callable[[Any], bool]
+
+
+def _compile_inclusive(expr: Expression) -> _Check:
+    """A function of a data file giving ``visit(expr, _Inclusive(data_file))``."""
+    if isinstance(expr, AlwaysTrue):
+        return lambda f: True
+    if isinstance(expr, AlwaysFalse):
+        return lambda f: False
+    if isinstance(expr, And):
+        left, right = _compile_inclusive(expr.left), _compile_inclusive(expr.right)
+        return lambda f: left(f) and right(f)
+    if isinstance(expr, Or):
+        left, right = _compile_inclusive(expr.left), _compile_inclusive(expr.right)
+        return lambda f: left(f) or right(f)
+    if isinstance(expr, BoundPredicate) and isinstance(expr.term.type, PrimitiveType):
+        fast = _compile_predicate(expr)
+        if fast is not None:
+            return fast
+    return lambda f: bool(visit(expr, _Inclusive(f)))
+
+
+def _bound_decoder(t: PrimitiveType) -> Callable[[bytes], Any]:
+    """``_Metrics._decode`` for one type: the bound's value, or None when unusable."""
+
+    def decode(raw: bytes) -> Any:
+        try:
+            value = from_bytes(t, raw)
+        except InvalidValueError:
+            return None
+        return None if _is_nan(value) else value
+
+    return decode
+
+
+def _compile_predicate(pred: BoundPredicate) -> _Check | None:
+    """Comparisons and ``in`` as closures equivalent to :class:`_Inclusive`'s methods."""
+    op = pred.op
+    fid = pred.term.field_id
+    decode = _bound_decoder(pred.term.type)  # type: ignore[arg-type]
+    if isinstance(pred, BoundSetPredicate) and op == Operation.IN:
+        literals = pred.literals
+        if len(literals) > IN_PREDICATE_LIMIT:
+            return lambda f: not _nulls_or_nans_only(f, fid)
+        if not literals:
+            return None
+
+        def in_(f: Any) -> bool:
+            if _nulls_or_nans_only(f, fid):
+                return False
+            lo, hi = _bound(f.lower_bounds, fid, decode), _bound(f.upper_bounds, fid, decode)
+            return any((lo is None or lo <= v) and (hi is None or v <= hi) for v in literals)
+
+        return in_
+    if not isinstance(pred, BoundLiteralPredicate):
+        return None
+    lit = pred.literal
+    lower_ok: Callable[[Any], bool] | None = None
+    upper_ok: Callable[[Any], bool] | None = None
+    if op == Operation.LT:
+        lower_ok = lambda lo: lo < lit  # noqa: E731
+    elif op == Operation.LT_EQ:
+        lower_ok = lambda lo: lo <= lit  # noqa: E731
+    elif op == Operation.GT:
+        upper_ok = lambda hi: hi > lit  # noqa: E731
+    elif op == Operation.GT_EQ:
+        upper_ok = lambda hi: hi >= lit  # noqa: E731
+    elif op == Operation.EQ:
+        lower_ok = lambda lo: lo <= lit  # noqa: E731
+        upper_ok = lambda hi: hi >= lit  # noqa: E731
+    else:
+        return None
+
+    def compare(f: Any) -> bool:
+        if _nulls_or_nans_only(f, fid):
+            return False
+        if lower_ok is not None:
+            lo = _bound(f.lower_bounds, fid, decode)
+            if lo is not None and not lower_ok(lo):
+                return False
+        if upper_ok is not None:
+            hi = _bound(f.upper_bounds, fid, decode)
+            if hi is not None and not upper_ok(hi):
+                return False
+        return True
+
+    return compare
+
+
+def _bound(bounds: Mapping[int, bytes] | None, fid: int, decode: Callable[[bytes], Any]) -> Any:
+    raw = bounds.get(fid) if bounds else None
+    return None if raw is None else decode(raw)
+
+
+def _nulls_or_nans_only(f: Any, fid: int) -> bool:
+    """``nulls_only(fid) or nans_only(fid)`` of :class:`_Metrics`."""
+    counts = f.value_counts
+    values = counts.get(fid) if counts else None
+    if values is None:
+        return False
+    nulls = f.null_value_counts
+    n = nulls.get(fid) if nulls else None
+    if n is not None and values - n == 0:
+        return True
+    nans = f.nan_value_counts
+    n = nans.get(fid) if nans else None
+    return n is not None and n == values
 
 
 # -- strict --------------------------------------------------------------------------------------

@@ -134,6 +134,18 @@ class DataFile:
     def __hash__(self) -> int:
         return hash((self.content, self.file_path))
 
+    @classmethod
+    def from_normalized(cls, values: dict[str, Any]) -> DataFile:
+        """A data file from a value for every field, each already in the form the constructor
+        normalizes to (enums, tuples, fresh dicts): skips the conversions, for readers
+        building many files."""
+        if values.keys() != _DATA_FILE_FIELDS:
+            wrong = sorted(_DATA_FILE_FIELDS.symmetric_difference(values))
+            raise ValidationError(f"DataFile fields missing or unknown: {wrong}")
+        data_file = object.__new__(cls)
+        data_file.__dict__.update(values)
+        return data_file
+
     def replace(self, **changes: Any) -> DataFile:
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)
@@ -149,6 +161,9 @@ class DataFile:
             lower_bounds=None,
             upper_bounds=None,
         )
+
+
+_DATA_FILE_FIELDS = frozenset(f.name for f in dataclasses.fields(DataFile))
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from icepark.expressions import (
     evaluator,
     inclusive_projection,
     manifest_evaluator,
+    referenced_field_ids,
     strict_projection,
 )
 from icepark.manifest import DataFile, ManifestFile
@@ -86,13 +87,24 @@ class FileMatcher:
     def partition_might_match(self, spec_id: int, partition: tuple[Any, ...]) -> bool:
         return self.matches_everything or self._partition_evaluator(spec_id, False)(partition)
 
+    @cached_property
+    def metrics_field_ids(self) -> frozenset[int]:
+        """The field ids whose metrics :meth:`metrics_might_match` reads."""
+        return frozenset(referenced_field_ids(self.bound))
+
+    def metrics_might_match(self, data_file: Any) -> bool:
+        """Might a file with these column metrics hold matching rows? ``data_file`` is a
+        :class:`DataFile` or anything with its record count and metric maps (only those of
+        :attr:`metrics_field_ids` are read)."""
+        return self.matches_everything or self._metrics.compiled(data_file)
+
     def might_match(self, data_file: DataFile) -> bool:
         if self.matches_everything:
             return True
         spec_id = data_file.spec_id or 0
-        return self._partition_evaluator(spec_id, False)(tuple(data_file.partition)) and bool(
-            self._metrics.eval(data_file)
-        )
+        return self._partition_evaluator(spec_id, False)(
+            tuple(data_file.partition)
+        ) and self._metrics.compiled(data_file)
 
     def all_match(self, data_file: DataFile) -> bool:
         if self.matches_everything:

@@ -4,6 +4,10 @@ Pruning, in order: manifests by their partition summaries (each spec's inclusive
 projection), entries by partition values, then by column metrics; each remaining file gets
 the residual of the filter for its partition, simplified to true when the strict metrics
 show that every row matches. Manifests are read in parallel.
+
+Data manifests are read with :func:`~icepark.manifest.pruned.read_manifest_pruned`: entries
+whose column metrics rule them out are dropped while the manifest is scanned, before they are
+decoded (the result is the same as judging every decoded file).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from icepark.manifest import (
     read_manifest,
     read_manifest_list,
 )
+from icepark.manifest.pruned import read_manifest_pruned
 from icepark.planning.delete_index import DeleteFileIndex
 from icepark.planning.matching import FileMatcher
 from icepark.spec.metadata import TableMetadata
@@ -84,23 +89,30 @@ class SplitOptions:
         )
 
 
-def _read_entries(io: FileIO, manifest: ManifestFile) -> list[ManifestEntry]:
+def _read_entries(
+    io: FileIO, manifest: ManifestFile, matcher: FileMatcher | None
+) -> list[ManifestEntry]:
+    """The live entries of ``manifest``; with ``matcher``, only those whose metrics might
+    match its filter (the others are skipped before they are decoded)."""
+    input_file = io.new_input(manifest.manifest_path)
+    if matcher is not None and not matcher.matches_everything:
+        return read_manifest_pruned(
+            input_file, manifest, matcher.metrics_field_ids, matcher.metrics_might_match
+        )
     return [
-        e
-        for e in read_manifest(io.new_input(manifest.manifest_path), manifest)
-        if e.status != ManifestEntryStatus.DELETED
+        e for e in read_manifest(input_file, manifest) if e.status != ManifestEntryStatus.DELETED
     ]
 
 
 def _parallel(
-    io: FileIO, manifests: Sequence[ManifestFile], workers: int
+    io: FileIO, manifests: Sequence[ManifestFile], workers: int, matcher: FileMatcher | None
 ) -> Iterator[list[ManifestEntry]]:
     if len(manifests) <= 1 or workers <= 1:
         for m in manifests:
-            yield _read_entries(io, m)
+            yield _read_entries(io, m, matcher)
         return
     with ThreadPoolExecutor(max_workers=min(workers, len(manifests))) as pool:
-        yield from pool.map(lambda m: _read_entries(io, m), manifests)
+        yield from pool.map(lambda m: _read_entries(io, m, matcher), manifests)
 
 
 def plan_files(
@@ -130,14 +142,14 @@ def plan_files(
         if m.content == ManifestContent.DELETES and matcher.manifest_might_match(m)
     ]
     deletes = DeleteFileIndex(specs)
-    for entries in _parallel(io, delete_manifests, workers):
+    for entries in _parallel(io, delete_manifests, workers, None):
         deletes.add_entries(e for e in entries if _delete_might_match(matcher, e.data_file))
     residuals = {
         spec_id: residual_evaluator(spec, row_filter, schema, case_sensitive)
         for spec_id, spec in specs.items()
     }
     tasks: list[FileScanTask] = []
-    for entries in _parallel(io, data_manifests, workers):
+    for entries in _parallel(io, data_manifests, workers, matcher):
         for e in entries:
             f = e.data_file
             if not matcher.might_match(f):

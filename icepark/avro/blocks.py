@@ -1,0 +1,363 @@
+"""Low-level access to an Avro object container file: its blocks, and stepping over values.
+
+Decoding every record of a big file with fastavro builds a dict per record, per nested record
+and per array item. A caller that needs only a few values of each record (a manifest reader
+pruning entries by their metrics) can instead walk the decompressed blocks
+(:func:`read_avro_blocks`) with a scanner (:mod:`icepark.avro.scanner`):
+:func:`compile_skipper` turns a writer schema into a function that steps over one value
+without building anything, and :func:`read_long` decodes the values that are needed. The
+records that turn out to be interesting are then decoded by fastavro from a small container
+file holding only their blocks (:meth:`AvroBlocks.container`).
+
+Anything unexpected (an unknown codec, a schema this scanner does not handle, a block that
+does not decode) raises :class:`UnsupportedAvroError` or
+:class:`~icepark.errors.InvalidAvroFileError`; callers fall back to the plain reader, which
+produces the precise error for a corrupt file.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import fastavro
+
+from icepark.avro.file import _HEADER_SCHEMA, _metadata_strings, _read_header, _writer_schema
+from icepark.avro.schema import named_avro_types, strip_logical_types
+from icepark.errors import InvalidAvroFileError
+
+__all__ = [
+    "AvroBlocks",
+    "Skipper",
+    "UnsupportedAvroError",
+    "compile_skipper",
+    "read_avro_blocks",
+    "read_long",
+    "resolve_named",
+    "skip_varints",
+    "varints",
+    "VARINT",
+]
+
+Skipper = Callable[[bytes, int], int]
+"""Steps over one encoded value: ``skip(data, pos)`` is the position after it."""
+
+
+class UnsupportedAvroError(Exception):
+    """The fast path cannot handle this file; use the plain reader instead."""
+
+
+def read_long(data: bytes, pos: int) -> tuple[int, int]:
+    """The Avro (zig-zag varint) int or long at ``pos`` and the position after it."""
+    b = data[pos]
+    pos += 1
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos
+    n = b & 0x7F
+    shift = 7
+    while True:
+        b = data[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (n >> 1) ^ -(n & 1), pos
+        shift += 7
+
+
+def _skip_varint(data: bytes, pos: int) -> int:
+    while data[pos] & 0x80:
+        pos += 1
+    return pos + 1
+
+
+def _skip_nothing(data: bytes, pos: int) -> int:
+    return pos
+
+
+def _skip_boolean(data: bytes, pos: int) -> int:
+    return pos + 1
+
+
+def _skip_float(data: bytes, pos: int) -> int:
+    return pos + 4
+
+
+def _skip_double(data: bytes, pos: int) -> int:
+    return pos + 8
+
+
+def _skip_bytes(data: bytes, pos: int) -> int:
+    n, pos = read_long(data, pos)
+    if n < 0:
+        raise InvalidAvroFileError("negative length")
+    return pos + n
+
+
+_PRIMITIVE_SKIPPERS: dict[str, Skipper] = {
+    "null": _skip_nothing,
+    "boolean": _skip_boolean,
+    "int": _skip_varint,
+    "long": _skip_varint,
+    "float": _skip_float,
+    "double": _skip_double,
+    "bytes": _skip_bytes,
+    "string": _skip_bytes,
+}
+
+
+def resolve_named(avro: Any, named: Mapping[str, Any]) -> Any:
+    """``avro`` with a reference to a named type (or a ``{"type": <schema>}`` wrapper)
+    replaced by the definition."""
+    while True:
+        if isinstance(avro, str):
+            if avro in _PRIMITIVE_SKIPPERS:
+                return avro
+            found = named.get(avro) or named.get(avro.rsplit(".", 1)[-1])
+            if found is None:
+                raise UnsupportedAvroError(f"unknown Avro type {avro!r}")
+            return found
+        if isinstance(avro, dict):
+            kind = avro.get("type")
+            if isinstance(kind, str) and (kind in _COMPLEX or kind in _PRIMITIVE_SKIPPERS):
+                return avro
+            avro = kind
+            continue
+        return avro
+
+
+_COMPLEX = frozenset({"record", "fixed", "enum", "array", "map"})
+
+
+VARINT = rb"[\x80-\xff]*+[\x00-\x7f]"
+"""A regular expression matching one encoded int or long."""
+
+
+@lru_cache(maxsize=256)
+def varints(n: int) -> re.Pattern[bytes]:
+    """A compiled pattern matching ``n`` encoded ints or longs in a row."""
+    return re.compile(b"(?:" + VARINT + b"){%d}" % n)
+
+
+def skip_varints(data: bytes, pos: int, n: int) -> int:
+    """The position after ``n`` encoded ints or longs at ``pos``."""
+    m = varints(n).match(data, pos)
+    if m is None:
+        raise InvalidAvroFileError("truncated block")
+    return m.end()
+
+
+def _varint_width(avro: Any, named: Mapping[str, Any]) -> int | None:
+    """How many ints or longs a value of ``avro`` always is, or None when it is not only that."""
+    avro = resolve_named(avro, named)
+    kind = avro.get("type") if isinstance(avro, dict) else avro
+    if kind in ("int", "long", "enum"):
+        return 1
+    if kind == "record" and isinstance(avro, dict):
+        total = 0
+        for f in avro.get("fields", []):
+            width = _varint_width(f["type"], named)
+            if width is None:
+                return None
+            total += width
+        return total
+    return None
+
+
+def _skip_varint_blocks(width: int) -> Skipper:
+    """Skips an array of items that are ``width`` ints or longs each, block by block."""
+
+    def skip_slow(data: bytes, pos: int) -> int:
+        while True:
+            n, pos = read_long(data, pos)
+            if n == 0:
+                return pos
+            if n < 0:
+                size, pos = read_long(data, pos)
+                pos += size
+            else:
+                pos = skip_varints(data, pos, n * width)
+
+    matchers: list[Callable[[bytes, int], re.Match[bytes] | None] | None] = [None] * 64
+
+    def skip(data: bytes, pos: int) -> int:
+        b = data[pos]
+        if b == 0:
+            return pos + 1
+        if b < 0x80 and not b & 1:  # one block of fewer than 64 items, the usual case
+            match = matchers[b >> 1]
+            if match is None:
+                match = matchers[b >> 1] = varints((b >> 1) * width).match
+            m = match(data, pos + 1)
+            if m is not None:
+                end = m.end()
+                if data[end] == 0:
+                    return end + 1
+        return skip_slow(data, pos)
+
+    return skip
+
+
+def _skip_blocks(item: Skipper) -> Skipper:
+    """Skips an array or a map (blocks of items, each map item a string key and a value)."""
+
+    def skip(data: bytes, pos: int) -> int:
+        while True:
+            n, pos = read_long(data, pos)
+            if n == 0:
+                return pos
+            if n < 0:  # a block with its size in bytes: jump over it
+                size, pos = read_long(data, pos)
+                pos += size
+                continue
+            for _ in range(n):
+                pos = item(data, pos)
+
+    return skip
+
+
+def compile_skipper(avro: Any, named: Mapping[str, Any]) -> Skipper:
+    """A function stepping over one value of (writer) schema ``avro``."""
+    avro = resolve_named(avro, named)
+    if isinstance(avro, str):
+        return _PRIMITIVE_SKIPPERS[avro]
+    if isinstance(avro, list):
+        branches = [compile_skipper(b, named) for b in avro]
+
+        def skip_union(data: bytes, pos: int) -> int:
+            i, pos = read_long(data, pos)
+            return branches[i](data, pos)
+
+        return skip_union
+    if not isinstance(avro, dict):
+        raise UnsupportedAvroError(f"unexpected Avro schema {avro!r}")
+    kind = avro.get("type")
+    if kind in _PRIMITIVE_SKIPPERS:
+        return _PRIMITIVE_SKIPPERS[kind]
+    if kind == "fixed":
+        size = int(avro["size"])
+        return lambda data, pos: pos + size
+    if kind == "enum":
+        return _skip_varint
+    if kind == "array":
+        width = _varint_width(avro["items"], named)
+        if width:
+            return _skip_varint_blocks(width)
+        return _skip_blocks(compile_skipper(avro["items"], named))
+    if kind == "map":
+        value = compile_skipper(avro["values"], named)
+        return _skip_blocks(lambda data, pos: value(data, _skip_bytes(data, pos)))
+    if kind == "record":
+        fields = [compile_skipper(f["type"], named) for f in avro.get("fields", [])]
+        if not fields:
+            return _skip_nothing
+
+        def skip_record(data: bytes, pos: int) -> int:
+            for f in fields:
+                pos = f(data, pos)
+            return pos
+
+        return skip_record
+    raise UnsupportedAvroError(f"unexpected Avro type {kind!r}")
+
+
+@dataclass(frozen=True)
+class _Block:
+    count: int
+    raw: bytes  # the block as stored: count, size, (compressed) data and sync marker
+    data: bytes  # decompressed records
+
+
+def _decompress(codec: str, payload: bytes) -> bytes:
+    if codec == "null":
+        return payload
+    if codec == "deflate":
+        return zlib.decompress(payload, -15)
+    if codec == "zstandard":
+        import zstandard
+
+        try:
+            return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(payload))
+        except zstandard.ZstdError as exc:
+            raise InvalidAvroFileError(f"corrupt zstandard block ({exc})") from exc
+    raise UnsupportedAvroError(f"codec {codec}")
+
+
+@dataclass(frozen=True)
+class AvroBlocks:
+    """An Avro file split into its blocks, with what is needed to decode any of them."""
+
+    location: str
+    writer_schema: Any
+    named: dict[str, Any]
+    metadata: dict[str, str]
+    header: bytes  # the header to put before blocks for fastavro (logical types stripped)
+    blocks: tuple[_Block, ...]
+
+    def block_data(self) -> Sequence[tuple[int, bytes]]:
+        """Each block's record count and decompressed records."""
+        return [(b.count, b.data) for b in self.blocks]
+
+    def container(self, block_indexes: Sequence[int]) -> bytes:
+        """A container file of the given blocks only, for fastavro."""
+        return self.header + b"".join(self.blocks[i].raw for i in block_indexes)
+
+
+def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
+    """Split the bytes of an Avro file into decompressed blocks."""
+    stream = io.BytesIO(data)
+    header = _read_header(location, stream)
+    writer_schema = _writer_schema(location, header["meta"])
+    raw_meta = dict(header["meta"])
+    codec = bytes(raw_meta.get("avro.codec", b"null")).decode("utf-8", errors="replace")
+    sync: bytes = header["sync"]
+    pos = stream.tell()
+    blocks: list[_Block] = []
+    try:
+        while pos < len(data):
+            start = pos
+            count, pos = read_long(data, pos)
+            size, pos = read_long(data, pos)
+            end = pos + size
+            if count < 0 or size < 0 or data[end : end + 16] != sync:
+                raise InvalidAvroFileError(f"Cannot read Avro file {location}: corrupt block")
+            blocks.append(_Block(count, data[start : end + 16], _decompress(codec, data[pos:end])))
+            pos = end + 16
+    except (IndexError, zlib.error, ValueError) as exc:
+        raise InvalidAvroFileError(f"Cannot read Avro file {location}: corrupt block") from exc
+    if codec not in ("null", "deflate"):
+        # fastavro may lack the codec: hand it the blocks uncompressed
+        codec = "null"
+        rebuilt = []
+        for b in blocks:
+            body = _encode_long(b.count) + _encode_long(len(b.data)) + b.data + sync
+            rebuilt.append(_Block(b.count, body, b.data))
+        blocks = rebuilt
+    raw_meta["avro.schema"] = json.dumps(strip_logical_types(writer_schema)).encode("utf-8")
+    raw_meta["avro.codec"] = codec.encode("utf-8")
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, _HEADER_SCHEMA, {**header, "meta": raw_meta})
+    metadata = _metadata_strings(header["meta"])
+    return AvroBlocks(
+        location,
+        writer_schema,
+        named_avro_types(writer_schema),
+        metadata,
+        out.getvalue(),
+        tuple(blocks),
+    )
+
+
+def _encode_long(value: int) -> bytes:
+    n = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while n & ~0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)

@@ -1,0 +1,449 @@
+"""Reading only the manifest entries whose column metrics may match a filter.
+
+Decoding every entry of a big manifest (fastavro dicts, then :class:`DataFile` objects) costs
+far more than judging the entries: a point query on a 10,000-file table keeps one of them.
+:func:`read_manifest_pruned` first scans the decompressed Avro blocks itself, decoding of each
+entry only its status, content, record count, first row id and the metric map items of the
+wanted field ids (:mod:`icepark.avro.scanner`), and asks ``might_match`` about those
+(:class:`EntryStats`, which has the attributes of :class:`DataFile` that metrics evaluators
+read). Only the blocks holding entries that pass are then decoded by fastavro, and only the
+passing entries become :class:`ManifestEntry` objects, with the same inheritance as
+:func:`~icepark.manifest.reader.read_manifest` (row ids count the files skipped before them).
+
+Whatever the scanner does not handle (another codec, an unusual schema, a corrupt file)
+falls back to :func:`~icepark.manifest.reader.read_manifest` and judges the full data files,
+so the result never depends on the path taken.
+
+Scanned manifests are kept in a small process-wide cache (manifests are immutable), so that
+planning the same snapshot again only re-judges the scanned values; the file is still read
+and a cached scan used only for the very same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, cast
+
+import fastavro
+
+from icepark.avro.blocks import (
+    VARINT,
+    AvroBlocks,
+    UnsupportedAvroError,
+    read_avro_blocks,
+    read_long,
+    resolve_named,
+)
+from icepark.avro.scanner import LONG, Reader, compile_scanner
+from icepark.errors import InvalidAvroFileError
+from icepark.manifest.models import (
+    FileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+)
+from icepark.manifest.reader import EntryDecoder, read_manifest
+from icepark.spec.partitioning import PartitionSpec
+
+__all__ = ["EntryStats", "read_manifest_pruned"]
+
+_FALLBACK_ERRORS = (
+    UnsupportedAvroError,
+    InvalidAvroFileError,
+    IndexError,
+    ValueError,
+    KeyError,
+    TypeError,
+)
+"""What makes the fast path give up; the plain reader then reports a corrupt file precisely."""
+
+# data_file field ids the scanner decodes
+_RECORD_COUNT, _CONTENT, _FIRST_ROW_ID = 103, 134, 142
+_COUNT_MAPS = {109: "value_counts", 110: "null_value_counts", 137: "nan_value_counts"}
+_BOUND_MAPS = {125: "lower_bounds", 128: "upper_bounds"}
+
+
+@dataclass(slots=True)
+class EntryStats:
+    """The metrics of one entry's data file, limited to some field ids.
+
+    Has the :class:`~icepark.manifest.models.DataFile` attributes that the metrics evaluators
+    read; a map is ``None`` when the entry has none, and holds only the wanted field ids.
+    """
+
+    record_count: int
+    value_counts: dict[int, int] | None
+    null_value_counts: dict[int, int] | None
+    nan_value_counts: dict[int, int] | None
+    lower_bounds: dict[int, bytes] | None
+    upper_bounds: dict[int, bytes] | None
+
+
+_PAIR = b"(?:" + VARINT + VARINT + b")"
+
+
+@lru_cache(maxsize=1024)
+def _pairs_with_keys(n: int, keys: tuple[bytes, ...]) -> re.Pattern[bytes]:
+    """A pattern matching ``n`` pairs of ints or longs; group ``i + 1`` is the value of the
+    last pair whose key is encoded as ``keys[i]`` (unset when there is none)."""
+    find = b"".join(
+        b"(?=(?:" + _PAIR + b"{0,%d}" % (n - 1) + re.escape(k) + b"(" + VARINT + b"))?)"
+        for k in keys
+    )
+    return re.compile(find + _PAIR + b"{%d}" % n)
+
+
+def _encode_key(value: int) -> bytes:
+    n = value << 1 if value >= 0 else (-value << 1) - 1
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _count_map_reader(field_ids: frozenset[int]) -> Reader:
+    """Reads an array of ``{key: int, value: long}`` records into a dict of the keys in
+    ``field_ids``. A map written as one block of fewer than 64 items (the usual case) is
+    matched by one regular expression that also captures the wanted values."""
+    fids = sorted(field_ids)
+    keys = tuple(_encode_key(fid) for fid in fids)
+    groups = list(enumerate(fids, 1))
+
+    def read_slow(data: bytes, pos: int) -> tuple[Any, int]:
+        out: dict[int, int] = {}
+        while True:
+            n, pos = read_long(data, pos)
+            if n == 0:
+                return out, pos
+            if n < 0:
+                n = -n
+                _, pos = read_long(data, pos)
+            m = _pairs_with_keys(n, keys).match(data, pos)
+            if m is None:
+                raise InvalidAvroFileError("truncated block")
+            for g, fid in groups:
+                start = m.start(g)
+                if start >= 0:
+                    out[fid] = read_long(data, start)[0]
+            pos = m.end()
+
+    matchers: list[Callable[[bytes, int], re.Match[bytes] | None] | None] = [None] * 64
+
+    def read(data: bytes, pos: int) -> tuple[Any, int]:
+        b = data[pos]
+        if b == 0:
+            return {}, pos + 1
+        if b < 0x80 and not b & 1:
+            match = matchers[b >> 1]
+            if match is None:
+                match = matchers[b >> 1] = _pairs_with_keys(b >> 1, keys).match
+            m = match(data, pos + 1)
+            if m is not None:
+                end = m.end()
+                if data[end] == 0:
+                    out: dict[int, int] = {}
+                    for g, fid in groups:
+                        start = m.start(g)
+                        if start >= 0:
+                            out[fid] = read_long(data, start)[0]
+                    return out, end + 1
+        return read_slow(data, pos)
+
+    return read
+
+
+def _bounds_map_reader(field_ids: frozenset[int]) -> Reader:
+    """Reads an array of ``{key: int, value: bytes}`` records into a dict of the keys in
+    ``field_ids``."""
+    one_byte = {fid << 1: fid for fid in field_ids if 0 <= fid < 64}  # zig-zag encodings
+
+    def read(data: bytes, pos: int) -> tuple[Any, int]:
+        out: dict[int, bytes] = {}
+        while True:
+            n, pos = read_long(data, pos)
+            if n == 0:
+                return out, pos
+            if n < 0:
+                n = -n
+                _, pos = read_long(data, pos)
+            for _ in range(n):
+                key = data[pos]
+                size = data[pos + 1]
+                if key < 0x80 and not size & 0x81:  # one-byte key and length
+                    size = (size >> 1) + pos + 2
+                    if key in one_byte:
+                        out[one_byte[key]] = data[pos + 2 : size]
+                    pos = size
+                    continue
+                key, pos = read_long(data, pos)
+                size, pos = read_long(data, pos)
+                if size < 0:
+                    raise InvalidAvroFileError("negative length")
+                if key in field_ids:
+                    out[key] = data[pos : pos + size]
+                pos += size
+
+    return read
+
+
+def _metric_map_reader(
+    avro: Any, named: dict[str, Any], field_ids: frozenset[int], values: str
+) -> Reader:
+    """A reader for a metrics map: an array of ``k_v`` records with an int key."""
+    if not (isinstance(avro, dict) and avro.get("type") == "array"):
+        raise UnsupportedAvroError(f"expected an array map, got {avro!r}")
+    item = resolve_named(avro["items"], named)
+    fields = item.get("fields", []) if isinstance(item, dict) else []
+    kinds = [resolve_named(f["type"], named) for f in fields]
+    kinds = [k.get("type") if isinstance(k, dict) else k for k in kinds]
+    if len(kinds) != 2 or kinds[0] != "int" or kinds[1] != values:
+        raise UnsupportedAvroError(f"unexpected metrics map items {item!r}")
+    return _bounds_map_reader(field_ids) if values == "bytes" else _count_map_reader(field_ids)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    block: int
+    index: int  # within the block
+    rows_before: int  # record counts of earlier files that inherit row ids
+
+
+class _Scanner:
+    """Scans the entries of a manifest into tuples of what pruning needs (see the slots),
+    compiled for one writer schema and set of wanted field ids."""
+
+    # slots of the scanned values
+    _STATUS, _FILE, _COUNT, _KIND, _ROW_ID, _VALUES, _NULLS, _NANS, _LOWER, _UPPER = range(10)
+
+    def __init__(self, blocks: AvroBlocks, decoder: EntryDecoder, field_ids: frozenset[int]):
+        named = blocks.named
+        file_fields = decoder.file_fields
+        wanted: dict[int, tuple[int, Any]] = {
+            id(decoder.top_fields[0]): (self._STATUS, LONG),
+            id(decoder.top_fields[2]): (self._FILE, {}),
+        }
+        for fid, slot in (
+            (_RECORD_COUNT, self._COUNT),
+            (_CONTENT, self._KIND),  # not in v1
+            (_FIRST_ROW_ID, self._ROW_ID),  # v3 only
+        ):
+            if fid in file_fields:
+                wanted[id(file_fields[fid])] = (slot, LONG)
+        maps = zip(
+            (*_COUNT_MAPS, *_BOUND_MAPS),
+            (self._VALUES, self._NULLS, self._NANS, self._LOWER, self._UPPER),
+            ("long", "long", "long", "bytes", "bytes"),
+            strict=True,
+        )
+        for fid, slot, kind in maps:
+            if fid in file_fields:
+                wanted[id(file_fields[fid])] = (slot, self._maps(named, field_ids, kind))
+        top = resolve_named(blocks.writer_schema, named)
+        self._scan = compile_scanner(top, named, wanted, 10)
+
+    @staticmethod
+    def _maps(named: dict[str, Any], ids: frozenset[int], kind: str) -> Callable[[Any], Reader]:
+        return lambda avro: _metric_map_reader(avro, named, ids, kind)
+
+    def records(self, blocks: AvroBlocks) -> list[list[tuple[Any, ...]]]:
+        """The scanned values of every entry, block by block."""
+        out = []
+        for b, (count, data) in enumerate(blocks.block_data()):
+            records, end = self._scan(data, count)
+            if end != len(data):
+                raise InvalidAvroFileError(f"block {b} of {blocks.location} has trailing bytes")
+            out.append(records)
+        return out
+
+
+def _select(
+    scanned: list[list[tuple[Any, ...]]],
+    might_match: Callable[[EntryStats], bool],
+    live_only: bool,
+    count_rows: bool,
+) -> list[_Candidate]:
+    """The entries that ``might_match`` (and are live, with ``live_only``)."""
+    out: list[_Candidate] = []
+    rows = 0
+    deleted = ManifestEntryStatus.DELETED
+    data_content = FileContent.DATA
+    for b, records in enumerate(scanned):
+        for i, (status, file, n, kind, row_id, vc, nc, nanc, lo, hi) in enumerate(records):
+            if file is None or n is None or status is None:
+                raise UnsupportedAvroError("entry without a status or record count")
+            rows_before = rows
+            if count_rows and status != deleted and row_id is None and (kind or 0) == data_content:
+                rows += n
+            if live_only and status == deleted:
+                continue
+            if might_match(EntryStats(n, vc, nc, nanc, lo, hi)):
+                out.append(_Candidate(b, i, rows_before))
+    return out
+
+
+@dataclass
+class _Scanned:
+    """A manifest split into blocks, and its entries scanned for some sets of field ids."""
+
+    raw: bytes  # the file
+    blocks: AvroBlocks
+    records: dict[frozenset[int], list[list[tuple[Any, ...]]]]
+
+    def weight(self) -> int:
+        """About how many bytes this takes: the file, its decompressed blocks and ~1 KB per
+        scanned entry."""
+        data = sum(len(b.data) for b in self.blocks.blocks)
+        entries = sum(len(r) for scan in self.records.values() for r in scan)
+        return len(self.raw) + data + 1024 * entries
+
+
+class _Cache:
+    """Recently scanned manifests by path and length (manifests never change once written),
+    up to ``max_bytes`` of decompressed blocks; and compiled scanners by schema."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._lock = threading.Lock()
+        self._manifests: OrderedDict[tuple[str, int], _Scanned] = OrderedDict()
+        self._weights: dict[tuple[str, int], int] = {}
+        self._bytes = 0
+        self._scanners: dict[tuple[str, frozenset[int]], _Scanner] = {}
+
+    def manifest(self, key: tuple[str, int] | None) -> _Scanned | None:
+        if key is None:
+            return None
+        with self._lock:
+            found = self._manifests.get(key)
+            if found is not None:
+                self._manifests.move_to_end(key)
+            return found
+
+    def add_manifest(self, key: tuple[str, int] | None, scanned: _Scanned) -> None:
+        if key is None:
+            return
+        weight = scanned.weight()
+        with self._lock:
+            old = self._manifests.pop(key, None)
+            if old is not None:
+                self._bytes -= self._weights.pop(key)
+            if weight > self.max_bytes:
+                return
+            self._manifests[key] = scanned
+            self._weights[key] = weight
+            self._bytes += weight
+            while self._bytes > self.max_bytes:
+                dropped, _ = self._manifests.popitem(last=False)
+                self._bytes -= self._weights.pop(dropped)
+
+    def scanner(
+        self, blocks: AvroBlocks, decoder: EntryDecoder, field_ids: frozenset[int]
+    ) -> _Scanner:
+        key = (blocks.metadata.get("avro.schema", ""), field_ids)
+        with self._lock:
+            found = self._scanners.get(key)
+        if found is None:
+            found = _Scanner(blocks, decoder, field_ids)
+            with self._lock:
+                if len(self._scanners) >= 256:
+                    self._scanners.clear()
+                self._scanners[key] = found
+        return found
+
+    def clear(self) -> None:
+        with self._lock:
+            self._manifests.clear()
+            self._weights.clear()
+            self._scanners.clear()
+            self._bytes = 0
+
+
+_CACHE = _Cache(64 * 1024 * 1024)
+
+
+def clear_cache() -> None:
+    """Forget the manifests and scanners kept by :func:`read_manifest_pruned`."""
+    _CACHE.clear()
+
+
+def read_manifest_pruned(
+    input_file: Any,
+    manifest: ManifestFile | None,
+    field_ids: Collection[int],
+    might_match: Callable[[Any], bool],
+    *,
+    spec: PartitionSpec | None = None,
+    live_only: bool = True,
+) -> list[ManifestEntry]:
+    """The entries of a manifest whose data file ``might_match``, as
+    ``[e for e in read_manifest(...) if might_match(e.data_file)]`` (live entries only with
+    ``live_only``) but without decoding the others.
+
+    ``might_match`` is given an :class:`EntryStats` (or, on the fallback path, the full
+    :class:`DataFile`) and may only read its record count and the metrics of ``field_ids``.
+    With ``manifest``, the scanned manifest is kept in a process-wide cache (by path and
+    length, up to 64 MB of decompressed blocks) so that planning it again skips scanning it;
+    the file is still read, and the cached scan used only when its bytes are the same.
+    """
+    location: str = input_file.location
+    ids = frozenset(field_ids)
+    key = None if manifest is None else (manifest.manifest_path, manifest.manifest_length)
+    try:
+        raw = input_file.read_bytes()
+        scanned = _CACHE.manifest(key)
+        if scanned is None or scanned.raw != raw:  # a file rewritten in place is not reused
+            blocks = read_avro_blocks(location, raw)
+            scanned = _Scanned(raw, blocks, {})
+        blocks = scanned.blocks
+        decoder = EntryDecoder(location, blocks.writer_schema, blocks.metadata, manifest, spec)
+        records = scanned.records.get(ids)
+        if records is None:
+            records = _CACHE.scanner(blocks, decoder, ids).records(blocks)
+            scanned.records[ids] = records
+            _CACHE.add_manifest(key, scanned)
+        count_rows = (
+            manifest is not None
+            and manifest.content == ManifestContent.DATA
+            and manifest.first_row_id is not None
+        )
+        candidates = _select(records, might_match, live_only, count_rows)
+        return _decode(blocks, decoder, candidates)
+    except _FALLBACK_ERRORS:
+        entries = read_manifest(input_file, manifest, spec=spec)
+        return [e for e in entries if (e.is_live or not live_only) and might_match(e.data_file)]
+
+
+def _decode(
+    blocks: AvroBlocks, decoder: EntryDecoder, candidates: list[_Candidate]
+) -> list[ManifestEntry]:
+    """The candidates' entries, decoded by fastavro from the blocks that hold them."""
+    if not candidates:
+        return []
+    used = sorted({c.block for c in candidates})
+    first: dict[int, int] = {}
+    offset = 0
+    for b in used:
+        first[b] = offset
+        offset += blocks.blocks[b].count
+    try:
+        reader = fastavro.reader(io.BytesIO(blocks.container(used)))
+        records = cast(list[dict[str, Any]], list(reader))
+    except Exception as exc:
+        raise InvalidAvroFileError(f"Cannot read Avro file {blocks.location}: {exc}") from exc
+    manifest = decoder.manifest
+    start_row_id = None if manifest is None else manifest.first_row_id
+    out = []
+    for c in candidates:
+        inherit = decoder.inheritance()
+        if inherit.next_row_id is not None and start_row_id is not None:
+            inherit.next_row_id = start_row_id + c.rows_before
+        out.append(inherit.apply(decoder.entry(records[first[c.block] + c.index])))
+    return out
