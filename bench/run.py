@@ -28,6 +28,7 @@ MAKE_TABLES = SHARED / "bench-tables" / "make_tables.py"
 COLS = """id, TIMESTAMP '2024-01-01 00:00:00' + make_interval(0,0,0,0,0,0, id % (30*86400)) AS ts,
   concat('cat-', CAST(id % 100 AS STRING)) AS category, CAST(id % 1000 AS DOUBLE) / 7 AS amount,
   CAST(id % 97 AS INT) AS qty, id % 3 = 0 AS flag, sha2(CAST(id AS STRING), 256) AS note"""
+SECTIONS = {"reads", "writes", "row-level"}
 DAY_5, DAY_7 = 1704412800000000, 1704585600000000  # 2024-01-05 and 2024-01-07, UTC micros
 
 
@@ -49,10 +50,13 @@ def _ensure_tables(warehouse: Path, rows: int, files: int, commits: int) -> None
     marker.write_text("ok\n")
 
 
-def _reference(warehouse: Path, runs: int, point: int, write_rows: int) -> dict[str, list[float]]:
+def _reference(
+    warehouse: Path, runs: int, point: int, write_rows: int, merge_rows: int, sections: set[str]
+) -> dict[str, list[float]]:
     script = Path(__file__).with_name("ref_timings.py")
+    args = [warehouse, runs, point, write_rows, merge_rows, ",".join(sorted(sections))]
     done = subprocess.run(
-        [str(REF_PYTHON), str(script), str(warehouse), str(runs), str(point), str(write_rows)],
+        [str(REF_PYTHON), str(script), *[str(a) for a in args]],
         check=True,
         capture_output=True,
         text=True,
@@ -95,7 +99,13 @@ def _time(fns: dict[str, Callable[[], Any]], runs: int) -> dict[str, list[float]
 
 
 def _measure(
-    spark: Any, warehouse: Path, runs: int, point: int, write_rows: int
+    spark: Any,
+    warehouse: Path,
+    runs: int,
+    point: int,
+    write_rows: int,
+    merge_rows: int,
+    sections: set[str] = SECTIONS,
 ) -> dict[str, dict[str, list[float]]]:
     from pyspark.sql import functions as F
 
@@ -118,79 +128,209 @@ def _measure(
     )
     out: dict[str, dict[str, list[float]]] = {}
 
-    # the python path runs in a group of its own: its Python workers would disturb the others
-    out["full-scan aggregate"] = _time(
-        {
-            "icepark": lambda: read(spark, wide).agg(*aggs).collect(),
-            "native": lambda: spark.read.parquet(*wide_paths).agg(*aggs).collect(),
-        },
-        runs,
-    )
-    python_path = _time(
-        {"icepark": lambda: read(spark, wide, path="python").agg(*aggs).collect()}, runs
-    )
-    out["full-scan aggregate (python path)"] = {
-        "icepark": python_path["icepark"],
-        "native": out["full-scan aggregate"]["native"],
-    }
-    out["2 of 30 days aggregate"] = _time(
-        {
-            "icepark": lambda: read(spark, wide, filter=two_days).agg(*aggs).collect(),
-            "native": lambda: spark.read.parquet(*wide_paths).filter(in_days).agg(*aggs).collect(),
-            "native, files pruned by hand": lambda: (
-                spark.read.parquet(*day_paths).filter(in_days).agg(*aggs).collect()
-            ),
-        },
-        runs,
-    )
-    out["point query (many files)"] = _time(
-        {
-            "icepark": lambda: read(spark, many, filter=f"id = {point}").collect(),
-            "native": lambda: (
-                spark.read.parquet(*many_paths).filter(F.col("id") == point).collect()
-            ),
-        },
-        runs,
-    )
-
-    scratch = Path(tempfile.mkdtemp(prefix="icepark-bench-write-"))
-    try:
-        writes = FileSystemCatalog("writes", warehouse=str(scratch / "wh"))
-        writes.create_namespace("w")
-        df = spark.range(write_rows).selectExpr(*[c.strip() for c in _split_cols(COLS)])
-        schema = catalog.load_table("bench.wide").schema()
-        counter = iter(range(1000))
-
-        def ours(mode: str) -> None:
-            name = f"w.t{next(counter)}"
-            props = {"write.distribution-mode": mode}
-            table = writes.create_table(name, schema, partition_by=["day(ts)"], properties=props)
-            write(df, table)
-
-        def native() -> None:
-            target = scratch / f"native-{next(counter)}"
-            (
-                df.withColumn("ts_day", F.to_date("ts"))
-                .write.option("compression", "zstd")
-                .partitionBy("ts_day")
-                .parquet(str(target))
-            )
-
-        writes_timed = _time(
-            {"icepark": lambda: ours("none"), "hash": lambda: ours("hash"), "native": native},
+    schema = wide.schema()
+    if "reads" in sections:
+        # the python path runs in a group of its own: its Python workers would disturb the others
+        out["full-scan aggregate"] = _time(
+            {
+                "icepark": lambda: read(spark, wide).agg(*aggs).collect(),
+                "native": lambda: spark.read.parquet(*wide_paths).agg(*aggs).collect(),
+            },
             runs,
         )
-        out["partitioned write"] = {
-            "icepark": writes_timed["icepark"],
-            "native": writes_timed["native"],
+        python_path = _time(
+            {"icepark": lambda: read(spark, wide, path="python").agg(*aggs).collect()}, runs
+        )
+        out["full-scan aggregate (python path)"] = {
+            "icepark": python_path["icepark"],
+            "native": out["full-scan aggregate"]["native"],
         }
-        out["partitioned write (hash distribution)"] = {
-            "icepark": writes_timed["hash"],
-            "native": writes_timed["native"],
+        out["2 of 30 days aggregate"] = _time(
+            {
+                "icepark": lambda: read(spark, wide, filter=two_days).agg(*aggs).collect(),
+                "native": lambda: (
+                    spark.read.parquet(*wide_paths).filter(in_days).agg(*aggs).collect()
+                ),
+                "native, files pruned by hand": lambda: (
+                    spark.read.parquet(*day_paths).filter(in_days).agg(*aggs).collect()
+                ),
+            },
+            runs,
+        )
+        out["point query (many files)"] = _time(
+            {
+                "icepark": lambda: read(spark, many, filter=f"id = {point}").collect(),
+                "native": lambda: (
+                    spark.read.parquet(*many_paths).filter(F.col("id") == point).collect()
+                ),
+            },
+            runs,
+        )
+
+    if "writes" in sections:
+        scratch = Path(tempfile.mkdtemp(prefix="icepark-bench-write-"))
+        try:
+            writes = FileSystemCatalog("writes", warehouse=str(scratch / "wh"))
+            writes.create_namespace("w")
+            df = spark.range(write_rows).selectExpr(*[c.strip() for c in _split_cols(COLS)])
+            counter = iter(range(1000))
+
+            def ours(mode: str) -> None:
+                name = f"w.t{next(counter)}"
+                props = {"write.distribution-mode": mode}
+                table = writes.create_table(
+                    name, schema, partition_by=["day(ts)"], properties=props
+                )
+                write(df, table)
+
+            def native() -> None:
+                target = scratch / f"native-{next(counter)}"
+                (
+                    df.withColumn("ts_day", F.to_date("ts"))
+                    .write.option("compression", "zstd")
+                    .partitionBy("ts_day")
+                    .parquet(str(target))
+                )
+
+            writes_timed = _time(
+                {"icepark": lambda: ours("none"), "hash": lambda: ours("hash"), "native": native},
+                runs,
+            )
+            out["partitioned write"] = {
+                "icepark": writes_timed["icepark"],
+                "native": writes_timed["native"],
+            }
+            out["partitioned write (hash distribution)"] = {
+                "icepark": writes_timed["hash"],
+                "native": writes_timed["native"],
+            }
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    if "row-level" in sections:
+        out.update(_measure_row_level(spark, schema, runs, write_rows, merge_rows))
+    return out
+
+
+ROW_LEVEL_PROPS = {
+    "format-version": "2",
+    "write.delete.mode": "merge-on-read",
+    "write.update.mode": "merge-on-read",
+    "write.merge.mode": "merge-on-read",
+    "write.distribution-mode": "hash",  # as the reference engine's INSERT: a file per day
+}
+CHECKS: dict[str, str] = {}  # what the row-level runs checked, printed under the table
+
+
+def merge_name(merge_rows: int) -> str:
+    return f"MoR merge {merge_rows // 1000}k (half updates, half inserts)"
+
+
+def _measure_row_level(
+    spark: Any, schema: Any, runs: int, write_rows: int, merge_rows: int
+) -> dict[str, dict[str, list[float]]]:
+    """A merge-on-read delete of 1% of the rows, full scans before and after it, and a merge
+    of ``merge_rows`` rows (half updates, half inserts). Every run (and the warm-up) changes a
+    fresh table of ``write_rows`` rows, written before the timing."""
+    from pyspark.sql import functions as F
+
+    from icepark.catalog import FileSystemCatalog
+    from icepark.spark import delete, merge, read, write
+
+    aggs = [F.count("*"), F.sum("amount"), F.max("note")]
+    df = spark.range(write_rows).selectExpr(*[c.strip() for c in _split_cols(COLS)])
+    scratch = Path(tempfile.mkdtemp(prefix="icepark-bench-rowlevel-"))
+    out: dict[str, dict[str, list[float]]] = {}
+    try:
+        catalog = FileSystemCatalog("rowlevel", warehouse=str(scratch / "wh"))
+        catalog.create_namespace("r")
+        counter = iter(range(1000))
+
+        def fresh() -> Any:
+            name = f"r.t{next(counter)}"
+            table = catalog.create_table(
+                name, schema, partition_by=["day(ts)"], properties=ROW_LEVEL_PROPS
+            )
+            write(df, table)
+            return catalog.load_table(name)
+
+        def delete_files(table: Any) -> int:
+            tasks = catalog.load_table(table.name).scan().plan_files()
+            return len({d.file_path for t in tasks for d in t.delete_files})
+
+        # 1. delete 1% of the rows, spread over every file (icepark cannot parse "%")
+        pool = [fresh() for _ in range(runs + 1)]
+        targets = list(pool)
+        one_pct = F.col("id") % 100 == 7
+        deleted = _time({"icepark": lambda: delete(spark, targets.pop(), one_pct)}, runs)
+        out["MoR delete 1%"] = deleted
+
+        # 2. full scan before and after it
+        before = fresh()
+        after = catalog.load_table(pool[-1].name)
+        scans = _time(
+            {
+                "icepark": lambda: read(spark, after).agg(*aggs).collect(),
+                "before": lambda: read(spark, before).agg(*aggs).collect(),
+            },
+            runs,
+        )
+        out["full scan after MoR delete"] = {
+            "icepark": scans["icepark"],
+            "icepark before the delete": scans["before"],
         }
+        n_before = read(spark, before).agg(*aggs).collect()[0]
+        n_after = read(spark, after).agg(*aggs).collect()[0]
+        expected = write_rows - len(range(7, write_rows, 100))
+        _check(n_before[0] == write_rows, f"count before the delete {n_before[0]}")
+        _check(n_after[0] == expected, f"count after the delete {n_after[0]} != {expected}")
+        files = delete_files(after)
+        _check(files > 0, "the MoR delete wrote no delete file")
+        CHECKS["MoR delete 1%"] = f"{n_after[0]:,} rows left, {files} delete files"
+
+        # 3. merge: half of the source's ids are in the table (spread over it), half new
+        half = merge_rows // 2
+        step = write_rows // half
+        ids = spark.range(half).select((F.col("id") * step + 3).alias("id"))
+        ids = ids.unionByName(spark.range(write_rows, write_rows + half))
+        source = ids.selectExpr(*[c.strip() for c in _split_cols(COLS)]).withColumn(
+            "amount", F.col("amount") + 1
+        )
+        pool = [fresh() for _ in range(runs + 1)]
+        targets = list(pool)
+        name = merge_name(merge_rows)
+        out[name] = _time(
+            {
+                "icepark": lambda: merge(
+                    spark,
+                    targets.pop(),
+                    source,
+                    on="id",
+                    when_matched_update="*",
+                    when_not_matched_insert="*",
+                )
+            },
+            runs,
+        )
+        merged = read(spark, catalog.load_table(pool[0].name))
+        got = merged.agg(F.count("*"), F.countDistinct("id"), F.sum("amount")).collect()[0]
+        inserted = source.filter(F.col("id") >= write_rows).agg(F.sum("amount")).collect()[0][0]
+        want_sum = n_before[1] + half + inserted
+        _check(got[0] == write_rows + half, f"count after the merge {got[0]}")
+        _check(got[1] == got[0], f"{got[0] - got[1]} duplicate ids after the merge")
+        _check(abs(got[2] - want_sum) < 1e-6 * abs(want_sum), f"sum {got[2]} != {want_sum}")
+        files = delete_files(pool[0])
+        _check(files > 0, "the MoR merge wrote no delete file")
+        CHECKS["merge"] = f"{got[0]:,} rows, sum(amount) {got[2]:.6g}, {files} delete files"
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return out
+
+
+def _check(ok: bool, what: str) -> None:
+    if not ok:
+        print(f"CHECK FAILED: {what}", flush=True)
+        CHECKS.setdefault("failed", "")
+        CHECKS["failed"] += what + "; "
 
 
 def _split_cols(cols: str) -> list[str]:
@@ -223,36 +363,60 @@ def _print(
 ) -> None:
     print(header)
     cols = (
-        f"{'query':40} {'icepark s':>10} {'native s':>10} {'ice/nat':>8} {'ref s':>8}"
+        f"{'query':44} {'icepark s':>10} {'native s':>10} {'ice/nat':>8} {'ref s':>8}"
         f" {'ice/ref':>8}"
     )
     print(cols)
     print("-" * len(cols))
     for name, row in results.items():
         theirs = ref.get(name) or ref.get(name.split(" (")[0])
+        native = row.get("native")
         print(
-            f"{name:40} {_fmt(row['icepark']):>10} {_fmt(row['native']):>10} "
-            f"{_ratio(row['icepark'], row['native']):>8} {_fmt(theirs):>8}"
+            f"{name:44} {_fmt(row['icepark']):>10} {_fmt(native):>10} "
+            f"{_ratio(row['icepark'], native):>8} {_fmt(theirs):>8}"
             f" {_ratio(row['icepark'], theirs):>8}"
         )
         for extra, times in row.items():
             if extra not in ("icepark", "native"):
-                print(f"  {extra:38} {'':>10} {_fmt(times):>10} {_ratio(row['icepark'], times):>8}")
+                print(f"  {extra:42} {'':>10} {_fmt(times):>10} {_ratio(row['icepark'], times):>8}")
+    if "full scan after MoR delete" in results:
+        scans = results["full scan after MoR delete"]
+        mine = _ratio(scans["icepark"], scans["icepark before the delete"])
+        theirs = _ratio(
+            ref.get("full scan after MoR delete"), ref.get("full scan before MoR delete")
+        )
+        print(
+            f"full scan after/before the MoR delete: icepark {mine.strip()},"
+            f" reference {theirs.strip()}"
+        )
+    for what, result in CHECKS.items():
+        ref_result = ref.get(f"check: {what}")
+        print(
+            f"check {what}: icepark {result}" + (f"; reference {ref_result}" if ref_result else "")
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--small", action="store_true", help="2M rows / 1,000 files; 1M rows written"
+        "--small", action="store_true", help="2M rows / 1,000 files; 1M rows written, 20k merged"
     )
     parser.add_argument(
         "--runs", type=int, default=3, help="timed runs per query (after a warm-up)"
     )
     parser.add_argument("--warehouse", help="where the tables are (built there if absent)")
     parser.add_argument("--no-reference", action="store_true", help="skip the reference engine")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=sorted(SECTIONS),
+        help="run only these sections (repeatable; default: all)",
+    )
     args = parser.parse_args(argv)
+    sections = set(args.only or SECTIONS)
     rows, files, commits = (2_000_000, 1_000, 20) if args.small else (20_000_000, 10_000, 20)
     write_rows = 1_000_000 if args.small else 5_000_000
+    merge_rows = 20_000 if args.small else 100_000
     mode = "small" if args.small else "full"
     warehouse = Path(
         args.warehouse or Path(tempfile.gettempdir()) / "icepark-bench" / f"{mode}-{rows}-{files}"
@@ -262,18 +426,18 @@ def main(argv: list[str] | None = None) -> None:
     ref: dict[str, list[float]] = {}
     if not args.no_reference:
         print("timing the reference engine ...", flush=True)
-        ref = _reference(warehouse, args.runs, point, write_rows)
+        ref = _reference(warehouse, args.runs, point, write_rows, merge_rows, sections)
     print("timing icepark and native Spark ...", flush=True)
     spark = _session()
     try:
-        results = _measure(spark, warehouse, args.runs, point, write_rows)
+        results = _measure(spark, warehouse, args.runs, point, write_rows, merge_rows, sections)
     finally:
         spark.stop()
     _print(
         results,
         ref,
         f"{mode}: {rows:,} rows, {files:,} small files, {write_rows:,} rows written;"
-        f" local[2]; median of {args.runs} runs after a warm-up",
+        f" {merge_rows:,} rows merged; local[2]; median of {args.runs} runs after a warm-up",
     )
 
 

@@ -366,9 +366,7 @@ def _read_native(
     if needs_join or deleted is not None:
         df = df.withColumn(_DELETED_PATH, F.col("_metadata.file_path"))
     if deleted is not None:
-        # position deletes and DVs: a broadcast anti join on (file, row index)
-        gone = F.broadcast(spark.createDataFrame(deleted))
-        df = df.join(gone, [_DELETED_PATH, _DELETED_POS], "left_anti")
+        df = _anti_join_deleted(spark, df, deleted, tasks)
     if needs_join:
         files = spark.createDataFrame(_files_table(scan, tasks, constants))
         df = df.join(F.broadcast(files), F.col(_DELETED_PATH) == files[_PATH_KEY], "left")
@@ -384,6 +382,36 @@ def _read_native(
     for f in projected:
         selected.append(_output_column(f, spec_ids, needs_join).alias(f.name))
     return df.select(*selected)
+
+
+def _anti_join_deleted(
+    spark: SparkSession, df: DataFrame, deleted: pa.Table, tasks: Sequence[FileScanTask]
+) -> DataFrame:
+    """Drop the rows deleted by position: a broadcast anti join on one long key,
+    ``xxhash64(file path) ^ row index``, when that key is provably unique for the files read
+    (every row index of a file is below its record count, so each file's keys stay within a
+    block of ``2^k`` values; the blocks of all files read must differ), else on the pair
+    (file path, row index), which is exact but slower."""
+    counts: dict[str, int] = {}
+    for t in tasks:
+        counts[spark_reported_path(t.file.file_path)] = t.file.record_count
+    bits = max(max(counts.values(), default=1), 1).bit_length()
+    files = spark.createDataFrame(
+        pa.table({"p": list(counts)}, schema=pa.schema([("p", pa.string())]))
+    )
+    hashes = files.select(F.xxhash64("p").alias("h")).toArrow().column("h").to_numpy()
+    blocks = hashes.astype(np.int64) >> bits
+    gone = spark.createDataFrame(deleted)
+    if len(np.unique(blocks)) == len(blocks):
+        key = "__icepark_deleted_key__"
+
+        def keyed(path: Column, pos: Column) -> Column:
+            return F.xxhash64(path).bitwiseXOR(pos).alias(key)
+
+        gone = gone.select(keyed(F.col(_DELETED_PATH), F.col(_DELETED_POS)))
+        df = df.withColumn(key, keyed(F.col(_DELETED_PATH), F.col(_DELETED_POS)))
+        return df.join(F.broadcast(gone), [key], "left_anti").drop(key)
+    return df.join(F.broadcast(gone), [_DELETED_PATH, _DELETED_POS], "left_anti")
 
 
 def _output_column(f: NestedField, spec_ids: set[int], joined: bool) -> Column:
