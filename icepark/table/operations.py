@@ -141,8 +141,10 @@ class OverwriteAction(_SnapshotAction):
     """Replace the rows matching ``row_filter`` (everything by default) with ``files``.
 
     Files whose rows all match are dropped from metadata; files where only some rows match
-    are rewritten without those rows (copy-on-write). Under ``serializable`` isolation a
-    concurrent commit that added files that may hold matching rows fails this one.
+    are rewritten without those rows (copy-on-write). Every row of ``files`` must match the
+    filter (shown by partition values or column metrics), else :class:`ValidationError`.
+    Under ``serializable`` isolation a concurrent commit that added files that may hold
+    matching rows fails this one.
     """
 
     row_filter: BooleanExpression = field(default_factory=AlwaysTrue)
@@ -171,6 +173,14 @@ class OverwriteAction(_SnapshotAction):
     def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:
         self.validate(base, start)
         matcher = self._matcher(base)
+        for f in self.files:
+            # as Java's validateAddedFilesMatchOverwriteFilter: the new rows must be rows the
+            # filter selects, or a later overwrite with the same filter would not replace them
+            if not matcher.all_match(f):
+                raise ValidationError(
+                    f"Cannot overwrite rows matching {self.row_filter} in table {base.location} "
+                    f"with file {f.file_path}: its rows do not all match the filter"
+                )
         doomed: set[str] = set()
         partial: list[DataFile] = []
         head = base.snapshot_by_name(self.branch)

@@ -26,9 +26,7 @@ ROWS = """
 MODES = ["copy-on-write", "merge-on-read"]
 
 
-def _make(
-    spark: Any, catalog: Catalog, name: str, version: int, mode: str, **props: str
-) -> Table:
+def _make(spark: Any, catalog: Catalog, name: str, version: int, mode: str, **props: str) -> Table:
     df = spark.sql(ROWS)
     from icepark.spark.types import spark_schema_to_arrow
 
@@ -124,9 +122,7 @@ def test_delete_with_a_spark_only_condition(spark: Any, catalog: Catalog, mode: 
 @pytest.mark.parametrize("mode", MODES)
 def test_update(spark: Any, catalog: Catalog, version: int, mode: str) -> None:
     table = _make(spark, catalog, "t", version, mode)
-    update(
-        spark, table, set={"value": "value + 1", "category": "'upd'"}, where="id >= 100"
-    )
+    update(spark, table, set={"value": "value + 1", "category": "'upd'"}, where="id >= 100")
     # moving rows between partitions works too
     update(spark, table, set={"part": "part + 10"}, where="id < 3")
     expected = []
@@ -234,9 +230,7 @@ def test_delete_conflicts_and_retries(spark: Any, catalog: Catalog) -> None:
     assert sum(1 for r in rows if r[0] == 1000) == 2
 
 
-def test_reference_reads_row_level_changes(
-    spark: Any, refspark: RefEngine, tmp_path: Path
-) -> None:
+def test_reference_reads_row_level_changes(spark: Any, refspark: RefEngine, tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     catalog = FileSystemCatalog("fs", warehouse=str(warehouse))
     catalog.create_namespace("db")
@@ -260,3 +254,40 @@ def test_reference_reads_row_level_changes(
             key=lambda r: tuple(r),
         )
         assert theirs == ours, name
+
+
+def test_spark_reads_reference_row_level_changes_on_refs(
+    spark: Any, refspark: RefEngine, tmp_path: Path
+) -> None:
+    """The reference engine's merge-on-read DELETE on a branch (a tag keeps the old rows),
+    two deletes on the same files and a MERGE INTO read the same through icepark on Spark."""
+    warehouse = tmp_path / "wh"
+    c = refspark.catalog_for(warehouse)
+    t = f"{c}.db.r"
+    refspark.request(
+        [
+            f"CREATE NAMESPACE IF NOT EXISTS {c}.db",
+            f"CREATE TABLE {t} (id bigint, category string, value bigint, part int) USING iceberg"
+            " PARTITIONED BY (part) TBLPROPERTIES ('format-version'='3',"
+            " 'write.delete.mode'='merge-on-read', 'write.update.mode'='merge-on-read',"
+            " 'write.merge.mode'='merge-on-read')",
+            f"INSERT INTO {t} SELECT id, concat('c', CAST(id % 3 AS STRING)), id * 10,"
+            " CAST(id % 4 AS INT) FROM range(0, 60)",
+            f"ALTER TABLE {t} CREATE TAG before",
+            f"ALTER TABLE {t} CREATE BRANCH audit",
+            f"DELETE FROM {t}.branch_audit WHERE id < 10",
+            f"DELETE FROM {t} WHERE category = 'c1'",
+            f"DELETE FROM {t} WHERE id = 30",
+            f"MERGE INTO {t} t USING (SELECT id, 'm' AS category, -id AS value,"
+            " CAST(id % 4 AS INT) AS part FROM range(50, 70)) s ON t.id = s.id"
+            " WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+        ]
+    )
+    table = FileSystemCatalog("fs", warehouse=str(warehouse)).load_table("db.r")
+    columns = ["id", "category", "value", "part"]
+    query = "SELECT id, category, value, part FROM {t}"
+    for ref, suffix in ((None, ""), ("before", ".tag_before"), ("audit", ".branch_audit")):
+        theirs = sorted(tuple(r) for r in refspark.rows(query.format(t=t + suffix)))
+        ours = sorted(tuple(r) for r in read(spark, table, columns=columns, ref=ref).collect())
+        assert ours == theirs, ref
+    assert len(sorted(read(spark, table, ref="before").collect())) == 60

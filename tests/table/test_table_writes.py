@@ -109,7 +109,11 @@ def test_metrics_prune_files(catalog: Catalog) -> None:
 def test_overwrite_by_filter_and_partitions(table: Table) -> None:
     table.append(_rows(150))
     # a filter on a partition column drops whole files; one on id rewrites partial files
-    table.overwrite(_rows(3, start=1000), filter="category = 'a'")
+    with pytest.raises(ValidationError, match="do not all match the filter"):
+        table.overwrite(_rows(3, start=1000), filter="category = 'a'")  # b and c rows too
+    assert table.scan().count() == 150
+    new_a = _rows(9, start=1000).filter(pc.equal(pc.field("category"), "a"))
+    table.overwrite(new_a, filter="category = 'a'")
     out = table.scan().to_arrow()
     assert "a" not in pc.unique(out.filter(pc.field("id") < 1000).column("category")).to_pylist()
     assert out.num_rows == 100 + 3
