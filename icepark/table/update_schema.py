@@ -17,10 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from icepark.errors import ValidationError
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.name_mapping import (
     name_mapping_from_json,
@@ -53,6 +51,7 @@ from icepark.spec.updates import (
     TableUpdate,
 )
 from icepark.table.operations import Action, Staged
+from icepark.table.pending import PendingUpdate
 
 if TYPE_CHECKING:
     from icepark.table.table import Table
@@ -110,8 +109,10 @@ def _opt_path(path: ColumnPath | None) -> tuple[str, ...] | None:
     return None if path is None else to_path(path)
 
 
-class UpdateSchema:
+class UpdateSchema(PendingUpdate):
     """Schema changes for one table; a context manager that commits on a clean exit."""
+
+    _what = "Schema update"
 
     def __init__(
         self,
@@ -121,16 +122,13 @@ class UpdateSchema:
         case_sensitive: bool = True,
         transaction: Transaction | None = None,
     ) -> None:
-        self._table = table
-        self._transaction = transaction
         self._action = SchemaUpdateAction([], allow_incompatible_changes, case_sensitive)
-        self._done = False
+        super().__init__(table, self._action, transaction)
 
     # -- recording -------------------------------------------------------------------------
 
     def _record(self, change: SchemaChange) -> UpdateSchema:
-        if self._done:
-            raise ValidationError(f"Schema update of {self._table.name} is already finished")
+        self._check_open()
         self._action.changes.append(change)
         try:
             self._action.apply(self._table.metadata)
@@ -217,30 +215,5 @@ class UpdateSchema:
         """The schema these changes give on the table's current metadata (nothing commits)."""
         return self._action.apply(self._table.metadata).schema
 
-    def commit(self) -> None:
-        """Commit the changes (through the transaction when one was given)."""
-        if self._done:
-            raise ValidationError(f"Schema update of {self._table.name} is already finished")
-        self._done = True
-        if not self._action.changes:
-            return
-        if self._transaction is not None:
-            self._transaction.add_action(self._action)
-            return
-        with self._table.transaction() as tx:
-            tx.add_action(self._action)
-
-    def __enter__(self) -> UpdateSchema:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            if not self._done:  # an explicit commit() inside the block already committed
-                self.commit()
-        else:
-            self._done = True
+    def _is_empty(self) -> bool:
+        return not self._action.changes

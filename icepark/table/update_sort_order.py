@@ -13,10 +13,8 @@ Writers sort new files by the table's default order and record its id in each fi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import TracebackType
 from typing import TYPE_CHECKING
 
-from icepark.errors import ValidationError
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.sorting import SortOrder, build_sort_order
 from icepark.spec.updates import (
@@ -26,6 +24,7 @@ from icepark.spec.updates import (
     TableUpdate,
 )
 from icepark.table.operations import Action, Staged
+from icepark.table.pending import PendingUpdate
 
 if TYPE_CHECKING:
     from icepark.table.table import Table
@@ -52,22 +51,21 @@ class SortOrderAction(Action):
         return Staged(updates, [AssertTableUUID(base.table_uuid)])
 
 
-class ReplaceSortOrder:
+class ReplaceSortOrder(PendingUpdate):
     """Sort terms for one table; a context manager that commits on a clean exit.
 
     No term at all replaces the order with "unsorted"."""
 
+    _what = "Sort order update"
+
     def __init__(
         self, table: Table, *, case_sensitive: bool = True, transaction: Transaction | None = None
     ) -> None:
-        self._table = table
-        self._transaction = transaction
         self._action = SortOrderAction([], case_sensitive)
-        self._done = False
+        super().__init__(table, self._action, transaction)
 
     def _term(self, text: str) -> ReplaceSortOrder:
-        if self._done:
-            raise ValidationError(f"Sort order update of {self._table.name} is already finished")
+        self._check_open()
         self._action.terms.append(text)
         try:
             self._action.build(self._table.metadata)
@@ -88,28 +86,3 @@ class ReplaceSortOrder:
 
     def apply(self) -> SortOrder:
         return self._action.build(self._table.metadata)
-
-    def commit(self) -> None:
-        if self._done:
-            raise ValidationError(f"Sort order update of {self._table.name} is already finished")
-        self._done = True
-        if self._transaction is not None:
-            self._transaction.add_action(self._action)
-            return
-        with self._table.transaction() as tx:
-            tx.add_action(self._action)
-
-    def __enter__(self) -> ReplaceSortOrder:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            if not self._done:  # an explicit commit() inside the block already committed
-                self.commit()
-        else:
-            self._done = True

@@ -14,7 +14,6 @@ files keep the spec they were written with.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from icepark.errors import ValidationError
@@ -39,6 +38,7 @@ from icepark.spec.updates import (
     TableUpdate,
 )
 from icepark.table.operations import Action, Staged
+from icepark.table.pending import PendingUpdate
 
 if TYPE_CHECKING:
     from icepark.table.table import Table
@@ -76,20 +76,19 @@ class SpecUpdateAction(Action):
         return Staged(updates, list(requirements))
 
 
-class UpdateSpec:
+class UpdateSpec(PendingUpdate):
     """Partition spec changes for one table; a context manager that commits on a clean exit."""
+
+    _what = "Spec update"
 
     def __init__(
         self, table: Table, *, case_sensitive: bool = True, transaction: Transaction | None = None
     ) -> None:
-        self._table = table
-        self._transaction = transaction
         self._action = SpecUpdateAction([], case_sensitive)
-        self._done = False
+        super().__init__(table, self._action, transaction)
 
     def _record(self, change: SpecChange) -> UpdateSpec:
-        if self._done:
-            raise ValidationError(f"Spec update of {self._table.name} is already finished")
+        self._check_open()
         self._action.changes.append(change)
         try:
             self._action.apply(self._table.metadata)
@@ -123,29 +122,5 @@ class UpdateSpec:
     def apply(self) -> SpecUpdateResult:
         return self._action.apply(self._table.metadata)
 
-    def commit(self) -> None:
-        if self._done:
-            raise ValidationError(f"Spec update of {self._table.name} is already finished")
-        self._done = True
-        if not self._action.changes:
-            return
-        if self._transaction is not None:
-            self._transaction.add_action(self._action)
-            return
-        with self._table.transaction() as tx:
-            tx.add_action(self._action)
-
-    def __enter__(self) -> UpdateSpec:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            if not self._done:  # an explicit commit() inside the block already committed
-                self.commit()
-        else:
-            self._done = True
+    def _is_empty(self) -> bool:
+        return not self._action.changes
