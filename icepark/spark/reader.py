@@ -47,7 +47,7 @@ from icepark.arrow.conform import value_to_arrow_scalar
 from icepark.arrow.deletes import DeleteCache
 from icepark.arrow.schema import type_to_arrow
 from icepark.errors import ValidationError
-from icepark.expressions import BooleanExpression, referenced_names
+from icepark.expressions import AlwaysTrue, BooleanExpression, referenced_names
 from icepark.manifest import FileContent
 from icepark.planning.planner import CombinedScanTask, FileScanTask, SplitOptions, plan_tasks
 from icepark.spark._common import (
@@ -74,7 +74,7 @@ from icepark.table import Table
 from icepark.table.row_delta import deleted_positions
 from icepark.table.scan import DataScan
 
-__all__ = ["read", "read_scan", "read_tasks", "ReadPath", "choose_path"]
+__all__ = ["read", "read_scan", "read_tasks", "resolve_path", "ReadPath", "choose_path"]
 
 ReadPath = Literal["auto", "native", "python"]
 
@@ -154,28 +154,45 @@ def read_scan(spark: SparkSession, scan: DataScan, *, path: ReadPath = "auto") -
 
 
 def read_tasks(
-    spark: SparkSession, scan: DataScan, tasks: Sequence[FileScanTask], *, path: ReadPath = "auto"
+    spark: SparkSession,
+    scan: DataScan,
+    tasks: Sequence[FileScanTask],
+    *,
+    path: ReadPath = "auto",
+    spark_file_paths: bool = False,
 ) -> DataFrame:
     """Read the given file scan tasks of ``scan`` (a subset of its planned tasks, e.g. the
     files a row-level change touches) with ``scan``'s projection and filter; each task's
-    residual applies on the python path."""
-    chosen, _why = choose_path(scan, tasks)
-    if path == "native" and chosen == "python":
-        raise ValidationError(f"Cannot read natively: {_why}")
-    deleted = None
-    if path != "python" and chosen == "native":
-        deleted = _deleted_positions(scan, tasks)
-        if deleted is not None and deleted.num_rows > MAX_NATIVE_DELETED_POSITIONS:
-            if path == "native":
-                raise ValidationError(
-                    f"Cannot read natively: {deleted.num_rows} deleted positions (more than "
-                    f"{MAX_NATIVE_DELETED_POSITIONS} are applied on the python path)"
-                )
-            chosen = "python"
-    if path == "python" or chosen == "python":
+    residual applies on the python path. With ``spark_file_paths`` the native path gives
+    ``_file`` as Spark reports it (``_metadata.file_path``, see
+    :func:`~icepark.spark._common.spark_reported_path`) instead of joining the table's form in,
+    which is cheaper; the python path always gives the table's form."""
+    chosen, deleted = resolve_path(scan, tasks, path)
+    if chosen == "python":
         props = {**scan.metadata.properties, **scan.options}
         return _read_python(spark, scan, plan_tasks(tasks, SplitOptions.from_properties(props)))
-    return _read_native(spark, scan, tasks, deleted)
+    return _read_native(spark, scan, tasks, deleted, spark_file_paths)
+
+
+def resolve_path(
+    scan: DataScan, tasks: Sequence[FileScanTask], path: ReadPath = "auto"
+) -> tuple[Literal["native", "python"], pa.Table | None]:
+    """The path that reads ``tasks`` (``path`` unless it is ``auto``) and, for the native
+    path, the positions deleted by position deletes and DVs (see :func:`read_tasks`)."""
+    chosen, why = choose_path(scan, tasks)
+    if path == "native" and chosen == "python":
+        raise ValidationError(f"Cannot read natively: {why}")
+    if path == "python" or chosen == "python":
+        return "python", None
+    deleted = _deleted_positions(scan, tasks)
+    if deleted is not None and deleted.num_rows > MAX_NATIVE_DELETED_POSITIONS:
+        if path == "native":
+            raise ValidationError(
+                f"Cannot read natively: {deleted.num_rows} deleted positions (more than "
+                f"{MAX_NATIVE_DELETED_POSITIONS} are applied on the python path)"
+            )
+        return "python", None
+    return "native", deleted
 
 
 def _deleted_positions(scan: DataScan, tasks: Sequence[FileScanTask]) -> pa.Table | None:
@@ -209,12 +226,12 @@ def _deleted_positions(scan: DataScan, tasks: Sequence[FileScanTask]) -> pa.Tabl
 # -- native -----------------------------------------------------------------------------------
 
 
-def _read_schema(scan: DataScan) -> Schema:
+def _read_schema(scan: DataScan, row_filter: BooleanExpression) -> Schema:
     """The data columns to read: the projected ones plus those the filter needs."""
     projected = [f for f in scan.projected_schema.fields if not is_metadata_field_id(f.field_id)]
     have = {f.field_id for f in projected}
     extra: list[NestedField] = []
-    names = referenced_names(scan.row_filter) if not _is_true(scan.row_filter) else set()
+    names = referenced_names(row_filter) if not _is_true(row_filter) else set()
     for name in sorted(names):
         top = scan.schema.find_field(name.split(".", 1)[0], scan.case_sensitive)
         if top.field_id not in have:
@@ -224,8 +241,6 @@ def _read_schema(scan: DataScan) -> Schema:
 
 
 def _is_true(expr: BooleanExpression) -> bool:
-    from icepark.expressions import AlwaysTrue
-
     return isinstance(expr, AlwaysTrue)
 
 
@@ -339,8 +354,15 @@ def _read_native(
     scan: DataScan,
     tasks: Sequence[FileScanTask],
     deleted: pa.Table | None = None,
+    spark_file_paths: bool = False,
 ) -> DataFrame:
-    read_schema = _read_schema(scan)
+    # When every file's residual is true (the filter is decided by partition values or
+    # metrics, e.g. whole days of a day-partitioned table), rows need no filtering and the
+    # filter's columns need not be read.
+    row_filter = scan.row_filter
+    if all(_is_true(t.residual) for t in tasks):
+        row_filter = AlwaysTrue()
+    read_schema = _read_schema(scan, row_filter)
     by_name = _names_are_ids(scan.metadata, read_schema)
     if not by_name:
         prepare_session(spark)
@@ -356,14 +378,17 @@ def _read_native(
     projected = scan.projected_schema.fields
     meta_ids = {f.field_id for f in projected if is_metadata_field_id(f.field_id)}
     constants = _identity_constants(scan, read_schema, tasks)
-    needs_join = bool(constants) or bool(meta_ids & {FILE_PATH_FIELD_ID, PARTITION_FIELD_ID})
+    joined_meta = (
+        {PARTITION_FIELD_ID} if spark_file_paths else {FILE_PATH_FIELD_ID, PARTITION_FIELD_ID}
+    )
+    needs_join = bool(constants) or bool(meta_ids & joined_meta)
     spec_ids = {t.spec_id for t in tasks}
     if SPEC_ID_FIELD_ID in meta_ids and len(spec_ids) > 1:
         needs_join = True
     # the file source's _metadata is only visible before the first join
     if POS_FIELD_ID in meta_ids or deleted is not None:
         df = df.withColumn(_DELETED_POS, F.col("_metadata.row_index"))
-    if needs_join or deleted is not None:
+    if needs_join or deleted is not None or FILE_PATH_FIELD_ID in meta_ids:
         df = df.withColumn(_DELETED_PATH, F.col("_metadata.file_path"))
     if deleted is not None:
         df = _anti_join_deleted(spark, df, deleted, tasks)
@@ -373,14 +398,17 @@ def _read_native(
         for c in constants:
             name = quote_column(c.field.name)
             df = df.withColumn(c.field.name, F.coalesce(F.col(name), F.col(_const_name(c.field))))
-    condition = to_spark_column(scan.row_filter, scan.schema, scan.case_sensitive)
+    condition = to_spark_column(row_filter, scan.schema, scan.case_sensitive)
     if condition is not None:
         df = df.filter(condition)
     if not meta_ids and not needs_join and df.columns == [f.name for f in projected]:
         return df
     selected: list[Column] = []
     for f in projected:
-        selected.append(_output_column(f, spec_ids, needs_join).alias(f.name))
+        if f.field_id == FILE_PATH_FIELD_ID and spark_file_paths:
+            selected.append(F.col(_DELETED_PATH).alias(f.name))
+        else:
+            selected.append(_output_column(f, spec_ids, needs_join).alias(f.name))
     return df.select(*selected)
 
 

@@ -41,9 +41,9 @@ from pyspark.sql import functions as F
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, bind, parse_filter
 from icepark.planning.planner import FileScanTask, plan_files
-from icepark.spark._common import resolve_table
+from icepark.spark._common import resolve_table, spark_reported_path
 from icepark.spark.filters import quote_column, to_spark_column
-from icepark.spark.reader import read_tasks
+from icepark.spark.reader import ReadPath, read_tasks, resolve_path
 from icepark.spark.writer import write_files
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
@@ -75,6 +75,7 @@ class _Target:
     branch: str
     operation: str
     case_sensitive: bool
+    path: ReadPath | None = None
 
     @property
     def schema(self) -> Schema:
@@ -107,7 +108,10 @@ class _Target:
             use_snapshot_schema=False,
         )
         whole = [replace(t, residual=AlwaysTrue()) for t in tasks]
-        return read_tasks(spark, scan, whole)
+        if self.path is None:
+            # one path for every read of this change, so that ``_file`` has one form
+            self.path = resolve_path(scan, whole)[0]
+        return read_tasks(spark, scan, whole, path=self.path, spark_file_paths=True)
 
     def commit(
         self,
@@ -170,13 +174,23 @@ def _is_true(condition: Column) -> Column:
     return F.coalesce(condition, F.lit(False))
 
 
+def _tasks_by_path(tasks: Sequence[FileScanTask]) -> dict[str, FileScanTask]:
+    """Each task by its data file's path, in the table's form and as Spark reports it (the
+    native read path gives ``_file`` as Spark reports it)."""
+    out: dict[str, FileScanTask] = {}
+    for t in tasks:
+        out[t.file.file_path] = t
+        out.setdefault(spark_reported_path(t.file.file_path), t)
+    return out
+
+
 def _task_positions(
     tasks: Sequence[FileScanTask], positions: pa.Table
 ) -> list[tuple[FileScanTask, np.ndarray]]:
     """Group (``_file``, ``_pos``) rows by file, with each file's scan task."""
     if not positions.num_rows:
         return []
-    by_path = {t.file.file_path: t for t in tasks}
+    by_path = _tasks_by_path(tasks)
     paths = positions.column(_FILE).combine_chunks().dictionary_encode()
     pos = positions.column(_POS).to_numpy().astype(np.int64)
     codes = paths.indices.to_numpy(zero_copy_only=False)
@@ -206,7 +220,8 @@ def _apply(
     try:
         if mode == COPY_ON_WRITE:
             touched = {r[0] for r in changed.select(_FILE).distinct().collect()}
-            rewrite = [t for t in tasks if t.file.file_path in touched]
+            by_path = _tasks_by_path(tasks)
+            rewrite = list({id(by_path[p]): by_path[p] for p in touched}.values())
             keys = changed.select(_FILE, _POS).distinct()
             kept = target.read(spark, rewrite).join(keys, [_FILE, _POS], "left_anti")
             out = kept.select(*[F.col(quote_column(c)) for c in target.columns])

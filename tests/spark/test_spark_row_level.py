@@ -291,3 +291,20 @@ def test_spark_reads_reference_row_level_changes_on_refs(
         ours = sorted(tuple(r) for r in read(spark, table, columns=columns, ref=ref).collect())
         assert ours == theirs, ref
     assert len(sorted(read(spark, table, ref="before").collect())) == 60
+
+
+def test_merge_into_an_empty_table_and_update_of_nothing(spark: Any, catalog: Catalog) -> None:
+    from icepark.spark.types import spark_schema_to_arrow
+
+    source = spark.sql(ROWS)
+    table = catalog.create_table(
+        "db.empty",
+        spark_schema_to_arrow(source.schema),
+        properties={"format-version": "3", "write.merge.mode": "merge-on-read"},
+    )
+    merge(spark, table, source, on="id", when_matched_update="*", when_not_matched_insert="*")
+    assert _rows(spark, table) == _expected(spark)
+    before = table.current_snapshot()
+    update(spark, table, set={"value": "0"}, where="id > 1000")  # no row: no new snapshot
+    delete(spark, table, "id > 1000")
+    assert table.refresh().current_snapshot() == before
