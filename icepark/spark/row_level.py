@@ -219,10 +219,10 @@ def _apply(
     mode = row_level_mode(target.metadata, target.operation)
     try:
         if mode == COPY_ON_WRITE:
-            touched = {r[0] for r in changed.select(_FILE).distinct().collect()}
+            keys = changed.select(_FILE, _POS).localCheckpoint()  # evaluated once
+            touched = {r[0] for r in keys.select(_FILE).distinct().collect()}
             by_path = _tasks_by_path(tasks)
             rewrite = list({id(by_path[p]): by_path[p] for p in touched}.values())
-            keys = changed.select(_FILE, _POS).distinct()
             kept = target.read(spark, rewrite).join(keys, [_FILE, _POS], "left_anti")
             out = kept.select(*[F.col(quote_column(c)) for c in target.columns])
             if new_rows is not None:

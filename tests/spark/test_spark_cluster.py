@@ -40,6 +40,16 @@ out = {
 }
 df.write.format("icepark").options(**options).option("table", "db.n").mode("append").save()
 out["appended"] = ispark.read(spark, "db.n", catalog=catalog).count()
+for name in ("db.n", "db.p"):
+    catalog.load_table(name).set_properties({"write.delete.mode": "merge-on-read",
+                                             "write.merge.mode": "merge-on-read"})
+ispark.delete(spark, "db.p", "id < 100", catalog=catalog)
+ispark.update(spark, "db.n", set={"name": "'n9'"}, where="id >= 490", catalog=catalog)
+ispark.merge(spark, "db.p", spark.range(450, 550).selectExpr("id", "'m' AS name"), on="id",
+             when_matched_update="*", when_not_matched_insert="*", catalog=catalog)
+out["deleted"] = ispark.read(spark, "db.p", catalog=catalog).count()
+out["merged"] = ispark.read(spark, "db.p", filter="name = 'm'", catalog=catalog).count()
+out["updated"] = ispark.read(spark, "db.n", filter="name = 'n9'", catalog=catalog).count()
 print(json.dumps(out))
 spark.stop()
 """
@@ -65,4 +75,7 @@ def test_local_cluster(tmp_path: Path) -> None:
         "filtered": 125,
         "source": 500,
         "appended": 1000,
+        "deleted": 450,
+        "merged": 100,
+        "updated": 20,
     }
