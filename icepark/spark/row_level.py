@@ -22,8 +22,9 @@ condition is null (unknown) is not changed.
 Concurrent commits are checked as :mod:`icepark.table.row_delta` says, per
 ``write.<operation>.isolation-level`` (``serializable`` by default, or ``snapshot``): a
 commit that removed or added deletes to a file this change touched fails it; under
-``serializable`` so does one that added data that may match the condition (for ``merge``:
-any added data). Other concurrent commits are retried through.
+``serializable`` so does one that added data that may match the condition (for ``merge`` on
+key columns: data within the source's key range; on any other condition: any data). Other
+concurrent commits are retried through.
 """
 
 from __future__ import annotations
@@ -39,7 +40,15 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icepark.errors import ValidationError
-from icepark.expressions import AlwaysTrue, BooleanExpression, bind, parse_filter
+from icepark.expressions import (
+    AlwaysFalse,
+    AlwaysTrue,
+    BooleanExpression,
+    and_,
+    bind,
+    col,
+    parse_filter,
+)
 from icepark.planning.planner import FileScanTask, plan_files
 from icepark.spark._common import resolve_table, spark_reported_path
 from icepark.spark.filters import quote_column, to_spark_column
@@ -48,6 +57,7 @@ from icepark.spark.writer import write_files
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
+from icepark.spec.types import DateType, DecimalType, IntegerType, LongType, StringType
 from icepark.table import Table
 from icepark.table.changes import isolation_level, row_level_mode
 from icepark.table.row_delta import COPY_ON_WRITE, RowLevelAction, RowLevelChange
@@ -328,19 +338,78 @@ def update(
 # -- merge -------------------------------------------------------------------------------------
 
 
-def _join_condition(on: str | Sequence[str] | Column, source: DataFrame) -> Column:
-    if isinstance(on, Column):
-        return on
-    if isinstance(on, str) and not _IDENTIFIER.match(on.strip()):
-        return F.expr(on)
+def _merge_keys(
+    on: str | Sequence[str] | Column, target: _Target, source: DataFrame
+) -> list[tuple[str, str]] | None:
+    """(target column, source column) pairs when ``on`` names key columns; None when it is
+    a condition."""
+    if isinstance(on, Column) or (isinstance(on, str) and not _IDENTIFIER.match(on.strip())):
+        return None
     keys = [on] if isinstance(on, str) else list(on)
     if not keys:
-        raise ValidationError("Cannot merge: empty join condition")
-    terms = [F.col(f"t.{quote_column(k)}") == F.col(f"s.{quote_column(k)}") for k in keys]
+        raise ValidationError(f"Cannot merge into table {target.table.name}: no key column")
+    top = {f.name for f in target.schema.fields}
+    by_name = {c if target.case_sensitive else c.lower(): c for c in source.columns}
+    pairs = []
+    for key in keys:
+        try:
+            name = target.schema.find_field(key, target.case_sensitive).name
+        except ValidationError as e:
+            raise ValidationError(
+                f"Cannot merge into table {target.table.name}: no column {key!r} in the table"
+            ) from e
+        if name not in top:
+            raise ValidationError(f"Cannot merge: key {key!r} is not a top-level column")
+        found = by_name.get(key if target.case_sensitive else key.lower())
+        if found is None:
+            raise ValidationError(
+                f"Cannot merge into table {target.table.name}: the source has no column {key!r}"
+            )
+        pairs.append((name, found))
+    return pairs
+
+
+def _join_condition(
+    on: str | Sequence[str] | Column, pairs: list[tuple[str, str]] | None
+) -> Column:
+    if pairs is None:
+        return on if isinstance(on, Column) else F.expr(str(on))
+    terms = [F.col(f"t.{quote_column(t)}") == F.col(f"s.{quote_column(s)}") for t, s in pairs]
     condition = terms[0]
     for term in terms[1:]:
         condition = condition & term
     return condition
+
+
+_RANGE_TYPES = (IntegerType, LongType, StringType, DateType, DecimalType)
+
+
+def _key_range(
+    pairs: list[tuple[str, str]], target: _Target, source: DataFrame
+) -> BooleanExpression:
+    """A filter on the target that every row a source row can match passes: each key
+    between the source's smallest and largest value (an equality never matches a null).
+    Planned with it, the target files outside the source's key range are not read. Only keys
+    of types whose order is the same in Spark and icepark (ints, strings, dates, decimals)."""
+    usable = [
+        (t, s) for t, s in pairs if isinstance(target.schema.find_field(t).field_type, _RANGE_TYPES)
+    ]
+    if not usable:
+        return AlwaysTrue()
+    aggregates = [f(F.col(quote_column(s))) for _, s in usable for f in (F.min, F.max)]
+    row = source.agg(*aggregates).collect()[0]
+    terms: list[BooleanExpression] = []
+    for i, (t, _) in enumerate(usable):
+        low, high = row[2 * i], row[2 * i + 1]
+        if low is None:
+            return AlwaysFalse()  # no source key without nulls: no row can match
+        terms += [col(t) >= low, col(t) <= high]
+    expr = and_(*terms)
+    try:
+        bind(target.schema, expr, target.case_sensitive)
+    except ValidationError:
+        return AlwaysTrue()
+    return expr
 
 
 def _star(columns: Sequence[str], source: DataFrame, clause: str) -> dict[str, Column]:
@@ -389,7 +458,11 @@ def merge(
     the first clause that applies, delete before update. A source row matching no target
     row is inserted by ``when_not_matched_insert`` (a mapping, columns not given are null,
     or ``"*"``). As in Iceberg's Spark SQL, a target row matched by more than one source row
-    fails the merge (when a matched clause is given) and nothing is committed."""
+    fails the merge (when a matched clause is given) and nothing is committed.
+
+    When ``on`` names key columns of int, long, string, date or decimal type, the target is
+    planned with the source's key range (one small aggregate over the source), so files
+    outside it are not read."""
     if when_matched_update is None and not when_matched_delete and not when_not_matched_insert:
         raise ValidationError("Cannot merge: no WHEN clause given")
     target = _target(table, catalog, branch, "merge", case_sensitive)
@@ -402,11 +475,13 @@ def merge(
                 f"Cannot merge into table {target.table.name}: when_not_matched_insert gives "
                 f"no value for required columns {missing}"
             )
+    pairs = _merge_keys(on, target, source)
     change = RowLevelChange(target.head_id())
-    tasks = target.plan(AlwaysTrue())
+    key_range = AlwaysTrue() if pairs is None else _key_range(pairs, target, source)
+    tasks = target.plan(key_range)
     s = source.alias("s")
     t = target.read(spark, tasks).alias("t")
-    joined = s.join(t, _join_condition(on, source), "left" if inserts is not None else "inner")
+    joined = s.join(t, _join_condition(on, pairs), "left" if inserts is not None else "inner")
     is_matched = F.col(f"t.{_FILE}").isNotNull()
     if when_matched_delete is True:
         delete_if = is_matched
@@ -440,7 +515,8 @@ def merge(
     changed = planned.filter(F.col(_ACTION).isin("D", "U"))
     new_rows = planned.filter(F.col(_ACTION).isin("U", "I")).select(*target.columns)
     _apply(spark, target, change, tasks, changed, new_rows)
-    return target.commit(change, AlwaysTrue(), snapshot_properties)
+    # new data outside the source's key range cannot match: it does not conflict
+    return target.commit(change, key_range, snapshot_properties)
 
 
 def _check_cardinality(planned: DataFrame, target: _Target) -> None:

@@ -308,3 +308,31 @@ def test_merge_into_an_empty_table_and_update_of_nothing(spark: Any, catalog: Ca
     update(spark, table, set={"value": "0"}, where="id > 1000")  # no row: no new snapshot
     delete(spark, table, "id > 1000")
     assert table.refresh().current_snapshot() == before
+
+
+def test_merge_reads_only_files_in_the_source_key_range(spark: Any, catalog: Catalog) -> None:
+    from icepark.spark.types import spark_schema_to_arrow
+
+    df = spark.sql(ROWS)
+    table = catalog.create_table(
+        "db.ranged",
+        spark_schema_to_arrow(df.schema),
+        sort_by=["id"],
+        properties={"format-version": "2", "write.merge.mode": "merge-on-read"},
+    )
+    for low in (0, 40, 80):  # three files with disjoint id ranges
+        write(df.filter(f"id >= {low} and id < {low + 40}").coalesce(1), table)
+    far = [t.file for t in table.scan(filter="id < 40").plan_files()]
+    assert len(far) == 1
+    table.io.delete(far[0].file_path)  # reading it now would fail
+    source = spark.sql(
+        "SELECT id, 'z' AS category, CAST(0 AS BIGINT) AS value, 0 AS part FROM range(90, 130)"
+    )
+    merge(spark, table, source, on=["id"], when_matched_update="*", when_not_matched_insert="*")
+    rows = read(spark, table.refresh(), filter="id >= 40").collect()
+    assert sorted(r.id for r in rows if r.category == "z") == list(range(90, 130))
+    assert len(rows) == 40 + 40 + 10
+    with pytest.raises(ValidationError, match="no column 'nope' in the table"):
+        merge(spark, table, source, on="nope", when_not_matched_insert="*")
+    with pytest.raises(ValidationError, match="the source has no column 'value'"):
+        merge(spark, table, source.drop("value"), on="value", when_matched_delete=True)
