@@ -28,7 +28,13 @@ from typing import Any
 
 import fastavro
 
-from icepark.avro.file import _HEADER_SCHEMA, _metadata_strings, _read_header, _writer_schema
+from icepark.avro.file import (
+    _HEADER_SCHEMA,
+    _metadata_strings,
+    _read_header,
+    _write_long,
+    _writer_schema,
+)
 from icepark.avro.schema import named_avro_types, strip_logical_types
 from icepark.errors import InvalidAvroFileError
 
@@ -335,7 +341,7 @@ def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
         codec = "null"
         rebuilt = []
         for b in blocks:
-            body = _encode_long(b.count) + _encode_long(len(b.data)) + b.data + sync
+            body = _write_long(b.count) + _write_long(len(b.data)) + b.data + sync
             rebuilt.append(_Block(b.count, body, b.data))
         blocks = rebuilt
     raw_meta["avro.schema"] = json.dumps(strip_logical_types(writer_schema)).encode("utf-8")
@@ -351,13 +357,3 @@ def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
         out.getvalue(),
         tuple(blocks),
     )
-
-
-def _encode_long(value: int) -> bytes:
-    n = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while n & ~0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
