@@ -85,7 +85,7 @@ _PATH_KEY = "__icepark_file__"
 _DELETED_PATH, _DELETED_POS = "__icepark_fp__", "__icepark_pos__"  # _metadata.file_path, row_index
 # Deleted positions beyond this many are applied by icepark's reader in Python tasks instead
 # of a broadcast anti join (they are gathered on the driver).
-MAX_NATIVE_DELETED_POSITIONS = 20_000_000
+MAX_NATIVE_DELETED_POSITIONS = 5_000_000
 
 
 def read(
@@ -176,7 +176,7 @@ def read_tasks(
 
 def resolve_path(
     scan: DataScan, tasks: Sequence[FileScanTask], path: ReadPath = "auto"
-) -> tuple[Literal["native", "python"], pa.Table | None]:
+) -> tuple[Literal["native", "python"], _Deleted | None]:
     """The path that reads ``tasks`` (``path`` unless it is ``auto``) and, for the native
     path, the positions deleted by position deletes and DVs (see :func:`read_tasks`)."""
     chosen, why = choose_path(scan, tasks)
@@ -185,22 +185,46 @@ def resolve_path(
     if path == "python" or chosen == "python":
         return "python", None
     deleted = _deleted_positions(scan, tasks)
-    if deleted is not None and deleted.num_rows > MAX_NATIVE_DELETED_POSITIONS:
+    if deleted is not None and deleted.count > MAX_NATIVE_DELETED_POSITIONS:
         if path == "native":
             raise ValidationError(
-                f"Cannot read natively: {deleted.num_rows} deleted positions (more than "
+                f"Cannot read natively: {deleted.count} deleted positions (more than "
                 f"{MAX_NATIVE_DELETED_POSITIONS} are applied on the python path)"
             )
         return "python", None
     return "native", deleted
 
 
-def _deleted_positions(scan: DataScan, tasks: Sequence[FileScanTask]) -> pa.Table | None:
-    """(Spark's path, position) of the rows the tasks' position deletes and deletion vectors
-    delete, read on the driver (each delete file once); None when no task has any."""
+@dataclass(frozen=True)
+class _Deleted:
+    """Positions deleted by position deletes and DVs: one sorted array per data file, by
+    the file's path as Spark reports it."""
+
+    positions: dict[str, np.ndarray]
+
+    @property
+    def count(self) -> int:
+        return sum(len(p) for p in self.positions.values())
+
+    def pairs(self) -> pa.Table:
+        """(path, position) rows."""
+        paths = list(self.positions)
+        counts = [len(p) for p in self.positions.values()]
+        indices = pa.array(np.repeat(np.arange(len(paths), dtype=np.int32), counts))
+        path_column = pa.DictionaryArray.from_arrays(indices, pa.array(paths, pa.string()))
+        return pa.table(
+            {
+                _DELETED_PATH: path_column.cast(pa.string()),
+                _DELETED_POS: pa.array(np.concatenate(list(self.positions.values())), pa.int64()),
+            }
+        )
+
+
+def _deleted_positions(scan: DataScan, tasks: Sequence[FileScanTask]) -> _Deleted | None:
+    """The rows the tasks' position deletes and deletion vectors delete, read on the driver
+    (each delete file once); None when no task has any."""
     cache = DeleteCache()
-    paths: list[str] = []
-    positions: list[np.ndarray] = []
+    positions: dict[str, np.ndarray] = {}
     seen: set[str] = set()
     for task in tasks:
         if not task.delete_files or task.file.file_path in seen:
@@ -208,19 +232,8 @@ def _deleted_positions(scan: DataScan, tasks: Sequence[FileScanTask]) -> pa.Tabl
         seen.add(task.file.file_path)
         deleted = deleted_positions(scan.io, task, cache)
         if len(deleted):
-            paths.append(spark_reported_path(task.file.file_path))
-            positions.append(deleted)
-    if not positions:
-        return None
-    counts = np.array([len(p) for p in positions])
-    indices = pa.array(np.repeat(np.arange(len(paths), dtype=np.int32), counts))
-    path_column = pa.DictionaryArray.from_arrays(indices, pa.array(paths, pa.string()))
-    return pa.table(
-        {
-            _DELETED_PATH: path_column.cast(pa.string()),
-            _DELETED_POS: pa.array(np.concatenate(positions), pa.int64()),
-        }
-    )
+            positions[spark_reported_path(task.file.file_path)] = deleted
+    return _Deleted(positions) if positions else None
 
 
 # -- native -----------------------------------------------------------------------------------
@@ -353,7 +366,7 @@ def _read_native(
     spark: SparkSession,
     scan: DataScan,
     tasks: Sequence[FileScanTask],
-    deleted: pa.Table | None = None,
+    deleted: _Deleted | None = None,
     spark_file_paths: bool = False,
 ) -> DataFrame:
     # When every file's residual is true (the filter is decided by partition values or
@@ -412,13 +425,20 @@ def _read_native(
     return df.select(*selected)
 
 
+def _blocks_differ(hashes: list[int], bits: int) -> bool:
+    """Whether the hashes differ above their low ``bits`` bits."""
+    blocks = np.array(hashes, dtype=np.int64) >> bits
+    return len(np.unique(blocks)) == len(blocks)
+
+
 def _anti_join_deleted(
-    spark: SparkSession, df: DataFrame, deleted: pa.Table, tasks: Sequence[FileScanTask]
+    spark: SparkSession, df: DataFrame, deleted: _Deleted, tasks: Sequence[FileScanTask]
 ) -> DataFrame:
     """Drop the rows deleted by position: a broadcast anti join on one long key,
     ``xxhash64(file path) ^ row index``, when that key is provably unique for the files read
     (every row index of a file is below its record count, so each file's keys stay within a
-    block of ``2^k`` values; the blocks of all files read must differ), else on the pair
+    block of ``2^k`` values; the blocks of all files read must differ). The keys of the
+    deleted rows are then made on the driver, 8 bytes a row. Otherwise the join is on the pair
     (file path, row index), which is exact but slower."""
     counts: dict[str, int] = {}
     for t in tasks:
@@ -427,19 +447,18 @@ def _anti_join_deleted(
     files = spark.createDataFrame(
         pa.table({"p": list(counts)}, schema=pa.schema([("p", pa.string())]))
     )
-    hashes = files.select(F.xxhash64("p").alias("h")).toArrow().column("h").to_numpy()
-    blocks = hashes.astype(np.int64) >> bits
-    gone = spark.createDataFrame(deleted)
-    if len(np.unique(blocks)) == len(blocks):
-        key = "__icepark_deleted_key__"
-
-        def keyed(path: Column, pos: Column) -> Column:
-            return F.xxhash64(path).bitwiseXOR(pos).alias(key)
-
-        gone = gone.select(keyed(F.col(_DELETED_PATH), F.col(_DELETED_POS)))
-        df = df.withColumn(key, keyed(F.col(_DELETED_PATH), F.col(_DELETED_POS)))
-        return df.join(F.broadcast(gone), [key], "left_anti").drop(key)
-    return df.join(F.broadcast(gone), [_DELETED_PATH, _DELETED_POS], "left_anti")
+    found = files.select("p", F.xxhash64("p").alias("h")).toArrow()
+    hashes = dict(zip(found.column("p").to_pylist(), found.column("h").to_pylist()))
+    if not _blocks_differ(list(hashes.values()), bits):
+        gone = F.broadcast(spark.createDataFrame(deleted.pairs()))
+        return df.join(gone, [_DELETED_PATH, _DELETED_POS], "left_anti")
+    key = "__icepark_deleted_key__"
+    keys = np.concatenate(
+        [np.int64(hashes[path]) ^ pos.astype(np.int64) for path, pos in deleted.positions.items()]
+    )
+    gone = F.broadcast(spark.createDataFrame(pa.table({key: pa.array(keys, pa.int64())})))
+    probe = F.xxhash64(F.col(_DELETED_PATH)).bitwiseXOR(F.col(_DELETED_POS))
+    return df.withColumn(key, probe).join(gone, [key], "left_anti").drop(key)
 
 
 def _output_column(f: NestedField, spec_ids: set[int], joined: bool) -> Column:

@@ -193,6 +193,21 @@ def test_position_deletes_read_natively(spark: Any, catalog: Any, version: int) 
     assert _rows(native) == _rows(read(spark, table, columns=columns, path="python"))
 
 
+def test_position_deletes_join_on_path_when_keys_may_collide(
+    spark: Any, catalog: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icepark.spark import reader
+
+    monkeypatch.setattr(reader, "_blocks_differ", lambda hashes, bits: False)
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    props = {"write.delete.mode": "merge-on-read", "format-version": "3"}
+    table = catalog.create_table("db.collide", schema, partition_by=["name"], properties=props)
+    table.append(pa.table({"id": list(range(20)), "name": [f"n{i % 2}" for i in range(20)]}))
+    table.delete("id < 6 or id = 9")
+    got = sorted(r.id for r in read(spark, table, path="native").collect())
+    assert got == [i for i in range(6, 20) if i != 9]
+
+
 def test_equality_deletes_use_the_python_path(spark: Any, catalog: Any) -> None:
     schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string())])
     table = catalog.create_table("db.eq", schema, properties={"format-version": "2"})
