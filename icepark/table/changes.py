@@ -31,10 +31,9 @@ from icepark.arrow.delete_writer import write_equality_delete_files
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysFalse, BooleanExpression, and_, col, or_
 from icepark.io import FileIO
-from icepark.planning.matching import FileMatcher
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH
-from icepark.table.operations import Action, added_files_since
+from icepark.table.operations import Action, check_no_conflicting_data
 from icepark.table.row_delta import COPY_ON_WRITE, MERGE_ON_READ, DeleteAction, RowDeltaAction
 from icepark.table.writes import write_arrow
 
@@ -225,21 +224,10 @@ def _no_conflicting_data(
     isolation = isolation_level(metadata, what)
 
     def validate(base: TableMetadata, start: TableMetadata) -> None:
-        if isolation != "serializable":
-            return
-        planned = start.snapshot_by_name(branch)
-        planned_id = planned.snapshot_id if planned else None
-        head = base.snapshot_by_name(branch)
-        if head is None or head.snapshot_id == planned_id:
-            return
-        matcher = FileMatcher(base.schema(), base.specs(), key_filter)
-        for f in added_files_since(io, base, branch, planned_id):
-            if matcher.might_match(f):
-                raise ValidationError(
-                    f"Cannot commit {what} into table {base.location}: a concurrent commit "
-                    f"added {f.file_path}, which may hold rows with the keys it deletes "
-                    f"(found conflicting files; isolation serializable)"
-                )
+        if isolation == "serializable":
+            planned = start.snapshot_by_name(branch)
+            planned_id = planned.snapshot_id if planned else None
+            check_no_conflicting_data(io, base, branch, planned_id, key_filter, True, what)
 
     return validate
 

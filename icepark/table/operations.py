@@ -36,6 +36,7 @@ __all__ = [
     "Staged",
     "RewriteFile",
     "added_files_since",
+    "check_no_conflicting_data",
 ]
 
 # Rewrites one data file keeping only the rows that do NOT match the filter; returns the
@@ -102,6 +103,31 @@ def added_files_since(
     return found
 
 
+def check_no_conflicting_data(
+    io: FileIO,
+    base: TableMetadata,
+    branch: str,
+    since_snapshot_id: int | None,
+    conflict_filter: BooleanExpression,
+    case_sensitive: bool = True,
+    what: str = "commit",
+) -> None:
+    """The ``serializable`` check: fail with :class:`ValidationError` when a commit on
+    ``branch`` after ``since_snapshot_id`` added a data file that may hold rows matching
+    ``conflict_filter`` (rows the committing change would have read or replaced)."""
+    head = base.snapshot_by_name(branch)
+    if head is None or head.snapshot_id == since_snapshot_id:
+        return
+    matcher = FileMatcher(base.schema(), base.specs(), conflict_filter, case_sensitive)
+    for f in added_files_since(io, base, branch, since_snapshot_id):
+        if matcher.might_match(f):
+            raise ValidationError(
+                f"Cannot {what} in table {base.location}: found conflicting files that can "
+                f"contain records matching {conflict_filter}: {f.file_path} (added by a "
+                f"concurrent commit on branch {branch}; isolation serializable)"
+            )
+
+
 @dataclass
 class _SnapshotAction(Action):
     io: FileIO
@@ -156,19 +182,16 @@ class OverwriteAction(_SnapshotAction):
         return FileMatcher(base.schema(), base.specs(), self.row_filter, self.case_sensitive)
 
     def validate(self, base: TableMetadata, start: TableMetadata) -> None:
-        if self.isolation != SERIALIZABLE:
-            return
-        start_id = self._start_snapshot_id(start)
-        head = base.snapshot_by_name(self.branch)
-        if head is None or head.snapshot_id == start_id:
-            return
-        matcher = self._matcher(base)
-        for f in added_files_since(self.io, base, self.branch, start_id):
-            if matcher.might_match(f):
-                raise ValidationError(
-                    f"Found conflicting files that can contain records matching {self.row_filter}: "
-                    f"{f.file_path} (added by a concurrent commit; isolation {self.isolation})"
-                )
+        if self.isolation == SERIALIZABLE:
+            check_no_conflicting_data(
+                self.io,
+                base,
+                self.branch,
+                self._start_snapshot_id(start),
+                self.row_filter,
+                self.case_sensitive,
+                "overwrite",
+            )
 
     def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:
         self.validate(base, start)

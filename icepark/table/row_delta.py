@@ -51,14 +51,13 @@ from icepark.manifest import (
     read_manifest,
     read_manifest_list,
 )
-from icepark.planning.matching import FileMatcher
 from icepark.planning.planner import FileScanTask, plan_files
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.metadata_columns import POS_FIELD
 from icepark.spec.name_mapping import NameMapping, name_mapping_from_json
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH, Operation
-from icepark.table.operations import Action, Staged, added_files_since
+from icepark.table.operations import Action, Staged, check_no_conflicting_data
 from icepark.table.producers import SnapshotProducer
 
 __all__ = [
@@ -287,14 +286,9 @@ def validate_row_level(
                     f"(concurrent snapshot {snapshot_id}) for data files it touches ({where})"
                 )
     if isolation == _SERIALIZABLE:
-        matcher = FileMatcher(base.schema(), base.specs(), conflict_filter, case_sensitive)
-        for f in added_files_since(io, base, branch, p.head_id):
-            if matcher.might_match(f):
-                raise ValidationError(
-                    f"Cannot commit {what}: found conflicting files that can contain records "
-                    f"matching {conflict_filter}: {f.file_path} (added by a concurrent commit; "
-                    f"{where})"
-                )
+        check_no_conflicting_data(
+            io, base, branch, p.head_id, conflict_filter, case_sensitive, f"commit {what}"
+        )
 
 
 def _produce(
