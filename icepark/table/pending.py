@@ -4,10 +4,12 @@ one action, directly or through a transaction, when the ``with`` block exits cle
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar, Self, TypeVar
 
 from icepark.errors import ValidationError
+from icepark.spec.metadata import TableMetadata
 from icepark.table.operations import Action
 
 if TYPE_CHECKING:
@@ -15,6 +17,8 @@ if TYPE_CHECKING:
     from icepark.table.transaction import Transaction
 
 __all__ = ["PendingUpdate"]
+
+T = TypeVar("T")
 
 
 class PendingUpdate:
@@ -31,6 +35,18 @@ class PendingUpdate:
     def _check_open(self) -> None:
         if self._done:
             raise ValidationError(f"{self._what} of {self._table.name} is already finished")
+
+    def _add(self, items: list[T], item: T, check: Callable[[TableMetadata], object]) -> Self:
+        """Record ``item`` in ``items`` if ``check`` (applying every recorded change to the
+        table's current metadata) accepts it; otherwise leave ``items`` as they were."""
+        self._check_open()
+        items.append(item)
+        try:
+            check(self._table.metadata)
+        except BaseException:
+            items.pop()
+            raise
+        return self
 
     def _is_empty(self) -> bool:
         """Whether there is nothing to commit."""

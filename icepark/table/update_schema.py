@@ -128,14 +128,7 @@ class UpdateSchema(PendingUpdate):
     # -- recording -------------------------------------------------------------------------
 
     def _record(self, change: SchemaChange) -> UpdateSchema:
-        self._check_open()
-        self._action.changes.append(change)
-        try:
-            self._action.apply(self._table.metadata)
-        except BaseException:
-            self._action.changes.pop()
-            raise
-        return self
+        return self._add(self._action.changes, change, self._action.apply)
 
     def add_column(
         self,

@@ -65,14 +65,7 @@ class ReplaceSortOrder(PendingUpdate):
         super().__init__(table, self._action, transaction)
 
     def _term(self, text: str) -> ReplaceSortOrder:
-        self._check_open()
-        self._action.terms.append(text)
-        try:
-            self._action.build(self._table.metadata)
-        except BaseException:
-            self._action.terms.pop()
-            raise
-        return self
+        return self._add(self._action.terms, text, self._action.build)
 
     def term(self, text: str) -> ReplaceSortOrder:
         """A term as ``build_sort_order`` reads it: ``"ts desc nulls last"``."""

@@ -88,14 +88,7 @@ class UpdateSpec(PendingUpdate):
         super().__init__(table, self._action, transaction)
 
     def _record(self, change: SpecChange) -> UpdateSpec:
-        self._check_open()
-        self._action.changes.append(change)
-        try:
-            self._action.apply(self._table.metadata)
-        except BaseException:
-            self._action.changes.pop()
-            raise
-        return self
+        return self._add(self._action.changes, change, self._action.apply)
 
     def add_field(
         self, source_column: str, transform: Transform | str | None = None, name: str | None = None
