@@ -4,11 +4,16 @@ them, and the session settings icepark relies on."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 
+from icepark.arrow.writer import write_data_files
+from icepark.io import FileIO
+from icepark.manifest import DataFile
+from icepark.spec.metadata import TableMetadata
 from icepark.table import Table
 
 __all__ = [
@@ -19,6 +24,7 @@ __all__ = [
     "spark_reported_path",
     "prepare_session",
     "temporary_conf",
+    "write_task_files",
 ]
 
 #: data source options that are catalog properties (``catalog`` names the catalog itself)
@@ -127,3 +133,25 @@ def temporary_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, old)
+
+
+def write_task_files(
+    io: FileIO, metadata: TableMetadata, batches: Iterable[pa.RecordBatch], write_uuid: str
+) -> list[DataFile]:
+    """In a Spark task: write its batches as data files of the table (icepark's Arrow
+    writer), named by the write uuid, the task's partition id and attempt number."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return write_data_files(
+        io,
+        table_location=metadata.location,
+        schema=metadata.schema(),
+        spec=metadata.spec(),
+        sort_order=metadata.sort_order(),
+        properties=metadata.properties,
+        data=batches,
+        write_uuid=write_uuid,
+        task_id=context.partitionId() if context is not None else 0,
+        attempt_id=context.attemptNumber() if context is not None else 0,
+    )

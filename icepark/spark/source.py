@@ -52,10 +52,9 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType as SparkStructType
 
-from icepark.arrow.writer import write_data_files
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
-from icepark.spark._common import catalog_from_options, prepare_session
+from icepark.spark._common import catalog_from_options, prepare_session, write_task_files
 from icepark.spark.filters import from_spark_filters
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
 from icepark.table import Table
@@ -173,22 +172,7 @@ class _Writer(_WriterBase):
         self.write_uuid = str(uuid.uuid4())
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        md = self.metadata
-        files = write_data_files(
-            self.io,
-            table_location=md.location,
-            schema=md.schema(),
-            spec=md.spec(),
-            sort_order=md.sort_order(),
-            properties=md.properties,
-            data=_batches(iterator),
-            write_uuid=self.write_uuid,
-            task_id=context.partitionId() if context else 0,
-            attempt_id=context.attemptNumber() if context else 0,
-        )
+        files = write_task_files(self.io, self.metadata, _batches(iterator), self.write_uuid)
         return _Written(pickle.dumps(files))
 
     def _files(self, messages: list[WriterCommitMessage | None]) -> list[Any]:

@@ -49,13 +49,17 @@ from icepark.arrow.writer import (
     PARQUET_COMPRESSION,
     PARQUET_COMPRESSION_DEFAULT,
     data_location,
-    write_data_files,
 )
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
 from icepark.io import FileIO
 from icepark.manifest import DataFile
-from icepark.spark._common import resolve_table, temporary_conf, to_spark_location
+from icepark.spark._common import (
+    resolve_table,
+    temporary_conf,
+    to_spark_location,
+    write_task_files,
+)
 from icepark.spark.filters import quote_column
 from icepark.spark.footer import data_file_from_footer
 from icepark.spark.transforms import transform_column
@@ -345,24 +349,7 @@ class _TaskWriter:
         self.write_uuid = write_uuid
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        task_id = context.partitionId() if context is not None else 0
-        attempt = context.attemptNumber() if context is not None else 0
-        md = self.metadata
-        files = write_data_files(
-            self.io,
-            table_location=md.location,
-            schema=md.schema(),
-            spec=md.spec(),
-            sort_order=md.sort_order(),
-            properties=md.properties,
-            data=batches,
-            write_uuid=self.write_uuid,
-            task_id=task_id,
-            attempt_id=attempt,
-        )
+        files = write_task_files(self.io, self.metadata, batches, self.write_uuid)
         yield pa.RecordBatch.from_pydict(
             {"files": [pickle.dumps(files)]}, schema=pa.schema([("files", pa.binary())])
         )
