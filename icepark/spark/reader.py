@@ -74,7 +74,15 @@ from icepark.table import Table
 from icepark.table.row_delta import deleted_positions
 from icepark.table.scan import DataScan
 
-__all__ = ["read", "read_scan", "read_tasks", "resolve_path", "ReadPath", "choose_path"]
+__all__ = [
+    "read",
+    "read_scan",
+    "read_tasks",
+    "read_resolved",
+    "resolve_path",
+    "ReadPath",
+    "choose_path",
+]
 
 ReadPath = Literal["auto", "native", "python"]
 
@@ -168,6 +176,19 @@ def read_tasks(
     :func:`~icepark.spark._common.spark_reported_path`) instead of joining the table's form in,
     which is cheaper; the python path always gives the table's form."""
     chosen, deleted = resolve_path(scan, tasks, path)
+    return read_resolved(spark, scan, tasks, chosen, deleted, spark_file_paths=spark_file_paths)
+
+
+def read_resolved(
+    spark: SparkSession,
+    scan: DataScan,
+    tasks: Sequence[FileScanTask],
+    chosen: Literal["native", "python"],
+    deleted: _Deleted | None,
+    *,
+    spark_file_paths: bool = False,
+) -> DataFrame:
+    """:func:`read_tasks` with the path and deleted positions :func:`resolve_path` gave."""
     if chosen == "python":
         props = {**scan.metadata.properties, **scan.options}
         return _read_python(spark, scan, plan_tasks(tasks, SplitOptions.from_properties(props)))

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -52,7 +52,7 @@ from icepark.expressions import (
 from icepark.planning.planner import FileScanTask, plan_files
 from icepark.spark._common import resolve_table, spark_reported_path
 from icepark.spark.filters import quote_column, to_spark_column
-from icepark.spark.reader import ReadPath, read_tasks, resolve_path
+from icepark.spark.reader import read_resolved, resolve_path
 from icepark.spark.writer import write_files
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
@@ -85,7 +85,7 @@ class _Target:
     branch: str
     operation: str
     case_sensitive: bool
-    path: ReadPath | None = None
+    path: Literal["native", "python"] | None = None
 
     @property
     def schema(self) -> Schema:
@@ -118,10 +118,9 @@ class _Target:
             use_snapshot_schema=False,
         )
         whole = [replace(t, residual=AlwaysTrue()) for t in tasks]
-        if self.path is None:
-            # one path for every read of this change, so that ``_file`` has one form
-            self.path = resolve_path(scan, whole)[0]
-        return read_tasks(spark, scan, whole, path=self.path, spark_file_paths=True)
+        # one path for every read of this change, so that ``_file`` has one form
+        self.path, deleted = resolve_path(scan, whole, self.path or "auto")
+        return read_resolved(spark, scan, whole, self.path, deleted, spark_file_paths=True)
 
     def commit(
         self,
