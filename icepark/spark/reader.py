@@ -16,8 +16,9 @@ small broadcast table of per-file values joined on ``_metadata.file_path``; ``_p
 ``_metadata.row_index``. When the table's schema history shows that names and ids of the
 columns read always went together (no rename, no name reused by another column), the ids are
 left out and Spark matches by name, which is the same and measurably cheaper. Position
-deletes and deletion vectors are read on the driver (each delete file once) and applied by a
-broadcast anti join on (``_metadata.file_path``, ``_metadata.row_index``).
+deletes and deletion vectors are read on the driver (each delete file once) and their rows
+dropped by a bitmap filter over ``_metadata`` or a broadcast anti join (see
+:mod:`icepark.spark.positions`).
 
 **python**: each combined scan task (:meth:`DataScan.plan_tasks`) becomes a Spark task that
 reads its files with :meth:`DataScan.read_task` (icepark's Arrow reader) and yields Arrow
@@ -35,6 +36,7 @@ from __future__ import annotations
 import datetime as dt
 import pickle
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -58,6 +60,7 @@ from icepark.spark._common import (
     to_spark_location,
 )
 from icepark.spark.filters import quote_column, to_spark_column
+from icepark.spark.positions import DELETED_PATH, DELETED_POS, DeletedPositions, drop_deleted
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.metadata_columns import (
@@ -90,10 +93,10 @@ _NATIVE_META = frozenset(
     {FILE_PATH_FIELD_ID, POS_FIELD_ID, SPEC_ID_FIELD_ID, PARTITION_FIELD_ID, IS_DELETED_FIELD_ID}
 )
 _PATH_KEY = "__icepark_file__"
-_DELETED_PATH, _DELETED_POS = "__icepark_fp__", "__icepark_pos__"  # _metadata.file_path, row_index
 # Deleted positions beyond this many are applied by icepark's reader in Python tasks instead
-# of a broadcast anti join (they are gathered on the driver).
+# of on the native path (they are gathered on the driver).
 MAX_NATIVE_DELETED_POSITIONS = 5_000_000
+_DELETE_READERS = 8  # delete files read at a time on the driver
 
 
 def read(
@@ -184,7 +187,7 @@ def read_resolved(
     scan: DataScan,
     tasks: Sequence[FileScanTask],
     chosen: Literal["native", "python"],
-    deleted: _Deleted | None,
+    deleted: DeletedPositions | None,
     *,
     spark_file_paths: bool = False,
 ) -> DataFrame:
@@ -197,7 +200,7 @@ def read_resolved(
 
 def resolve_path(
     scan: DataScan, tasks: Sequence[FileScanTask], path: ReadPath = "auto"
-) -> tuple[Literal["native", "python"], _Deleted | None]:
+) -> tuple[Literal["native", "python"], DeletedPositions | None]:
     """The path that reads ``tasks`` (``path`` unless it is ``auto``) and, for the native
     path, the positions deleted by position deletes and DVs (see :func:`read_tasks`)."""
     chosen, why = choose_path(scan, tasks)
@@ -216,45 +219,26 @@ def resolve_path(
     return "native", deleted
 
 
-@dataclass(frozen=True)
-class _Deleted:
-    """Positions deleted by position deletes and DVs: one sorted array per data file, by
-    the file's path as Spark reports it."""
-
-    positions: dict[str, np.ndarray]
-
-    @property
-    def count(self) -> int:
-        return sum(len(p) for p in self.positions.values())
-
-    def pairs(self) -> pa.Table:
-        """(path, position) rows."""
-        paths = list(self.positions)
-        counts = [len(p) for p in self.positions.values()]
-        indices = pa.array(np.repeat(np.arange(len(paths), dtype=np.int32), counts))
-        path_column = pa.DictionaryArray.from_arrays(indices, pa.array(paths, pa.string()))
-        return pa.table(
-            {
-                _DELETED_PATH: path_column.cast(pa.string()),
-                _DELETED_POS: pa.array(np.concatenate(list(self.positions.values())), pa.int64()),
-            }
-        )
-
-
-def _deleted_positions(scan: DataScan, tasks: Sequence[FileScanTask]) -> _Deleted | None:
+def _deleted_positions(scan: DataScan, tasks: Sequence[FileScanTask]) -> DeletedPositions | None:
     """The rows the tasks' position deletes and deletion vectors delete, read on the driver
-    (each delete file once); None when no task has any."""
+    (each delete file once, several at a time); None when no task has any."""
     cache = DeleteCache()
+    with_deletes = {t.file.file_path: t for t in tasks if t.delete_files}
+    # load each delete file once, in parallel; then each data file's positions are cached
+    first_use = {
+        (d.file_path, d.content_offset): (d, t.file.file_path)
+        for t in with_deletes.values()
+        for d in t.delete_files
+        if d.content == FileContent.POSITION_DELETES
+    }
+    with ThreadPoolExecutor(max_workers=_DELETE_READERS) as pool:
+        list(pool.map(lambda p: cache.positions(scan.io, p[0], p[1]), first_use.values()))
     positions: dict[str, np.ndarray] = {}
-    seen: set[str] = set()
-    for task in tasks:
-        if not task.delete_files or task.file.file_path in seen:
-            continue
-        seen.add(task.file.file_path)
+    for path, task in with_deletes.items():
         deleted = deleted_positions(scan.io, task, cache)
         if len(deleted):
-            positions[spark_reported_path(task.file.file_path)] = deleted
-    return _Deleted(positions) if positions else None
+            positions[spark_reported_path(path)] = deleted
+    return DeletedPositions(positions) if positions else None
 
 
 # -- native -----------------------------------------------------------------------------------
@@ -387,7 +371,7 @@ def _read_native(
     spark: SparkSession,
     scan: DataScan,
     tasks: Sequence[FileScanTask],
-    deleted: _Deleted | None = None,
+    deleted: DeletedPositions | None = None,
     spark_file_paths: bool = False,
 ) -> DataFrame:
     # When every file's residual is true (the filter is decided by partition values or
@@ -420,15 +404,15 @@ def _read_native(
     if SPEC_ID_FIELD_ID in meta_ids and len(spec_ids) > 1:
         needs_join = True
     # the file source's _metadata is only visible before the first join
-    if POS_FIELD_ID in meta_ids or deleted is not None:
-        df = df.withColumn(_DELETED_POS, F.col("_metadata.row_index"))
-    if needs_join or deleted is not None or FILE_PATH_FIELD_ID in meta_ids:
-        df = df.withColumn(_DELETED_PATH, F.col("_metadata.file_path"))
+    if POS_FIELD_ID in meta_ids:
+        df = df.withColumn(DELETED_POS, F.col("_metadata.row_index"))
+    if needs_join or FILE_PATH_FIELD_ID in meta_ids:
+        df = df.withColumn(DELETED_PATH, F.col("_metadata.file_path"))
     if deleted is not None:
-        df = _anti_join_deleted(spark, df, deleted, tasks)
+        df = drop_deleted(spark, df, deleted, tasks, scan.io)
     if needs_join:
         files = spark.createDataFrame(_files_table(scan, tasks, constants))
-        df = df.join(F.broadcast(files), F.col(_DELETED_PATH) == files[_PATH_KEY], "left")
+        df = df.join(F.broadcast(files), F.col(DELETED_PATH) == files[_PATH_KEY], "left")
         for c in constants:
             name = quote_column(c.field.name)
             df = df.withColumn(c.field.name, F.coalesce(F.col(name), F.col(_const_name(c.field))))
@@ -440,53 +424,17 @@ def _read_native(
     selected: list[Column] = []
     for f in projected:
         if f.field_id == FILE_PATH_FIELD_ID and spark_file_paths:
-            selected.append(F.col(_DELETED_PATH).alias(f.name))
+            selected.append(F.col(DELETED_PATH).alias(f.name))
         else:
             selected.append(_output_column(f, spec_ids, needs_join).alias(f.name))
     return df.select(*selected)
-
-
-def _blocks_differ(hashes: list[int], bits: int) -> bool:
-    """Whether the hashes differ above their low ``bits`` bits."""
-    blocks = np.array(hashes, dtype=np.int64) >> bits
-    return len(np.unique(blocks)) == len(blocks)
-
-
-def _anti_join_deleted(
-    spark: SparkSession, df: DataFrame, deleted: _Deleted, tasks: Sequence[FileScanTask]
-) -> DataFrame:
-    """Drop the rows deleted by position: a broadcast anti join on one long key,
-    ``xxhash64(file path) ^ row index``, when that key is provably unique for the files read
-    (every row index of a file is below its record count, so each file's keys stay within a
-    block of ``2^k`` values; the blocks of all files read must differ). The keys of the
-    deleted rows are then made on the driver, 8 bytes a row. Otherwise the join is on the pair
-    (file path, row index), which is exact but slower."""
-    counts: dict[str, int] = {}
-    for t in tasks:
-        counts[spark_reported_path(t.file.file_path)] = t.file.record_count
-    bits = max(max(counts.values(), default=1), 1).bit_length()
-    files = spark.createDataFrame(
-        pa.table({"p": list(counts)}, schema=pa.schema([("p", pa.string())]))
-    )
-    found = files.select("p", F.xxhash64("p").alias("h")).toArrow()
-    hashes = dict(zip(found.column("p").to_pylist(), found.column("h").to_pylist()))
-    if not _blocks_differ(list(hashes.values()), bits):
-        gone = F.broadcast(spark.createDataFrame(deleted.pairs()))
-        return df.join(gone, [_DELETED_PATH, _DELETED_POS], "left_anti")
-    key = "__icepark_deleted_key__"
-    keys = np.concatenate(
-        [np.int64(hashes[path]) ^ pos.astype(np.int64) for path, pos in deleted.positions.items()]
-    )
-    gone = F.broadcast(spark.createDataFrame(pa.table({key: pa.array(keys, pa.int64())})))
-    probe = F.xxhash64(F.col(_DELETED_PATH)).bitwiseXOR(F.col(_DELETED_POS))
-    return df.withColumn(key, probe).join(gone, [key], "left_anti").drop(key)
 
 
 def _output_column(f: NestedField, spec_ids: set[int], joined: bool) -> Column:
     if f.field_id == FILE_PATH_FIELD_ID:
         return F.col("_file")
     if f.field_id == POS_FIELD_ID:
-        return F.col(_DELETED_POS)
+        return F.col(DELETED_POS)
     if f.field_id == SPEC_ID_FIELD_ID:
         return (
             F.col("_spec_id") if joined and len(spec_ids) > 1 else F.lit(min(spec_ids)).cast("int")

@@ -196,9 +196,10 @@ def test_position_deletes_read_natively(spark: Any, catalog: Any, version: int) 
 def test_position_deletes_join_on_path_when_keys_may_collide(
     spark: Any, catalog: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from icepark.spark import reader
+    from icepark.spark import positions
 
-    monkeypatch.setattr(reader, "_blocks_differ", lambda hashes, bits: False)
+    monkeypatch.setattr(positions, "bitmap_filter", lambda deleted, sizes: None)
+    monkeypatch.setattr(positions, "_blocks_differ", lambda hashes, bits: False)
     schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
     props = {"write.delete.mode": "merge-on-read", "format-version": "3"}
     table = catalog.create_table("db.collide", schema, partition_by=["name"], properties=props)

@@ -1,0 +1,139 @@
+"""icepark.spark.positions: position deletes and DVs dropped by the bitmap filter or the join."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from icepark.spark import positions, read
+from icepark.spark._common import spark_reported_path
+from icepark.spark.positions import DeletedPositions, _checked_sizes, _slot_hash, slot_of
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
+
+
+def _rows(df: Any) -> list[tuple[Any, ...]]:
+    return sorted(tuple(r) for r in df.collect())
+
+
+def _no_join(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*args: Any) -> Any:
+        raise AssertionError("the anti join was used instead of the bitmap filter")
+
+    monkeypatch.setattr(positions, "_anti_join", fail)
+
+
+def _table(catalog: Any, name: str, version: int, rows: int) -> Any:
+    props = {"write.delete.mode": "merge-on-read", "format-version": str(version)}
+    table = catalog.create_table(name, SCHEMA, partition_by=["name"], properties=props)
+    names = [f"n{i % 3}" for i in range(rows)]
+    table.append(pa.table({"id": list(range(rows)), "name": names}, schema=SCHEMA))
+    return table
+
+
+@pytest.mark.parametrize("version", [2, 3])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_bitmap_filter_drops_exactly_the_deleted_rows(
+    spark: Any, catalog: Any, monkeypatch: pytest.MonkeyPatch, version: int, seed: int
+) -> None:
+    rows = 1200  # 400 rows a file: positions across several 64-bit words
+    table = _table(catalog, f"db.bitmap{version}{seed}", version, rows)
+    rng = random.Random(seed)
+    first = set(rng.sample(range(rows), 40)) | {0, 3 * 63, 3 * 64, rows - 1}
+    second = set(rng.sample(range(rows), 30))  # a second delete on the same files
+    table.delete(f"id in ({','.join(map(str, sorted(first)))})")
+    table.delete(f"id in ({','.join(map(str, sorted(second)))})")
+    _no_join(monkeypatch)
+    columns = ["id", "name", "_pos"]
+    native = read(spark, table, columns=columns, path="native")
+    assert sorted(r.id for r in native.collect()) == sorted(set(range(rows)) - first - second)
+    assert _rows(native) == _rows(read(spark, table, columns=columns, path="python"))
+    kept = read(spark, table, filter="id >= 600", path="native")
+    assert sorted(r.id for r in kept.collect()) == sorted(set(range(600, rows)) - first - second)
+
+
+def test_a_file_of_the_same_size_without_deletes_keeps_its_rows(
+    spark: Any, catalog: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    props = {"write.delete.mode": "merge-on-read", "format-version": "2"}
+    table = catalog.create_table("db.twins", SCHEMA, partition_by=["name"], properties=props)
+    ids = list(range(100))
+    table.append(pa.table({"id": ids + ids, "name": ["a"] * 100 + ["b"] * 100}, schema=SCHEMA))
+    sizes = {t.file.file_size_in_bytes for t in table.scan().plan_files()}
+    assert len(sizes) == 1  # same rows, same-length partition values: same size
+    table.delete("name = 'a' and id < 10")
+    _no_join(monkeypatch)
+    got = read(spark, table, path="native").collect()
+    assert sorted((r.name, r.id) for r in got) == [("a", i) for i in range(10, 100)] + [
+        ("b", i) for i in ids
+    ]
+
+
+def test_a_quote_in_the_table_location(spark: Any, tmp_path: Any) -> None:
+    from icepark.catalog import load_catalog
+
+    catalog = load_catalog("q", type="filesystem", warehouse=str(tmp_path / 'it\'s "here"'))
+    catalog.create_namespace("db")
+    table = _table(catalog, "db.quoted", 3, 30)
+    table.delete("id in (1, 2, 29)")
+    assert sorted(r.id for r in read(spark, table, path="native").collect()) == [
+        i for i in range(30) if i not in (1, 2, 29)
+    ]
+
+
+class _WrongLengths:
+    """A FileIO whose files all look one byte longer than they are."""
+
+    def __init__(self, io: Any) -> None:
+        self.io = io
+
+    def new_input(self, location: str) -> Any:
+        real = self.io.new_input(location)
+
+        class _Input:
+            def length(self) -> int:
+                return int(real.length()) + 1
+
+        return _Input()
+
+
+def test_sizes_that_differ_from_storage_fall_back_to_the_join(
+    spark: Any, catalog: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = _table(catalog, "db.sizes", 2, 30)
+    table.delete("id < 4")
+    tasks = table.scan().plan_files()
+    deleted = DeletedPositions(
+        {
+            spark_reported_path(t.file.file_path): np.array([0], dtype=np.int64)
+            for t in tasks
+            if t.delete_files
+        }
+    )
+    assert _checked_sizes(deleted, tasks, table.io) is not None
+    assert _checked_sizes(deleted, tasks, _WrongLengths(table.io)) is None
+    original = positions._checked_sizes
+    monkeypatch.setattr(
+        positions, "_checked_sizes", lambda d, t, io: original(d, t, _WrongLengths(io))
+    )
+    assert sorted(r.id for r in read(spark, table, path="native").collect()) == list(range(4, 30))
+
+
+@given(st.lists(st.integers(1, 1 << 40), min_size=1, max_size=256, unique=True))
+def test_slot_hash_separates_distinct_sizes(sizes: list[int]) -> None:
+    found = _slot_hash(np.array(sizes, dtype=np.int64))
+    assert found is not None
+    shift, bits = found
+    assert len({slot_of(s, shift, bits) for s in sizes}) == len(sizes)
+
+
+def test_slot_hash_refuses_equal_sizes() -> None:
+    assert _slot_hash(np.array([10, 20, 10], dtype=np.int64)) is None
