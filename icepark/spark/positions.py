@@ -161,6 +161,8 @@ def bitmap_filter(deleted: DeletedPositions, sizes: dict[str, int]) -> str | Non
     paths = list(deleted.positions)
     if len(paths) > MAX_BITMAP_FILES:
         return None
+    if any(deleted.positions[p][0] < 0 for p in paths):  # no row has such a position
+        return None
     firsts = [int(deleted.positions[p][0]) >> 6 for p in paths]
     lasts = [int(deleted.positions[p][-1]) >> 6 for p in paths]
     if 8 * sum(b - a + 1 for a, b in zip(firsts, lasts)) > MAX_BITMAP_BYTES:

@@ -89,6 +89,20 @@ def test_a_quote_in_the_table_location(spark: Any, tmp_path: Any) -> None:
     ]
 
 
+def test_a_bitmap_over_the_limit_falls_back_to_the_join(
+    spark: Any, catalog: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = _table(catalog, "db.limit", 3, 300)
+    table.delete("id in (0, 150, 299)")
+    joined: list[int] = []
+    original = positions._anti_join
+    monkeypatch.setattr(positions, "MAX_BITMAP_BYTES", 8)  # one word: each file spans more
+    monkeypatch.setattr(positions, "_anti_join", lambda *a: joined.append(1) or original(*a))
+    got = sorted(r.id for r in read(spark, table, path="native").collect())
+    assert got == [i for i in range(300) if i not in (0, 150, 299)]
+    assert joined
+
+
 class _WrongLengths:
     """A FileIO whose files all look one byte longer than they are."""
 
