@@ -52,7 +52,7 @@ DELETED_PATH, DELETED_POS = "__icepark_fp__", "__icepark_pos__"  # file path, ro
 # The bitmap filter's limits: its bytes (a bit a row, from the first to the last deleted
 # position of each file) and the number of files with deletes. Beyond either, the anti join
 # is used.
-MAX_BITMAP_BYTES = 16 << 20
+MAX_BITMAP_BYTES = 2 << 20  # ~5 MB of JSON in the plan; 16M rows spanned
 MAX_BITMAP_FILES = 256
 _STAT_THREADS = 16  # sizes are looked up in parallel (one request each on object stores)
 
