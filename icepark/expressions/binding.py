@@ -11,7 +11,8 @@ the way:
 * an inexact literal (``dec_2 = 1.005``, ``int_col < 2.5``) is rewritten exactly (see
   :mod:`icepark.expressions.literals`);
 * ``in`` / ``not in`` drop values that cannot occur; with no value left they are ``false`` /
-  ``true``; with one value they become ``=`` / ``!=``.
+  ``is not null``; with one value they become ``=`` / ``!=``; ``!=`` a value that cannot
+  occur is ``is not null`` too (a null matches no comparison).
 
 Fields inside lists and maps cannot be bound (their values are not one per row).
 """
@@ -236,6 +237,12 @@ def _bind_unary(op: Operation, ref: BoundReference) -> Expression:
     return BoundUnaryPredicate(op, ref)
 
 
+def _not_null(ref: BoundReference) -> Expression:
+    """Matches every row whose value is not null: what ``!=`` and ``not in`` match when no
+    value of the column can equal the literal (NaN is not equal to anything, so it matches)."""
+    return BoundUnaryPredicate(Operation.NOT_NULL, ref) if ref.produces_null else AlwaysTrue()
+
+
 def _all_values(ref: BoundReference) -> Expression:
     """Matches every row whose value is comparable (not null, not NaN)."""
     parts: list[Expression] = []
@@ -261,7 +268,7 @@ def _bind_literal(op: Operation, ref: BoundReference, literal: Any) -> Expressio
     value = convert_literal(literal, ref.type, ref.name)
     if value is ABOVE_MAX or value is BELOW_MIN:
         if op == Operation.NOT_EQ:
-            return AlwaysTrue()
+            return _not_null(ref)
         if op in (_ABOVE_TRUE if value is ABOVE_MAX else _BELOW_TRUE):
             return _all_values(ref)
         return AlwaysFalse()
@@ -269,7 +276,7 @@ def _bind_literal(op: Operation, ref: BoundReference, literal: Any) -> Expressio
         if op == Operation.EQ:
             return AlwaysFalse()
         if op == Operation.NOT_EQ:
-            return AlwaysTrue()
+            return _not_null(ref)
         if op in (Operation.LT, Operation.LT_EQ):
             return BoundLiteralPredicate(Operation.LT_EQ, ref, value.floor)
         return BoundLiteralPredicate(Operation.GT, ref, value.floor)
@@ -284,7 +291,7 @@ def _bind_set(op: Operation, ref: BoundReference, literals: Iterable[Any]) -> Ex
             continue  # cannot be equal to any value of the column
         values.add(value)
     if not values:
-        return AlwaysFalse() if op == Operation.IN else AlwaysTrue()
+        return AlwaysFalse() if op == Operation.IN else _not_null(ref)
     if len(values) == 1:
         single = Operation.EQ if op == Operation.IN else Operation.NOT_EQ
         return BoundLiteralPredicate(single, ref, next(iter(values)))

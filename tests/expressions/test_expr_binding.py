@@ -141,7 +141,7 @@ def test_out_of_range_literals() -> None:
     assert bind(SCHEMA, col("i") <= 2**40) == not_null
     assert bind(SCHEMA, col("i") > 2**40) == AlwaysFalse()
     assert bind(SCHEMA, col("i") == 2**40) == AlwaysFalse()
-    assert bind(SCHEMA, col("i") != 2**40) == AlwaysTrue()
+    assert bind(SCHEMA, col("i") != 2**40) == not_null  # a null matches no comparison
     assert bind(SCHEMA, col("i") > -(2**40)) == not_null
     assert bind(SCHEMA, col("i") < -(2**40)) == AlwaysFalse()
     required = Schema(NestedField(1, "i", IntegerType(), required=True))
@@ -155,7 +155,9 @@ def test_out_of_range_literals() -> None:
 def test_inexact_literals_are_rewritten_exactly() -> None:
     price = bind_reference(SCHEMA, "price")
     assert bind(SCHEMA, col("price") == Decimal("1.005")) == AlwaysFalse()
-    assert bind(SCHEMA, col("price") != Decimal("1.005")) == AlwaysTrue()
+    assert bind(SCHEMA, col("price") != Decimal("1.005")) == BoundUnaryPredicate(
+        Operation.NOT_NULL, price
+    )
     assert bind(SCHEMA, col("price") < Decimal("1.005")) == BoundLiteralPredicate(
         Operation.LT_EQ, price, Decimal("1.00")
     )
@@ -182,7 +184,8 @@ def test_set_binding() -> None:
     assert bind(SCHEMA, col("i").not_in([5])) == BoundLiteralPredicate(Operation.NOT_EQ, i, 5)
     assert bind(SCHEMA, col("i").isin([5, 2**40])) == BoundLiteralPredicate(Operation.EQ, i, 5)
     assert bind(SCHEMA, col("i").isin([2**40, 2.5])) == AlwaysFalse()
-    assert bind(SCHEMA, col("i").not_in([2**40])) == AlwaysTrue()
+    not_null = BoundUnaryPredicate(Operation.NOT_NULL, i)
+    assert bind(SCHEMA, col("i").not_in([2**40])) == not_null  # nulls match no "not in"
     bound = bind(SCHEMA, col("i").isin(["1", 2, 3.0]))
     assert isinstance(bound, BoundSetPredicate) and bound.literals == {1, 2, 3}
 

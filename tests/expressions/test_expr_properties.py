@@ -458,3 +458,14 @@ def test_metrics_of_one_column(
 def test_manifest_of_one_column(term: str, data: st.DataObject, rows: list[Any]) -> None:
     spec, columns = _single(term)
     _check_manifest(data.draw(_expressions(rows, columns, max_depth=1)), spec, rows)
+
+
+def test_strict_projection_through_an_out_of_range_value_keeps_null_rows_out() -> None:
+    """``i != -2**31`` through ``truncate(10, i)`` projects to ``p0 != -2**31 - 2``, which
+    no int partition value can equal: a null partition must still not match (a null row
+    matches no ``!=``). Found by the property test above."""
+    from icepark.expressions import LiteralPredicate, Operation
+
+    spec, _ = _single("truncate(10, i)")
+    row: tuple[Any, ...] = (None,) * len(SCHEMA.fields)
+    _check_projections(LiteralPredicate(Operation.NOT_EQ, "i", -(2**31)), spec, row)
