@@ -10,11 +10,11 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from icepark.arrow.writer import write_data_files
 from icepark.io import FileIO
 from icepark.manifest import DataFile
 from icepark.spec.metadata import TableMetadata
 from icepark.table import Table
+from icepark.table.writes import write_arrow
 
 __all__ = [
     "CATALOG_OPTION_KEYS",
@@ -143,15 +143,11 @@ def write_task_files(
     from pyspark import TaskContext
 
     context = TaskContext.get()
-    return write_data_files(
+    return write_arrow(
         io,
-        table_location=metadata.location,
-        schema=metadata.schema(),
-        spec=metadata.spec(),
-        sort_order=metadata.sort_order(),
-        properties=metadata.properties,
-        data=batches,
+        metadata,
+        batches,
+        context.partitionId() if context is not None else 0,
         write_uuid=write_uuid,
-        task_id=context.partitionId() if context is not None else 0,
         attempt_id=context.attemptNumber() if context is not None else 0,
     )

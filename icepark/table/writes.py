@@ -23,8 +23,17 @@ __all__ = ["ArrowData", "write_arrow", "rewrite_without"]
 ArrowData = pa.Table | pa.RecordBatchReader | Iterable[pa.RecordBatch]
 
 
-def write_arrow(io: FileIO, metadata: TableMetadata, data: Any, task_id: int = 0) -> list[DataFile]:
-    """Write ``data`` as data files of the table's current schema, spec and sort order."""
+def write_arrow(
+    io: FileIO,
+    metadata: TableMetadata,
+    data: Any,
+    task_id: int = 0,
+    *,
+    write_uuid: str | None = None,
+    attempt_id: int = 0,
+) -> list[DataFile]:
+    """Write ``data`` as data files of the table's current schema, spec and sort order, named
+    by ``write_uuid`` (a new one when None), ``task_id`` and ``attempt_id``."""
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     return write_data_files(
@@ -35,8 +44,9 @@ def write_arrow(io: FileIO, metadata: TableMetadata, data: Any, task_id: int = 0
         sort_order=metadata.sort_order(),
         properties=metadata.properties,
         data=data,
-        write_uuid=str(uuid.uuid4()),
+        write_uuid=write_uuid or str(uuid.uuid4()),
         task_id=task_id,
+        attempt_id=attempt_id,
     )
 
 
