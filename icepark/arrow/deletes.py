@@ -19,7 +19,8 @@ match any row of the data file is skipped without being read.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -87,6 +88,20 @@ class DeleteCache:
             self._positions, delete_file.file_path, lambda: _load_position_file(io, delete_file)
         )
         return grouped.get(data_path, _EMPTY)
+
+    def load_positions(self, io: FileIO, tasks: Iterable[FileScanTask], workers: int = 8) -> None:
+        """Load the position delete files and DVs of ``tasks``, each once and ``workers`` at a
+        time, so that :meth:`positions` then finds them here."""
+        first_use = {
+            (d.file_path, d.content_offset): (d, task.file.file_path)
+            for task in tasks
+            for d in task.delete_files
+            if d.content == FileContent.POSITION_DELETES
+        }
+        if not first_use:
+            return
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            list(pool.map(lambda pair: self.positions(io, *pair), first_use.values()))
 
     def equality(
         self, io: FileIO, delete_file: DataFile, schema: Schema, name_mapping: NameMapping | None

@@ -36,7 +36,6 @@ from __future__ import annotations
 import datetime as dt
 import pickle
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -96,7 +95,6 @@ _PATH_KEY = "__icepark_file__"
 # Deleted positions beyond this many are applied by icepark's reader in Python tasks instead
 # of on the native path (they are gathered on the driver).
 MAX_NATIVE_DELETED_POSITIONS = 5_000_000
-_DELETE_READERS = 8  # delete files read at a time on the driver
 
 
 def read(
@@ -224,15 +222,7 @@ def _deleted_positions(scan: DataScan, tasks: Sequence[FileScanTask]) -> Deleted
     (each delete file once, several at a time); None when no task has any."""
     cache = DeleteCache()
     with_deletes = {t.file.file_path: t for t in tasks if t.delete_files}
-    # load each delete file once, in parallel; then each data file's positions are cached
-    first_use = {
-        (d.file_path, d.content_offset): (d, t.file.file_path)
-        for t in with_deletes.values()
-        for d in t.delete_files
-        if d.content == FileContent.POSITION_DELETES
-    }
-    with ThreadPoolExecutor(max_workers=_DELETE_READERS) as pool:
-        list(pool.map(lambda p: cache.positions(scan.io, p[0], p[1]), first_use.values()))
+    cache.load_positions(scan.io, with_deletes.values())
     positions: dict[str, np.ndarray] = {}
     for path, task in with_deletes.items():
         deleted = deleted_positions(scan.io, task, cache)

@@ -142,6 +142,8 @@ class RowLevelChange:
                 f"table {base.location}: row-level deletes need format version 2 or later"
             )
         cache = cache or DeleteCache()
+        if base.format_version >= 3:  # the old positions are merged into the new DVs
+            cache.load_positions(io, (task for task, _ in matches))
         by_partition: dict[_PartitionKey, dict[str, np.ndarray]] = {}
         vectors: list[tuple[DataFile, np.ndarray]] = []
         for task, positions in matches:
