@@ -245,12 +245,9 @@ def _not_null(ref: BoundReference) -> Expression:
 
 def _all_values(ref: BoundReference) -> Expression:
     """Matches every row whose value is comparable (not null, not NaN)."""
-    parts: list[Expression] = []
-    if ref.produces_null:
-        parts.append(BoundUnaryPredicate(Operation.NOT_NULL, ref))
     if _is_float(ref.type):
-        parts.append(BoundUnaryPredicate(Operation.NOT_NAN, ref))
-    return and_(*parts)
+        return and_(_not_null(ref), BoundUnaryPredicate(Operation.NOT_NAN, ref))
+    return _not_null(ref)
 
 
 _BELOW_TRUE = (Operation.GT, Operation.GT_EQ)
