@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 
 from icepark.catalog import Catalog, load_catalog
+from icepark.spec import properties as P
 from icepark.spec.schema import Schema
 from icepark.spec.types import (
     DecimalType,
@@ -47,10 +48,10 @@ PARTITION_BY = ["day(ts)", "bucket(16, user_id)"]
 SORT_BY = ["user_id", "ts"]
 START = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 PROPERTIES = {
-    "write.target-file-size-bytes": str(64 * 1024 * 1024),
-    "write.delete.mode": "merge-on-read",
-    "write.update.mode": "copy-on-write",
-    "write.merge.mode": "merge-on-read",
+    P.WRITE_TARGET_FILE_SIZE_BYTES.name: str(64 * 1024 * 1024),
+    P.DELETE_MODE.name: P.MERGE_ON_READ,
+    P.UPDATE_MODE.name: P.COPY_ON_WRITE,
+    P.MERGE_MODE.name: P.MERGE_ON_READ,
 }
 
 

@@ -29,10 +29,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icepark.arrow.metrics_config import (
-    DEFAULT_WRITE_METRICS_MODE,
-    METRICS_MAX_INFERRED_COLUMN_DEFAULTS,
-    METRICS_MAX_INFERRED_COLUMN_DEFAULTS_DEFAULT,
-    METRICS_MODE_COLUMN_CONF_PREFIX,
     MetricsConfig,
     MetricsMode,
     parse_metrics_mode,
@@ -60,10 +56,6 @@ from icepark.spec.types import (
 )
 
 __all__ = [
-    "DEFAULT_WRITE_METRICS_MODE",
-    "METRICS_MODE_COLUMN_CONF_PREFIX",
-    "METRICS_MAX_INFERRED_COLUMN_DEFAULTS",
-    "METRICS_MAX_INFERRED_COLUMN_DEFAULTS_DEFAULT",
     "MetricsMode",
     "parse_metrics_mode",
     "MetricsConfig",

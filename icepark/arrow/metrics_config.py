@@ -22,26 +22,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from icepark.errors import ValidationError
+from icepark.spec import properties as P
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import SortOrder
 from icepark.spec.types import IcebergType, ListType, MapType, PrimitiveType, StructType
 
 __all__ = [
-    "DEFAULT_WRITE_METRICS_MODE",
-    "METRICS_MODE_COLUMN_CONF_PREFIX",
-    "METRICS_MAX_INFERRED_COLUMN_DEFAULTS",
-    "METRICS_MAX_INFERRED_COLUMN_DEFAULTS_DEFAULT",
     "MetricsMode",
     "parse_metrics_mode",
     "MetricsConfig",
 ]
 
 _LOG = logging.getLogger(__name__)
-
-DEFAULT_WRITE_METRICS_MODE = "write.metadata.metrics.default"
-METRICS_MODE_COLUMN_CONF_PREFIX = "write.metadata.metrics.column."
-METRICS_MAX_INFERRED_COLUMN_DEFAULTS = "write.metadata.metrics.max-inferred-column-defaults"
-METRICS_MAX_INFERRED_COLUMN_DEFAULTS_DEFAULT = 100
 
 
 # -- modes -------------------------------------------------------------------------------------
@@ -134,7 +126,7 @@ class MetricsConfig:
         """The config Java's ``MetricsConfig.forTable`` builds from table properties."""
         limit = _max_inferred(properties)
         modes: dict[str, MetricsMode] = {}
-        configured = properties.get(DEFAULT_WRITE_METRICS_MODE)
+        configured = P.DEFAULT_WRITE_METRICS_MODE.raw(properties)
         if configured is not None:
             default = _parse_mode_or(configured, _DEFAULT_MODE, "default")
         elif schema is None or _count_primitives(schema.as_struct()) <= limit:
@@ -153,8 +145,8 @@ class MetricsConfig:
                     if name is not None:
                         modes[name] = sorted_mode
         for key, value in properties.items():
-            if key.startswith(METRICS_MODE_COLUMN_CONF_PREFIX):
-                alias = key[len(METRICS_MODE_COLUMN_CONF_PREFIX) :]
+            if key.startswith(P.METRICS_MODE_COLUMN_CONF_PREFIX):
+                alias = key[len(P.METRICS_MODE_COLUMN_CONF_PREFIX) :]
                 modes[alias] = _parse_mode_or(value, default, f"column {alias}")
         return cls(modes, default, schema)
 
@@ -173,16 +165,8 @@ class MetricsConfig:
 
 
 def _max_inferred(properties: Mapping[str, str]) -> int:
-    raw = properties.get(METRICS_MAX_INFERRED_COLUMN_DEFAULTS)
-    if raw is None:
-        return METRICS_MAX_INFERRED_COLUMN_DEFAULTS_DEFAULT
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise ValidationError(
-            f"{METRICS_MAX_INFERRED_COLUMN_DEFAULTS} must be an integer: {raw!r}"
-        ) from None
-    return METRICS_MAX_INFERRED_COLUMN_DEFAULTS_DEFAULT if value < 0 else value
+    value = P.METRICS_MAX_INFERRED_COLUMN_DEFAULTS.get(properties)
+    return P.METRICS_MAX_INFERRED_COLUMN_DEFAULTS.default if value < 0 else value
 
 
 def _count_primitives(t: IcebergType) -> int:

@@ -62,6 +62,7 @@ from icepark.arrow.transforms import apply_transform
 from icepark.errors import ValidationError
 from icepark.io.fileio import FileIO, OutputStream
 from icepark.manifest.models import DataFile, FileContent, FileFormat
+from icepark.spec import properties as P
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import SortOrder
@@ -71,33 +72,9 @@ __all__ = [
     "data_location",
     "data_file_name",
     "parquet_writer_options",
-    "WRITE_DATA_PATH",
-    "WRITE_TARGET_FILE_SIZE_BYTES",
-    "WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT",
-    "PARQUET_ROW_GROUP_SIZE_BYTES",
-    "PARQUET_ROW_GROUP_SIZE_BYTES_DEFAULT",
-    "PARQUET_COMPRESSION",
-    "PARQUET_COMPRESSION_DEFAULT",
-    "PARQUET_COMPRESSION_LEVEL",
-    "PARQUET_PAGE_SIZE_BYTES",
-    "PARQUET_PAGE_ROW_LIMIT",
-    "PARQUET_DICT_SIZE_BYTES",
     "MAX_OPEN_FILES",
     "BUFFER_BUDGET_BYTES",
 ]
-
-WRITE_DATA_PATH = "write.data.path"
-_WRITE_FOLDER_STORAGE_PATH = "write.folder-storage.path"  # deprecated name of the same
-WRITE_TARGET_FILE_SIZE_BYTES = "write.target-file-size-bytes"
-WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT = 536_870_912
-PARQUET_ROW_GROUP_SIZE_BYTES = "write.parquet.row-group-size-bytes"
-PARQUET_ROW_GROUP_SIZE_BYTES_DEFAULT = 134_217_728
-PARQUET_COMPRESSION = "write.parquet.compression-codec"
-PARQUET_COMPRESSION_DEFAULT = "zstd"
-PARQUET_COMPRESSION_LEVEL = "write.parquet.compression-level"
-PARQUET_PAGE_SIZE_BYTES = "write.parquet.page-size-bytes"
-PARQUET_PAGE_ROW_LIMIT = "write.parquet.page-row-limit"
-PARQUET_DICT_SIZE_BYTES = "write.parquet.dict-size-bytes"
 
 #: partitions that may have an open file at once
 MAX_OPEN_FILES = 100
@@ -122,10 +99,7 @@ _CODECS = {
 
 def data_location(table_location: str, properties: Mapping[str, str]) -> str:
     """Where data files go: ``write.data.path``, else ``<table location>/data``."""
-    configured = properties.get(WRITE_DATA_PATH) or properties.get(_WRITE_FOLDER_STORAGE_PATH)
-    if configured:
-        return configured.rstrip("/")
-    return table_location.rstrip("/") + "/data"
+    return P.data_folder(table_location, properties)
 
 
 def data_file_name(task_id: int, attempt_id: int, write_uuid: str, file_number: int) -> str:
@@ -133,23 +107,13 @@ def data_file_name(task_id: int, attempt_id: int, write_uuid: str, file_number: 
     return f"{task_id:05d}-{attempt_id}-{write_uuid}-{file_number:05d}.parquet"
 
 
-def _int_property(properties: Mapping[str, str], name: str, default: int | None) -> int | None:
-    raw = properties.get(name)
-    if raw is None:
-        return default
-    try:
-        return int(raw.strip())
-    except ValueError:
-        raise ValidationError(f"Table property {name} must be an integer: {raw!r}") from None
-
-
 def parquet_writer_options(properties: Mapping[str, str]) -> dict[str, Any]:
     """Keyword arguments for :class:`pyarrow.parquet.ParquetWriter` from table properties."""
-    codec_name = properties.get(PARQUET_COMPRESSION, PARQUET_COMPRESSION_DEFAULT).strip().lower()
+    codec_name = P.PARQUET_COMPRESSION.get(properties)
     codec = _CODECS.get(codec_name)
     if codec is None:
         raise ValidationError(f"Unsupported Parquet compression codec: {codec_name!r}")
-    level = _int_property(properties, PARQUET_COMPRESSION_LEVEL, None)
+    level = P.PARQUET_COMPRESSION_LEVEL.get(properties)
     if level is None and codec == "zstd":
         level = _ZSTD_DEFAULT_LEVEL
     options: dict[str, Any] = {
@@ -161,15 +125,13 @@ def parquet_writer_options(properties: Mapping[str, str]) -> dict[str, Any]:
         "use_compliant_nested_type": True,
         "write_statistics": True,
     }
-    page_size = _int_property(properties, PARQUET_PAGE_SIZE_BYTES, None)
-    if page_size is not None:
-        options["data_page_size"] = page_size
-    dict_size = _int_property(properties, PARQUET_DICT_SIZE_BYTES, None)
-    if dict_size is not None:
-        options["dictionary_pagesize_limit"] = dict_size
-    row_limit = _int_property(properties, PARQUET_PAGE_ROW_LIMIT, None)
-    if row_limit is not None:
-        options["max_rows_per_page"] = row_limit
+    # pyarrow's own defaults unless a property is set
+    if P.PARQUET_PAGE_SIZE_BYTES.raw(properties) is not None:
+        options["data_page_size"] = P.PARQUET_PAGE_SIZE_BYTES.get(properties)
+    if P.PARQUET_DICT_SIZE_BYTES.raw(properties) is not None:
+        options["dictionary_pagesize_limit"] = P.PARQUET_DICT_SIZE_BYTES.get(properties)
+    if P.PARQUET_PAGE_ROW_LIMIT.raw(properties) is not None:
+        options["max_rows_per_page"] = P.PARQUET_PAGE_ROW_LIMIT.get(properties)
     return options
 
 
@@ -286,16 +248,10 @@ class _DataWriter:
         self.metrics_config = MetricsConfig.from_properties(properties, schema, sort_order)
         self.options = parquet_writer_options(properties)
         self.target_size = (
-            _int_property(
-                properties, WRITE_TARGET_FILE_SIZE_BYTES, WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT
-            )
-            or WRITE_TARGET_FILE_SIZE_BYTES_DEFAULT
+            P.WRITE_TARGET_FILE_SIZE_BYTES.get(properties) or P.WRITE_TARGET_FILE_SIZE_BYTES.default
         )
         self.row_group_bytes = (
-            _int_property(
-                properties, PARQUET_ROW_GROUP_SIZE_BYTES, PARQUET_ROW_GROUP_SIZE_BYTES_DEFAULT
-            )
-            or PARQUET_ROW_GROUP_SIZE_BYTES_DEFAULT
+            P.PARQUET_ROW_GROUP_SIZE_BYTES.get(properties) or P.PARQUET_ROW_GROUP_SIZE_BYTES.default
         )
         # a row group never spans files: write one when it would fill the target size
         self.flush_bytes = min(self.row_group_bytes, self.target_size)

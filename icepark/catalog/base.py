@@ -25,8 +25,10 @@ from icepark.errors import (
     ValidationError,
 )
 from icepark.io import FileIO, load_file_io
-from icepark.spec.builder import MetadataBuilder, new_table_metadata
+from icepark.spec import properties as P
+from icepark.spec.builder import MetadataBuilder
 from icepark.spec.metadata import TableMetadata, table_metadata_to_json
+from icepark.spec.new_table import new_table_metadata
 from icepark.spec.partitioning import build_partition_spec
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import build_sort_order
@@ -45,11 +47,6 @@ __all__ = [
 
 Identifier = tuple[str, ...]
 Properties = dict[str, str]
-
-_METADATA_COMPRESSION = "write.metadata.compression-codec"
-_METADATA_PATH = "write.metadata.path"
-_PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
-_DELETE_AFTER_COMMIT = "write.metadata.delete-after-commit.enabled"
 
 
 def to_identifier(name: str | Sequence[str]) -> Identifier:
@@ -233,7 +230,7 @@ class Catalog(ABC):
         spec = build_partition_spec(user_schema, partition_by)
         order = build_sort_order(user_schema, sort_by)
         props = dict(properties or {})
-        version = int(props.get("format-version", "2"))
+        version = P.FORMAT_VERSION.get(props)
         table_location = (location or self.default_table_location(ident)).rstrip("/")
         metadata = new_table_metadata(
             user_schema, spec, order, table_location, props, format_version=version
@@ -296,7 +293,7 @@ class Catalog(ABC):
         builder = MetadataBuilder(current)
         for update in updates:
             builder.apply(update)
-        max_previous = int(current.properties.get(_PREVIOUS_VERSIONS_MAX, "100"))
+        max_previous = P.METADATA_PREVIOUS_VERSIONS_MAX.get(current.properties)
         builder.with_previous_metadata(current_location, max_previous)
         new_metadata = builder.build()
         if new_metadata == current:
@@ -319,18 +316,12 @@ class Catalog(ABC):
     # -- metadata files --------------------------------------------------------------------
 
     def _metadata_folder(self, metadata: TableMetadata) -> str:
-        return metadata.properties.get(
-            _METADATA_PATH, metadata.location.rstrip("/") + "/metadata"
-        ).rstrip("/")
+        return P.metadata_folder(metadata.location, metadata.properties)
 
     @staticmethod
     def _metadata_suffix(metadata: TableMetadata) -> str:
-        codec = metadata.properties.get(_METADATA_COMPRESSION, "none").lower()
-        if codec == "gzip":
-            return ".gz.metadata.json"
-        if codec == "none":
-            return ".metadata.json"
-        raise ValidationError(f"Unsupported {_METADATA_COMPRESSION}: {codec!r} (use none or gzip)")
+        codec = P.METADATA_COMPRESSION.get(metadata.properties)
+        return ".gz.metadata.json" if codec == "gzip" else ".metadata.json"
 
     def _write_metadata(self, metadata: TableMetadata, location: str) -> None:
         data = table_metadata_to_json(metadata).encode("utf-8")
@@ -345,7 +336,7 @@ class Catalog(ABC):
             pass
 
     def _delete_old_metadata(self, base: TableMetadata, new: TableMetadata) -> None:
-        if new.properties.get(_DELETE_AFTER_COMMIT, "false").lower() != "true":
+        if not P.METADATA_DELETE_AFTER_COMMIT_ENABLED.get(new.properties):
             return
         kept = {e.metadata_file for e in new.metadata_log}
         for entry in base.metadata_log:

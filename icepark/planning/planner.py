@@ -30,6 +30,7 @@ from icepark.manifest import (
 from icepark.manifest.pruned import read_manifest_pruned
 from icepark.planning.delete_index import DeleteFileIndex
 from icepark.planning.matching import FileMatcher
+from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Snapshot
@@ -83,9 +84,7 @@ class SplitOptions:
     def from_properties(cls, props: dict[str, str] | None) -> SplitOptions:
         props = props or {}
         return cls(
-            int(props.get("read.split.target-size", cls.target_size)),
-            int(props.get("read.split.planning-lookback", cls.lookback)),
-            int(props.get("read.split.open-file-cost", cls.open_file_cost)),
+            P.SPLIT_SIZE.get(props), P.SPLIT_LOOKBACK.get(props), P.SPLIT_OPEN_FILE_COST.get(props)
         )
 
 

@@ -61,6 +61,7 @@ from icepark.spark._common import (
 from icepark.spark.filters import quote_column, to_spark_column
 from icepark.spark.positions import DELETED_PATH, DELETED_POS, DeletedPositions, drop_deleted
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
+from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.metadata_columns import (
     FILE_PATH_FIELD_ID,
@@ -145,7 +146,7 @@ def choose_path(scan: DataScan, tasks: Sequence[FileScanTask]) -> tuple[ReadPath
     """``("native" | "python", why)`` for a planned scan."""
     if any(d.content == FileContent.EQUALITY_DELETES for t in tasks for d in t.delete_files):
         return "python", "files have equality deletes"
-    if scan.metadata.properties.get("schema.name-mapping.default"):
+    if P.DEFAULT_NAME_MAPPING.get(scan.metadata.properties):
         return "python", "the table has a name mapping (files may lack field ids)"
     for f in scan.projected_schema.fields:
         if is_metadata_field_id(f.field_id) and f.field_id not in _NATIVE_META:

@@ -45,11 +45,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from icepark.arrow.metrics import MetricsConfig
-from icepark.arrow.writer import (
-    PARQUET_COMPRESSION,
-    PARQUET_COMPRESSION_DEFAULT,
-    data_location,
-)
+from icepark.arrow.writer import data_location
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
 from icepark.io import FileIO
@@ -64,6 +60,7 @@ from icepark.spark.filters import quote_column
 from icepark.spark.footer import data_file_from_footer
 from icepark.spark.transforms import transform_column
 from icepark.spark.types import FIELD_ID_KEY, to_spark_type
+from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
@@ -136,9 +133,9 @@ def choose_write_path(metadata: TableMetadata) -> tuple[WritePath, str]:
     for f in schema.fields:
         if not _native_type(f.field_type):
             return "python", f"column {f.name!r} is a {f.field_type}"
-    if metadata.properties.get("write.format.default", "parquet").lower() != "parquet":
+    if P.DEFAULT_FILE_FORMAT.get(metadata.properties) != "parquet":
         return "python", "the table's file format is not Parquet"
-    codec = metadata.properties.get(PARQUET_COMPRESSION, PARQUET_COMPRESSION_DEFAULT).lower()
+    codec = P.PARQUET_COMPRESSION.get(metadata.properties)
     if codec not in _SPARK_CODECS:
         return "python", f"codec {codec}"
     for pf in metadata.spec().fields:
@@ -238,7 +235,7 @@ def _distribute(
 ) -> DataFrame:
     spec = metadata.spec()
     default = "none" if spec.is_unpartitioned else "hash"
-    mode = metadata.properties.get("write.distribution-mode", default).lower()
+    mode = P.WRITE_DISTRIBUTION_MODE.get(metadata.properties) or default
     if mode == "hash" and partition:
         return df.repartition(*partition)
     if mode == "range" and (partition or sort):
@@ -261,7 +258,7 @@ def _write_native(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile
     if part_refs or sort:
         clustered = clustered.sortWithinPartitions(*part_refs, *sort)
     props = metadata.properties
-    codec = _SPARK_CODECS[props.get(PARQUET_COMPRESSION, PARQUET_COMPRESSION_DEFAULT).lower()]
+    codec = _SPARK_CODECS[P.PARQUET_COMPRESSION.get(props)]
     out = f"{data_location(metadata.location, props)}/{write_uuid}"
     io = table.io
     writer = (
@@ -269,7 +266,7 @@ def _write_native(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile
         .option("compression", codec)
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
     )
-    row_group = props.get("write.parquet.row-group-size-bytes")
+    row_group = P.PARQUET_ROW_GROUP_SIZE_BYTES.raw(props)
     if row_group:
         writer = writer.option("parquet.block.size", row_group)
     if hidden:
@@ -409,7 +406,7 @@ def _action(
 
     io = table.io
     props = dict(snapshot_properties)
-    isolation = table.metadata.properties.get("write.delete.isolation-level", "serializable")
+    isolation = P.DELETE_ISOLATION_LEVEL.get(table.metadata.properties)
     if mode == "append":
         return AppendAction(io, files, branch, props, merge=True)
     if mode == "overwrite":

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from icepark.errors import ValidationError
+from icepark.spec import properties as P
 from icepark.spec import updates as up
 from icepark.spec._compat import (
     add_previous_file,
@@ -46,15 +47,8 @@ from icepark.spec.updates import LAST_ADDED, TableUpdate
 
 __all__ = [
     "MetadataBuilder",
-    "new_table_metadata",
-    "creation_updates",
-    "RESERVED_PROPERTIES",
-    "METADATA_PREVIOUS_VERSIONS_MAX",
-    "METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT",
 ]
 
-METADATA_PREVIOUS_VERSIONS_MAX = "write.metadata.previous-versions-max"
-METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT = 100
 _INITIAL_SORT_ORDER_ID = 1
 
 
@@ -532,10 +526,10 @@ class MetadataBuilder:
             return list(self._metadata_log)
         max_entries = self._previous_max_entries
         if max_entries is None:
-            raw = self._properties.get(METADATA_PREVIOUS_VERSIONS_MAX)
-            max_entries = METADATA_PREVIOUS_VERSIONS_MAX_DEFAULT
-            if raw is not None and raw.strip().lstrip("-").isdigit():
-                max_entries = int(raw)
+            try:  # a bad value must not block every later commit: the default then
+                max_entries = P.METADATA_PREVIOUS_VERSIONS_MAX.get(self._properties)
+            except ValidationError:
+                max_entries = P.METADATA_PREVIOUS_VERSIONS_MAX.default
         return add_previous_file(
             self._metadata_log, self._previous_location, self._base.last_updated_ms, max_entries
         )
@@ -635,11 +629,3 @@ _HANDLERS: dict[type[TableUpdate], Callable[[MetadataBuilder, Any], Any]] = {
     up.RemovePartitionSpecsUpdate: lambda b, u: b.remove_partition_specs(u.spec_ids),
     up.RemoveSchemasUpdate: lambda b, u: b.remove_schemas(u.schema_ids),
 }
-
-
-# at the end: _new_table imports MetadataBuilder from this module when called
-from icepark.spec._new_table import (  # noqa: E402
-    RESERVED_PROPERTIES,
-    creation_updates,
-    new_table_metadata,
-)

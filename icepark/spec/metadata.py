@@ -22,6 +22,8 @@ from typing import Any
 
 from icepark.errors import InvalidMetadataError, UnsupportedFormatVersionError, ValidationError
 from icepark.spec import _jsonutil as js
+from icepark.spec import properties as P
+from icepark.spec.name_mapping import NameMapping, name_mapping_from_json
 from icepark.spec.partitioning import (
     INITIAL_SPEC_ID,
     PARTITION_DATA_ID_START,
@@ -228,6 +230,16 @@ class TableMetadata:
     def specs(self) -> dict[int, PartitionSpec]:
         """All partition specs by id."""
         return dict(self._specs_by_id)
+
+    def name_mapping(self) -> NameMapping | None:
+        """The table's ``schema.name-mapping.default`` (None when it has none): how columns of
+        data files without field ids are matched to the schema."""
+        return self._name_mapping
+
+    @cached_property
+    def _name_mapping(self) -> NameMapping | None:
+        text = self.properties.get(P.DEFAULT_NAME_MAPPING.name)
+        return name_mapping_from_json(text) if text else None
 
     def sort_order(self) -> SortOrder:
         """The default sort order."""

@@ -31,6 +31,7 @@ from icepark.arrow.delete_writer import write_equality_delete_files
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysFalse, BooleanExpression, and_, col, or_
 from icepark.io import FileIO
+from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table.operations import Action, check_no_conflicting_data
@@ -51,20 +52,18 @@ _OPS = ("I", "U", "D")
 def row_level_mode(metadata: TableMetadata, operation: str) -> str:
     """``write.<operation>.mode`` of the table (``delete``, ``update`` or ``merge``):
     copy-on-write (the default, as in Java) or merge-on-read."""
-    key = f"write.{operation}.mode"
-    mode = metadata.properties.get(key, COPY_ON_WRITE).lower()
-    if mode not in (COPY_ON_WRITE, MERGE_ON_READ):
-        raise ValidationError(f"Invalid {key} {mode!r} in table {metadata.location}")
-    return mode
+    try:
+        return P.row_level_mode(metadata.properties, operation)
+    except ValidationError as exc:
+        raise ValidationError(f"{exc} (table {metadata.location})") from None
 
 
 def isolation_level(metadata: TableMetadata, operation: str) -> str:
     """``write.<operation>.isolation-level``: serializable (the default) or snapshot."""
-    key = f"write.{operation}.isolation-level"
-    level = metadata.properties.get(key, "serializable").lower()
-    if level not in ("serializable", "snapshot"):
-        raise ValidationError(f"Invalid {key} {level!r} in table {metadata.location}")
-    return level
+    try:
+        return P.row_level_isolation(metadata.properties, operation)
+    except ValidationError as exc:
+        raise ValidationError(f"{exc} (table {metadata.location})") from None
 
 
 def delete_action(

@@ -22,6 +22,7 @@ from icepark.manifest import (
     read_manifest_list,
 )
 from icepark.planning.matching import FileMatcher
+from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH, Operation
 from icepark.spec.updates import AssertTableUUID, TableRequirement, TableUpdate
@@ -43,8 +44,8 @@ __all__ = [
 # replacement files (possibly none) written against the given metadata.
 RewriteFile = Callable[[DataFile, TableMetadata, BooleanExpression], list[DataFile]]
 
-SERIALIZABLE = "serializable"
-SNAPSHOT = "snapshot"
+SERIALIZABLE = P.SERIALIZABLE
+SNAPSHOT = P.SNAPSHOT
 
 
 @dataclass

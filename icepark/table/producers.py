@@ -25,6 +25,7 @@ from icepark.manifest import (
     write_manifest,
     write_manifest_list,
 )
+from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH, Operation, Snapshot, SnapshotRefType
 from icepark.spec.updates import (
@@ -49,11 +50,6 @@ __all__ = [
 EntryFilter = Callable[[ManifestEntry], bool]
 ManifestFilter = Callable[[ManifestFile], bool]
 
-_MERGE_ENABLED = ("commit.manifest-merge.enabled", "true")
-_MIN_COUNT_TO_MERGE = ("commit.manifest.min-count-to-merge", "100")
-_TARGET_MANIFEST_SIZE = ("commit.manifest.target-size-bytes", str(8 * 1024 * 1024))
-_AVRO_CODEC = ("write.avro.compression-codec", "gzip")
-
 
 def new_snapshot_id() -> int:
     """A random positive 63-bit snapshot id."""
@@ -61,17 +57,11 @@ def new_snapshot_id() -> int:
 
 
 def metadata_folder(metadata: TableMetadata) -> str:
-    folder = metadata.properties.get("write.metadata.path")
-    return (folder or metadata.location.rstrip("/") + "/metadata").rstrip("/")
-
-
-def _prop(metadata: TableMetadata, key_default: tuple[str, str]) -> str:
-    return metadata.properties.get(key_default[0], key_default[1])
+    return P.metadata_folder(metadata.location, metadata.properties)
 
 
 def _codec(metadata: TableMetadata) -> str:
-    codec = _prop(metadata, _AVRO_CODEC).lower()
-    return {"gzip": "deflate", "uncompressed": "null", "none": "null"}.get(codec, codec)
+    return P.avro_codec(metadata.properties, manifest=True)
 
 
 @dataclass
@@ -223,7 +213,7 @@ class SnapshotProducer:
         summary.added_files(self.added_delete_files)
 
         manifests = [*new_manifests, *rewritten, *kept]
-        if self.merge and _prop(base, _MERGE_ENABLED).lower() == "true":
+        if self.merge and P.MANIFEST_MERGE_ENABLED.get(base.properties):
             manifests = self._merge(base, manifests, snapshot_id, written)
 
         list_path = (
@@ -276,8 +266,8 @@ class SnapshotProducer:
     ) -> list[ManifestFile]:
         """Bin-pack data manifests of each spec into manifests of the target size, once a spec
         has at least ``commit.manifest.min-count-to-merge`` of them (as Java's merge append)."""
-        min_count = int(_prop(base, _MIN_COUNT_TO_MERGE))
-        target = int(_prop(base, _TARGET_MANIFEST_SIZE))
+        min_count = P.MANIFEST_MIN_MERGE_COUNT.get(base.properties)
+        target = P.MANIFEST_TARGET_SIZE_BYTES.get(base.properties)
         result: list[ManifestFile] = []
         groups: dict[int, list[ManifestFile]] = {}
         for m in manifests:

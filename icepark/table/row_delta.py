@@ -52,9 +52,10 @@ from icepark.manifest import (
     read_manifest_list,
 )
 from icepark.planning.planner import FileScanTask, plan_files
+from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.metadata_columns import POS_FIELD
-from icepark.spec.name_mapping import NameMapping, name_mapping_from_json
+from icepark.spec.name_mapping import NameMapping
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH, Operation
 from icepark.table.operations import Action, Staged, check_no_conflicting_data
@@ -71,9 +72,9 @@ __all__ = [
     "deleted_positions",
 ]
 
-COPY_ON_WRITE = "copy-on-write"
-MERGE_ON_READ = "merge-on-read"
-_SERIALIZABLE = "serializable"
+COPY_ON_WRITE = P.COPY_ON_WRITE
+MERGE_ON_READ = P.MERGE_ON_READ
+_SERIALIZABLE = P.SERIALIZABLE
 
 _PartitionKey = tuple[int, tuple[object, ...]]
 
@@ -217,10 +218,7 @@ class DeleteAction(Action):
             )
         schema = base.schema()
         tasks = plan_files(self.io, base, head, self.row_filter, schema, self.case_sensitive)
-        mapping_json = base.properties.get("schema.name-mapping.default")
-        reader = _TaskReader(
-            self.io, base, schema, name_mapping_from_json(mapping_json) if mapping_json else None
-        )
+        reader = _TaskReader(self.io, base, schema, base.name_mapping())
         matches: list[tuple[FileScanTask, np.ndarray]] = []
         try:
             for task in tasks:

@@ -24,7 +24,7 @@ from icepark.planning.planner import (
 )
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.metadata_columns import PARTITION_FIELD_NAME, metadata_field, partition_field
-from icepark.spec.name_mapping import NameMapping, name_mapping_from_json
+from icepark.spec.name_mapping import NameMapping
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Snapshot
 from icepark.spec.types import NestedField, StructType
@@ -161,10 +161,9 @@ class DataScan:
                 fields.append(found)
         return Schema(*fields, schema_id=self.schema.schema_id)
 
-    @cached_property
+    @property
     def _name_mapping(self) -> NameMapping | None:
-        text = self.metadata.properties.get("schema.name-mapping.default")
-        return name_mapping_from_json(text) if text else None
+        return self.metadata.name_mapping()
 
     # -- planning --------------------------------------------------------------------------
 

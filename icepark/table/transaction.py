@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from icepark.errors import CommitFailedError, CommitStateUnknownError, ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
 from icepark.manifest import DataFile
+from icepark.spec import properties as P
 from icepark.spec.builder import MetadataBuilder
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH
@@ -46,10 +47,10 @@ class RetryPolicy:
     ``total-timeout-ms`` (1800000), as Java reads them."""
 
     def __init__(self, properties: Mapping[str, str]) -> None:
-        self.num_retries = int(properties.get("commit.retry.num-retries", "4"))
-        self.min_wait_ms = int(properties.get("commit.retry.min-wait-ms", "100"))
-        self.max_wait_ms = int(properties.get("commit.retry.max-wait-ms", "60000"))
-        self.total_timeout_ms = int(properties.get("commit.retry.total-timeout-ms", "1800000"))
+        self.num_retries = P.COMMIT_NUM_RETRIES.get(properties)
+        self.min_wait_ms = P.COMMIT_MIN_RETRY_WAIT_MS.get(properties)
+        self.max_wait_ms = P.COMMIT_MAX_RETRY_WAIT_MS.get(properties)
+        self.total_timeout_ms = P.COMMIT_TOTAL_RETRY_TIME_MS.get(properties)
 
     def wait_ms(self, attempt: int) -> float:
         """Exponential backoff with jitter, between min and max wait."""
@@ -157,7 +158,7 @@ class Transaction:
         def rewrite(f: DataFile, base: TableMetadata, expr: BooleanExpression) -> list[DataFile]:
             return rewrite_without(io, base, f, expr, case_sensitive)
 
-        isolation = self._start.properties.get("write.delete.isolation-level", "serializable")
+        isolation = P.DELETE_ISOLATION_LEVEL.get(self._start.properties)
         return self.add_action(
             OverwriteAction(
                 io,
@@ -180,7 +181,7 @@ class Transaction:
     ) -> Transaction:
         """Dynamic overwrite: replace the partitions ``data`` touches."""
         files = self._write(data)
-        isolation = self._start.properties.get("write.delete.isolation-level", "serializable")
+        isolation = P.DELETE_ISOLATION_LEVEL.get(self._start.properties)
         return self.add_action(
             ReplacePartitionsAction(
                 self._table.io, files, branch, dict(snapshot_properties or {}), isolation=isolation

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.name_mapping import (
     name_mapping_from_json,
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
 
 __all__ = ["UpdateSchema", "SchemaUpdateAction", "NAME_MAPPING_PROPERTY"]
 
-NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
+NAME_MAPPING_PROPERTY = P.DEFAULT_NAME_MAPPING.name
 
 ColumnPath = str | Sequence[str]
 

@@ -16,7 +16,6 @@ from icepark.expressions import BooleanExpression, bind
 from icepark.io import FileIO
 from icepark.manifest import DataFile
 from icepark.spec.metadata import TableMetadata
-from icepark.spec.name_mapping import name_mapping_from_json
 
 __all__ = ["ArrowData", "write_arrow", "rewrite_without"]
 
@@ -62,7 +61,6 @@ def rewrite_without(
     schema = metadata.schema()
     spec = metadata.spec_by_id(data_file.spec_id or 0)
     bound = bind(schema, row_filter, case_sensitive)
-    mapping_json = metadata.properties.get("schema.name-mapping.default")
     batches = read_data_file(
         io,
         data_file,
@@ -70,7 +68,7 @@ def rewrite_without(
         table_schema=schema,
         partition_spec=spec,
         row_filter=None,
-        name_mapping=name_mapping_from_json(mapping_json) if mapping_json else None,
+        name_mapping=metadata.name_mapping(),
     )
     names = {f.field_id: f.name for f in schema.fields}
 

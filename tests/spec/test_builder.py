@@ -9,12 +9,9 @@ import pytest
 
 import icepark.spec.builder as builder_module
 from icepark.errors import InvalidTransformError, ValidationError
-from icepark.spec.builder import (
-    MetadataBuilder,
-    creation_updates,
-    new_table_metadata,
-)
+from icepark.spec.builder import MetadataBuilder
 from icepark.spec.metadata import TableMetadata, table_metadata_from_json, table_metadata_to_json
+from icepark.spec.new_table import creation_updates, new_table_metadata
 from icepark.spec.partitioning import PartitionField, PartitionSpec, build_partition_spec
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import (
@@ -163,7 +160,7 @@ def test_new_table_unpartitioned_unsorted_and_properties() -> None:
 
 
 def test_new_table_rejects_bad_versions_and_types() -> None:
-    with pytest.raises(ValidationError, match="Invalid format-version property"):
+    with pytest.raises(ValidationError, match="Invalid table property format-version"):
         new_table_metadata(user_schema(), None, None, "s3://b/t", {"format-version": "two"})
     with pytest.raises(ValidationError, match="Unsupported format version: v4"):
         new_table_metadata(user_schema(), None, None, "s3://b/t", {"format-version": "4"})

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from icepark.errors import InvalidMetadataError, RequirementFailedError
-from icepark.spec.builder import MetadataBuilder, new_table_metadata
+from icepark.spec.builder import MetadataBuilder
 from icepark.spec.metadata import TableMetadata
+from icepark.spec.new_table import new_table_metadata
 from icepark.spec.partitioning import PartitionField, PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import (

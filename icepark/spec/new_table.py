@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from icepark.errors import InvalidSchemaError, ValidationError
+from icepark.spec import properties as P
+from icepark.spec.builder import MetadataBuilder
 from icepark.spec.metadata import DEFAULT_FORMAT_VERSION, TableMetadata
 from icepark.spec.partitioning import (
     INITIAL_SPEC_ID,
@@ -31,27 +33,12 @@ from icepark.spec.updates import (
 )
 
 __all__ = [
-    "FORMAT_VERSION_PROPERTY",
     "RESERVED_PROPERTIES",
     "new_table_metadata",
     "creation_updates",
 ]
 
-FORMAT_VERSION_PROPERTY = "format-version"
-#: properties that describe metadata rather than configure the table; never stored (Java)
-RESERVED_PROPERTIES = frozenset(
-    {
-        "format-version",
-        "uuid",
-        "snapshot-count",
-        "current-snapshot-id",
-        "current-snapshot-summary",
-        "current-snapshot-timestamp-ms",
-        "current-schema",
-        "default-partition-spec",
-        "default-sort-order",
-    }
-)
+RESERVED_PROPERTIES = P.RESERVED
 _INITIAL_SORT_ORDER_ID = 1
 
 
@@ -82,15 +69,9 @@ def new_table_metadata(
     gets id 1. A ``format-version`` property overrides ``format_version``; it and the other
     reserved properties are not stored.
     """
-    from icepark.spec.builder import MetadataBuilder
-
     props = dict(properties or {})
-    raw_version = props.get(FORMAT_VERSION_PROPERTY)
-    if raw_version is not None:
-        try:
-            format_version = int(raw_version)
-        except ValueError:
-            raise ValidationError(f"Invalid format-version property: {raw_version!r}") from None
+    if P.FORMAT_VERSION.raw(props) is not None:
+        format_version = P.FORMAT_VERSION.get(props)
     stored = {k: v for k, v in props.items() if k not in RESERVED_PROPERTIES}
 
     fresh = assign_fresh_ids(schema).with_schema_id(0)
