@@ -1,7 +1,7 @@
 """Applying row-level deletes to the rows of a data file (spec "Row-level Deletes").
 
 A :class:`FileScanTask` carries the delete files that apply to its data file (the planner
-assigns them by the spec's sequence-number rules). :func:`read_task_with_deletes` reads the
+assigns them by the spec's sequence-number rules). :func:`read_task` reads the
 data file with its ``_pos`` and the equality columns, then drops:
 
 * rows whose position is in a position delete file (Parquet ``file_path``/``pos`` rows for
@@ -49,7 +49,7 @@ from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.types import DoubleType, FloatType, PrimitiveType
 
-__all__ = ["DeleteCache", "read_task_with_deletes", "equality_delete_may_match", "live_row_count"]
+__all__ = ["DeleteCache", "read_task", "equality_delete_may_match", "live_row_count"]
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 
@@ -282,19 +282,35 @@ def _equality_mask(
     return mask
 
 
-def read_task_with_deletes(
+def read_task(
     io: FileIO,
     task: FileScanTask,
     *,
-    cache: DeleteCache,
     projected_schema: Schema,
     table_schema: Schema,
     partition_spec: PartitionSpec | None,
-    row_filter: Expression | None,
-    name_mapping: NameMapping | None,
+    row_filter: Expression | None = None,
+    name_mapping: NameMapping | None = None,
+    cache: DeleteCache | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The rows of ``task``'s data file that its delete files leave, as batches of
-    ``schema_to_arrow(projected_schema)``."""
+    """The rows of a scan task (its data file, or its byte range) that its delete files
+    leave and that ``row_filter`` (bound) selects, as batches of
+    ``schema_to_arrow(projected_schema)``: the one reader of scan tasks, for scans, row-level
+    changes and rewrites. ``cache`` keeps decoded delete files for the tasks that follow."""
+    if not task.delete_files:
+        yield from read_data_file(
+            io,
+            task.file,
+            projected_schema=projected_schema,
+            table_schema=table_schema,
+            partition_spec=partition_spec,
+            row_filter=row_filter,
+            name_mapping=name_mapping,
+            start=task.start,
+            length=task.length,
+        )
+        return
+    cache = cache if cache is not None else DeleteCache()
     data = task.file
     positional = [d for d in task.delete_files if d.content == FileContent.POSITION_DELETES]
     equality = [

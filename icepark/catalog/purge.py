@@ -3,31 +3,32 @@
 from __future__ import annotations
 
 from icepark.io import FileIO
-from icepark.manifest import read_manifest, read_manifest_list
+from icepark.manifest import ManifestFile
+from icepark.planning.walk import manifests_of, parallel_map, read_entries
 from icepark.spec.metadata import TableMetadata
 
 __all__ = ["purge_table_files", "reachable_files"]
 
 
 def reachable_files(io: FileIO, metadata: TableMetadata) -> set[str]:
-    """Data, delete, manifest, manifest-list and statistics files of every snapshot."""
+    """Data, delete, manifest, manifest-list and statistics files of every snapshot. Files
+    already gone are skipped (a purge may be re-run after a partial one)."""
     files: set[str] = set()
-    seen_manifests: set[str] = set()
+    lists = [s.manifest_list for s in metadata.snapshots if s.manifest_list]
+    files.update(lists)
+    manifests: dict[str, ManifestFile] = {}
     for snapshot in metadata.snapshots:
-        if not snapshot.manifest_list:
-            continue
-        files.add(snapshot.manifest_list)
-        if not io.exists(snapshot.manifest_list):
-            continue
-        for manifest in read_manifest_list(io.new_input(snapshot.manifest_list)):
-            if manifest.manifest_path in seen_manifests:
-                continue
-            seen_manifests.add(manifest.manifest_path)
-            files.add(manifest.manifest_path)
-            if not io.exists(manifest.manifest_path):
-                continue
-            for entry in read_manifest(io.new_input(manifest.manifest_path), manifest):
-                files.add(entry.data_file.file_path)
+        if snapshot.manifest_list and io.exists(snapshot.manifest_list):
+            for m in manifests_of(io, snapshot):
+                manifests.setdefault(m.manifest_path, m)
+    files.update(manifests)
+    present = [
+        m
+        for m, exists in zip(manifests.values(), parallel_map(io.exists, list(manifests)))
+        if exists
+    ]
+    for _, entries in read_entries(io, present, live_only=False):
+        files.update(e.data_file.file_path for e in entries)
     files.update(s.statistics_path for s in metadata.statistics)
     files.update(s.statistics_path for s in metadata.partition_statistics)
     return files

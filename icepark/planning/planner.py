@@ -5,15 +5,15 @@ projection), entries by partition values, then by column metrics; each remaining
 the residual of the filter for its partition, simplified to true when the strict metrics
 show that every row matches. Manifests are read in parallel.
 
-Data manifests are read with :func:`~icepark.manifest.pruned.read_manifest_pruned`: entries
-whose column metrics rule them out are dropped while the manifest is scanned, before they are
-decoded (the result is the same as judging every decoded file).
+Manifests are read by :func:`~icepark.planning.walk.live_entries`: data entries whose column
+metrics rule them out are dropped while the manifest is scanned, before they are decoded (the
+result is the same as judging every decoded file); delete entries are pruned by partition
+only (their metrics describe the delete file's own columns).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from icepark.expressions import AlwaysTrue, BooleanExpression, residual_evaluator
@@ -21,15 +21,10 @@ from icepark.io import FileIO
 from icepark.manifest import (
     DataFile,
     ManifestContent,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-    read_manifest,
-    read_manifest_list,
 )
-from icepark.manifest.pruned import read_manifest_pruned
 from icepark.planning.delete_index import DeleteFileIndex
 from icepark.planning.matching import FileMatcher
+from icepark.planning.walk import live_entries
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
@@ -88,32 +83,6 @@ class SplitOptions:
         )
 
 
-def _read_entries(
-    io: FileIO, manifest: ManifestFile, matcher: FileMatcher | None
-) -> list[ManifestEntry]:
-    """The live entries of ``manifest``; with ``matcher``, only those whose metrics might
-    match its filter (the others are skipped before they are decoded)."""
-    input_file = io.new_input(manifest.manifest_path)
-    if matcher is not None and not matcher.matches_everything:
-        return read_manifest_pruned(
-            input_file, manifest, matcher.metrics_field_ids, matcher.metrics_might_match
-        )
-    return [
-        e for e in read_manifest(input_file, manifest) if e.status != ManifestEntryStatus.DELETED
-    ]
-
-
-def _parallel(
-    io: FileIO, manifests: Sequence[ManifestFile], workers: int, matcher: FileMatcher | None
-) -> Iterator[list[ManifestEntry]]:
-    if len(manifests) <= 1 or workers <= 1:
-        for m in manifests:
-            yield _read_entries(io, m, matcher)
-        return
-    with ThreadPoolExecutor(max_workers=min(workers, len(manifests))) as pool:
-        yield from pool.map(lambda m: _read_entries(io, m, matcher), manifests)
-
-
 def plan_files(
     io: FileIO,
     metadata: TableMetadata,
@@ -129,30 +98,21 @@ def plan_files(
     schema = schema or metadata.schema()
     specs = metadata.specs()
     matcher = FileMatcher(schema, specs, row_filter, case_sensitive)
-    manifests = read_manifest_list(io.new_input(snapshot.manifest_list))
-    data_manifests = [
-        m
-        for m in manifests
-        if m.content == ManifestContent.DATA and matcher.manifest_might_match(m)
-    ]
-    delete_manifests = [
-        m
-        for m in manifests
-        if m.content == ManifestContent.DELETES and matcher.manifest_might_match(m)
-    ]
     deletes = DeleteFileIndex(specs)
-    for entries in _parallel(io, delete_manifests, workers, None):
-        deletes.add_entries(e for e in entries if _delete_might_match(matcher, e.data_file))
+    for _, entries in live_entries(
+        io, metadata, snapshot, matcher, ManifestContent.DELETES, workers=workers
+    ):
+        deletes.add_entries(entries)
     residuals = {
         spec_id: residual_evaluator(spec, row_filter, schema, case_sensitive)
         for spec_id, spec in specs.items()
     }
     tasks: list[FileScanTask] = []
-    for entries in _parallel(io, data_manifests, workers, matcher):
-        for e in entries:
+    for _, entries in live_entries(
+        io, metadata, snapshot, matcher, ManifestContent.DATA, workers=workers
+    ):
+        for e in entries:  # pruned by partition and metrics already
             f = e.data_file
-            if not matcher.might_match(f):
-                continue
             spec_id = f.spec_id or 0
             seq = e.sequence_number or 0
             residual: BooleanExpression = residuals[spec_id].residual_for(tuple(f.partition))
@@ -162,12 +122,6 @@ def plan_files(
                 FileScanTask(f, tuple(deletes.for_data_file(f, seq)), residual, spec_id, seq)
             )
     return tasks
-
-
-def _delete_might_match(matcher: FileMatcher, f: DataFile) -> bool:
-    # Delete files carry the partition of the rows they delete; their metrics describe the
-    # delete file's own columns, so only the partition can prune them.
-    return matcher.partition_might_match(f.spec_id or 0, tuple(f.partition))
 
 
 def _split(task: FileScanTask, target: int) -> Iterable[FileScanTask]:

@@ -50,6 +50,7 @@ from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
 from icepark.io import FileIO
 from icepark.manifest import DataFile
+from icepark.planning.planner import FileScanTask
 from icepark.spark._common import (
     resolve_table,
     temporary_conf,
@@ -411,8 +412,10 @@ def _action(
         return AppendAction(io, files, branch, props, merge=True)
     if mode == "overwrite":
 
-        def rewrite(f: DataFile, base: TableMetadata, expr: BooleanExpression) -> list[DataFile]:
-            return rewrite_without(io, base, f, expr, case_sensitive)
+        def rewrite(
+            task: FileScanTask, base: TableMetadata, expr: BooleanExpression
+        ) -> list[DataFile]:
+            return rewrite_without(io, base, task, expr, case_sensitive)
 
         return OverwriteAction(
             io,

@@ -10,23 +10,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression
 from icepark.io import FileIO
-from icepark.manifest import (
-    DataFile,
-    ManifestEntry,
-    ManifestEntryStatus,
-    read_manifest,
-    read_manifest_list,
-)
+from icepark.manifest import DataFile, FileFormat, ManifestContent, ManifestEntryStatus
 from icepark.planning.matching import FileMatcher
+from icepark.planning.planner import FileScanTask, plan_files
+from icepark.planning.walk import changes_since
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH, Operation
 from icepark.spec.updates import AssertTableUUID, TableRequirement, TableUpdate
-from icepark.table.producers import SnapshotProducer
+from icepark.table.producers import ProducedSnapshot, SnapshotProducer
 
 __all__ = [
     "Action",
@@ -40,9 +37,9 @@ __all__ = [
     "check_no_conflicting_data",
 ]
 
-# Rewrites one data file keeping only the rows that do NOT match the filter; returns the
-# replacement files (possibly none) written against the given metadata.
-RewriteFile = Callable[[DataFile, TableMetadata, BooleanExpression], list[DataFile]]
+# Rewrites one scan task's data file (its deletes applied) keeping only the rows that do NOT
+# match the filter; returns the replacement files (possibly none) written against the metadata.
+RewriteFile = Callable[[FileScanTask, TableMetadata, BooleanExpression], list[DataFile]]
 
 SERIALIZABLE = P.SERIALIZABLE
 SNAPSHOT = P.SNAPSHOT
@@ -56,13 +53,40 @@ class Staged:
 
 
 class Action:
-    """Something a transaction commits; staged anew on every attempt."""
+    """Something a transaction commits; staged anew on every attempt.
+
+    An action that produces a snapshot keeps one :class:`SnapshotProducer` for all attempts
+    (:meth:`_stage_snapshot`), so a retry reuses the manifests written before.
+    ``revalidates`` says whether a retry must check concurrent commits (overwrites, row-level
+    changes): such retries are bounded by ``commit.retry.num-retries``; the others (appends,
+    metadata changes) cannot conflict and retry until ``commit.retry.total-timeout-ms``.
+    """
+
+    revalidates: bool = False
+    _producer: SnapshotProducer | None = None
+    _produced: ProducedSnapshot | None = None
 
     def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:
         raise NotImplementedError
 
+    def _stage_snapshot(self, base: TableMetadata, make: Callable[[], SnapshotProducer]) -> Staged:
+        """Produce this attempt's snapshot with the action's producer (made on first use)."""
+        if self._producer is None:
+            self._producer = make()
+        self._produced = None
+        produced = self._producer.produce(base)
+        self._produced = produced
+        return Staged(produced.updates, produced.requirements, produced.written)
+
+    def committed(self, io: FileIO) -> None:
+        """The commit landed: delete what earlier attempts wrote and it does not use."""
+        if self._producer is not None:
+            self._producer.cleanup(self._produced)
+
     def abort(self, io: FileIO) -> None:
         """Delete the files this action owns (the commit definitely failed)."""
+        if self._producer is not None:
+            self._producer.cleanup(None)
 
 
 @dataclass
@@ -82,26 +106,26 @@ def _delete_all(io: FileIO, paths: Sequence[str]) -> None:
 
 
 def added_files_since(
-    io: FileIO, metadata: TableMetadata, branch: str, since_snapshot_id: int | None
+    io: FileIO,
+    metadata: TableMetadata,
+    branch: str,
+    since_snapshot_id: int | None,
+    matcher: FileMatcher | None = None,
 ) -> list[DataFile]:
-    """Data files added on ``branch`` by the snapshots after ``since_snapshot_id``."""
+    """Data files added on ``branch`` by the snapshots after ``since_snapshot_id`` (with
+    ``matcher``, only those that may hold rows matching its filter)."""
     head = metadata.snapshot_by_name(branch)
-    found: list[DataFile] = []
-    for snapshot in metadata.ancestors_of(head.snapshot_id if head else None):
-        if snapshot.snapshot_id == since_snapshot_id:
-            break
-        if not snapshot.manifest_list:
-            continue
-        for manifest in read_manifest_list(io.new_input(snapshot.manifest_list)):
-            if manifest.added_snapshot_id != snapshot.snapshot_id or not manifest.added_files_count:
-                continue
-            for entry in read_manifest(io.new_input(manifest.manifest_path), manifest):
-                if (
-                    entry.status == ManifestEntryStatus.ADDED
-                    and entry.snapshot_id == snapshot.snapshot_id
-                ):
-                    found.append(entry.data_file)
-    return found
+    changes = changes_since(
+        io,
+        metadata,
+        head.snapshot_id if head else None,
+        since_snapshot_id,
+        content=ManifestContent.DATA,
+        statuses=(ManifestEntryStatus.ADDED,),
+        matcher=matcher,
+        where=f"branch {branch}",
+    )
+    return [c.entry.data_file for c in changes]
 
 
 def check_no_conflicting_data(
@@ -120,13 +144,12 @@ def check_no_conflicting_data(
     if head is None or head.snapshot_id == since_snapshot_id:
         return
     matcher = FileMatcher(base.schema(), base.specs(), conflict_filter, case_sensitive)
-    for f in added_files_since(io, base, branch, since_snapshot_id):
-        if matcher.might_match(f):
-            raise ValidationError(
-                f"Cannot {what} in table {base.location}: found conflicting files that can "
-                f"contain records matching {conflict_filter}: {f.file_path} (added by a "
-                f"concurrent commit on branch {branch}; isolation serializable)"
-            )
+    for f in added_files_since(io, base, branch, since_snapshot_id, matcher):
+        raise ValidationError(
+            f"Cannot {what} in table {base.location}: found conflicting files that can "
+            f"contain records matching {conflict_filter}: {f.file_path} (added by a "
+            f"concurrent commit on branch {branch}; isolation serializable)"
+        )
 
 
 @dataclass
@@ -137,6 +160,7 @@ class _SnapshotAction(Action):
     snapshot_properties: dict[str, str] = field(default_factory=dict)
 
     def abort(self, io: FileIO) -> None:
+        super().abort(io)
         _delete_all(io, [f.file_path for f in self.files])
 
     def _start_snapshot_id(self, start: TableMetadata) -> int | None:
@@ -151,16 +175,17 @@ class AppendAction(_SnapshotAction):
     merge: bool = False
 
     def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:
-        producer = SnapshotProducer(
-            self.io,
-            Operation.APPEND,
-            added_files=self.files,
-            branch=self.branch,
-            merge=self.merge,
-            snapshot_properties=self.snapshot_properties,
+        return self._stage_snapshot(
+            base,
+            lambda: SnapshotProducer(
+                self.io,
+                Operation.APPEND,
+                added_files=self.files,
+                branch=self.branch,
+                merge=self.merge,
+                snapshot_properties=self.snapshot_properties,
+            ),
         )
-        produced = producer.produce(base)
-        return Staged(produced.updates, produced.requirements, produced.written)
 
 
 @dataclass
@@ -178,6 +203,8 @@ class OverwriteAction(_SnapshotAction):
     rewrite: RewriteFile | None = None
     isolation: str = SERIALIZABLE
     case_sensitive: bool = True
+    revalidates = True
+    _rewrites: dict[str, list[DataFile]] = field(default_factory=dict)
 
     def _matcher(self, base: TableMetadata) -> FileMatcher:
         return FileMatcher(base.schema(), base.specs(), self.row_filter, self.case_sensitive)
@@ -205,52 +232,60 @@ class OverwriteAction(_SnapshotAction):
                     f"Cannot overwrite rows matching {self.row_filter} in table {base.location} "
                     f"with file {f.file_path}: its rows do not all match the filter"
                 )
-        doomed: set[str] = set()
-        partial: list[DataFile] = []
         head = base.snapshot_by_name(self.branch)
-        if head is not None and head.manifest_list:
-            for manifest in read_manifest_list(self.io.new_input(head.manifest_list)):
-                if manifest.content != 0 or not matcher.manifest_might_match(manifest):
-                    continue
-                for entry in read_manifest(self.io.new_input(manifest.manifest_path), manifest):
-                    if entry.status == ManifestEntryStatus.DELETED:
-                        continue
-                    f = entry.data_file
-                    if not matcher.might_match(f):
-                        continue
-                    doomed.add(f.file_path)
-                    if not matcher.all_match(f):
-                        partial.append(f)
+        tasks = plan_files(self.io, base, head, self.row_filter, None, self.case_sensitive)
+        doomed = {t.file.file_path for t in tasks}
+        # a removed data file's deletion vector goes with it
+        dvs = {
+            (d.file_path, d.content_offset)
+            for t in tasks
+            for d in t.delete_files
+            if d.file_format == FileFormat.PUFFIN
+        }
         rewritten: list[DataFile] = []
-        try:
-            for f in partial:
-                if self.rewrite is None:
-                    raise ValidationError(
-                        f"Cannot delete file where some, but not all, rows match filter "
-                        f"{self.row_filter}: {f.file_path}"
-                    )
-                rewritten.extend(self.rewrite(f, base, self.row_filter))
-            operation = Operation.OVERWRITE if doomed else Operation.APPEND
-            if doomed and not self.files and not rewritten:
-                operation = Operation.DELETE
-            producer = SnapshotProducer(
-                self.io,
-                operation,
-                added_files=[*self.files, *rewritten],
-                remove_entry=lambda e: e.data_file.file_path in doomed,
-                manifest_filter=matcher.manifest_might_match,
-                branch=self.branch,
-                snapshot_properties=self.snapshot_properties,
-            )
-            produced = producer.produce(base)
-        except BaseException:
-            _delete_all(self.io, [f.file_path for f in rewritten])
-            raise
-        return Staged(
-            produced.updates,
-            produced.requirements,
-            [*produced.written, *(f.file_path for f in rewritten)],
+        for task in tasks:
+            if isinstance(task.residual, AlwaysTrue):
+                continue  # every row matches: dropped without reading it
+            path = task.file.file_path
+            if self.rewrite is None:
+                raise ValidationError(
+                    f"Cannot delete file where some, but not all, rows match filter "
+                    f"{self.row_filter}: {path} (table {base.location})"
+                )
+            if path not in self._rewrites:  # a retry reuses the rewrite
+                self._rewrites[path] = self.rewrite(task, base, self.row_filter)
+            rewritten.extend(self._rewrites[path])
+        operation = Operation.OVERWRITE if doomed else Operation.APPEND
+        if doomed and not self.files and not rewritten:
+            operation = Operation.DELETE
+
+        producer = self._producer or SnapshotProducer(
+            self.io, operation, branch=self.branch, snapshot_properties=self.snapshot_properties
         )
+        producer.operation = operation
+        producer.update_added([*self.files, *rewritten])
+        producer.update_removals(
+            lambda e: e.data_file.file_path in doomed,
+            matcher.manifest_might_match,
+            lambda e: (e.data_file.file_path, e.data_file.content_offset) in dvs,
+        )
+        return self._stage_snapshot(base, lambda: producer)
+
+    def _unused_rewrites(self, committed: bool) -> list[str]:
+        used = set()
+        if committed and self._produced is not None:
+            used = {f.file_path for f in self._produced.added}
+        return [
+            f.file_path for fs in self._rewrites.values() for f in fs if f.file_path not in used
+        ]
+
+    def committed(self, io: FileIO) -> None:
+        super().committed(io)
+        _delete_all(io, self._unused_rewrites(True))
+
+    def abort(self, io: FileIO) -> None:
+        super().abort(io)
+        _delete_all(io, self._unused_rewrites(False))
 
 
 @dataclass
@@ -259,34 +294,34 @@ class ReplacePartitionsAction(_SnapshotAction):
     unpartitioned)."""
 
     isolation: str = SERIALIZABLE
+    revalidates = True
 
+    @cached_property
     def _touched(self) -> set[tuple[int, tuple[object, ...]]]:
         return {(f.spec_id or 0, tuple(f.partition)) for f in self.files}
 
-    def _replaces(self, base: TableMetadata, f: DataFile) -> bool:
+    def _replaces(self, f: DataFile) -> bool:
         # An unpartitioned spec has one partition, (), so its files are all replaced.
-        return (f.spec_id or 0, tuple(f.partition)) in self._touched()
+        return (f.spec_id or 0, tuple(f.partition)) in self._touched
 
     def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:
         if self.isolation == SERIALIZABLE:
             start_id = self._start_snapshot_id(start)
             for f in added_files_since(self.io, base, self.branch, start_id):
-                if self._replaces(base, f):
+                if self._replaces(f):
                     raise ValidationError(
                         f"Found conflicting files in a partition being replaced: {f.file_path} "
                         f"(added by a concurrent commit; isolation {self.isolation})"
                     )
 
-        def remove(entry: ManifestEntry) -> bool:
-            return self._replaces(base, entry.data_file)
-
-        producer = SnapshotProducer(
-            self.io,
-            Operation.OVERWRITE,
-            added_files=self.files,
-            remove_entry=remove,
-            branch=self.branch,
-            snapshot_properties={"replace-partitions": "true", **self.snapshot_properties},
+        return self._stage_snapshot(
+            base,
+            lambda: SnapshotProducer(
+                self.io,
+                Operation.OVERWRITE,
+                added_files=self.files,
+                remove_entry=lambda e: self._replaces(e.data_file),
+                branch=self.branch,
+                snapshot_properties={"replace-partitions": "true", **self.snapshot_properties},
+            ),
         )
-        produced = producer.produce(base)
-        return Staged(produced.updates, produced.requirements, produced.written)

@@ -2,7 +2,19 @@
 snapshot, on top of a given base metadata.
 
 A producer is re-run on fresh metadata when a commit conflicts ("retry actions, not
-updates"): data files are written once, manifests and manifest lists once per attempt.
+updates"), and it keeps what an earlier attempt wrote that is still right, as Java's
+``SnapshotProducer`` does, so that a retry costs a manifest list and a metadata file:
+
+* the snapshot id is chosen once (again only if a concurrent commit took it);
+* the manifests of the added data and delete files are written once;
+* a parent manifest rewritten without some entries is kept by the manifest and the entries it
+  removes, a merged manifest by the manifests it merges: found again, they are reused.
+
+The steps of one attempt (:meth:`SnapshotProducer.produce`): choose the parent and snapshot
+id, filter the parent's manifests (:meth:`~SnapshotProducer._filter_manifests`), write the
+added files' manifests, merge (merge append), write the manifest list, build the snapshot.
+:meth:`SnapshotProducer.cleanup` deletes what the attempts wrote that the committed snapshot
+does not use (everything, when nothing was committed).
 """
 
 from __future__ import annotations
@@ -13,6 +25,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from icepark.errors import ValidationError
 from icepark.io import FileIO
 from icepark.manifest import (
     DataFile,
@@ -20,11 +33,11 @@ from icepark.manifest import (
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
-    read_manifest,
-    read_manifest_list,
+    ManifestWriter,
     write_manifest,
     write_manifest_list,
 )
+from icepark.planning.walk import manifests_of, read_entries
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH, Operation, Snapshot, SnapshotRefType
@@ -66,7 +79,11 @@ def _codec(metadata: TableMetadata) -> str:
 
 @dataclass
 class ProducedSnapshot:
-    """One attempt's result: the updates and requirements to commit, the files it wrote."""
+    """One attempt's result: the updates and requirements to commit, the files it wrote.
+
+    ``written`` are the files only this attempt uses (its manifest list): delete them when the
+    attempt is abandoned. Manifests the producer may reuse are deleted by its ``cleanup``.
+    """
 
     snapshot: Snapshot
     updates: list[TableUpdate]
@@ -74,6 +91,16 @@ class ProducedSnapshot:
     written: list[str] = field(default_factory=list)
     added: list[DataFile] = field(default_factory=list)
     removed: list[DataFile] = field(default_factory=list)
+    manifests: list[ManifestFile] = field(default_factory=list)
+
+
+@dataclass
+class _Filtered:
+    """The parent's manifests after removing entries: kept as they are, or rewritten."""
+
+    kept: list[ManifestFile]
+    rewritten: list[ManifestFile]
+    removed: list[DataFile]
 
 
 @dataclass
@@ -83,6 +110,7 @@ class SnapshotProducer:
     ``remove_entry`` decides, for each live entry of the parent snapshot's data manifests,
     whether the file is removed; ``manifest_filter`` skips manifests that cannot hold such
     files. ``merge`` enables manifest merging (merge append) per the table's properties.
+    Keep one producer for all the attempts of a commit (see the module docstring).
     """
 
     io: FileIO
@@ -100,10 +128,36 @@ class SnapshotProducer:
     remove_delete_entry: EntryFilter | None = None
     _attempt: int = 0
     _manifest_count: int = 0
+    _snapshot_id: int | None = None
+    _added_manifests: list[ManifestFile] | None = None
+    _rewritten: dict[tuple[str, frozenset[tuple[str, int | None]]], ManifestFile] = field(
+        default_factory=dict
+    )
+    _merged: dict[tuple[str, ...], ManifestFile] = field(default_factory=dict)
+    _entries: dict[str, list[ManifestEntry]] = field(default_factory=dict)
+    _reusable: list[str] = field(default_factory=list)  # manifests kept across attempts
 
-    def _manifest_path(self, base: TableMetadata) -> str:
-        self._manifest_count += 1
-        return f"{metadata_folder(base)}/{self.commit_uuid}-m{self._manifest_count}.avro"
+    def update_removals(
+        self,
+        remove_entry: EntryFilter | None,
+        manifest_filter: ManifestFilter | None = None,
+        remove_delete_entry: EntryFilter | None = None,
+    ) -> SnapshotProducer:
+        """Change what is removed, for an attempt on fresher metadata (rewritten manifests
+        are reused only where they remove exactly the same entries)."""
+        self.remove_entry = remove_entry
+        self.manifest_filter = manifest_filter
+        self.remove_delete_entry = remove_delete_entry
+        return self
+
+    def update_added(self, added_files: Sequence[DataFile]) -> SnapshotProducer:
+        """Change the added data files (their manifests are written again)."""
+        if list(added_files) != list(self.added_files):
+            self.added_files = tuple(added_files)
+            self._added_manifests = None
+        return self
+
+    # -- one attempt ---------------------------------------------------------------------------
 
     def produce(self, base: TableMetadata) -> ProducedSnapshot:
         """Write this attempt's manifests and manifest list against ``base``."""
@@ -117,132 +171,18 @@ class SnapshotProducer:
             raise
 
     def _produce(self, base: TableMetadata, written: list[str]) -> ProducedSnapshot:
-        version = base.format_version
-        snapshot_id = new_snapshot_id()
-        while base.snapshot_by_id(snapshot_id) is not None:
-            snapshot_id = new_snapshot_id()
-        sequence_number = base.last_sequence_number + 1 if version >= 2 else 0
-        parent = base.snapshot_by_name(self.branch)
-        if parent is not None and base.ref(self.branch) is not None:
-            ref = base.ref(self.branch)
-            if ref is not None and ref.type != SnapshotRefType.BRANCH:
-                from icepark.errors import ValidationError
-
-                raise ValidationError(f"{self.branch} is a tag, not a branch: cannot commit to it")
-        summary = SummaryBuilder()
-        schema = base.schema()
-        codec = _codec(base)
-
-        kept: list[ManifestFile] = []
-        rewritten: list[ManifestFile] = []
-        removed: list[DataFile] = []
-        previous = (
-            read_manifest_list(self.io.new_input(parent.manifest_list))
-            if parent is not None and parent.manifest_list
-            else []
-        )
-        for manifest in previous:
-            is_data = manifest.content == ManifestContent.DATA
-            remove = self.remove_entry if is_data else self.remove_delete_entry
-            prune = self.manifest_filter if is_data else None
-            if (
-                remove is None
-                or (prune is not None and not prune(manifest))
-                or not _has_live_files(manifest)
-            ):
-                kept.append(manifest)
-                continue
-            entries = read_manifest(self.io.new_input(manifest.manifest_path), manifest)
-            live = [e for e in entries if e.status != ManifestEntryStatus.DELETED]
-            doomed = [e for e in live if remove(e)]
-            if not doomed:
-                kept.append(manifest)
-                continue
-            spec = base.spec_by_id(manifest.partition_spec_id)
-            assert spec is not None, f"unknown spec {manifest.partition_spec_id}"
-            doomed_ids = {id(e) for e in doomed}
-            path = self._manifest_path(base)
-            written.append(path)
-            with write_manifest(
-                self.io.new_output(path),
-                spec,
-                schema,
-                format_version=version,
-                snapshot_id=snapshot_id,
-                content=manifest.content,
-                codec=codec,
-            ) as writer:
-                for e in live:
-                    if id(e) in doomed_ids:
-                        writer.delete(e)
-                        removed.append(e.data_file)
-                    else:
-                        writer.existing(e)
-            rewritten.append(writer.to_manifest_file())
-        summary.removed_files(removed)
-
-        new_manifests: list[ManifestFile] = []
-        by_spec: dict[tuple[int, ManifestContent], list[DataFile]] = {}
-        for f in self.added_files:
-            by_spec.setdefault((f.spec_id or 0, ManifestContent.DATA), []).append(f)
-        for f in self.added_delete_files:
-            by_spec.setdefault((f.spec_id or 0, ManifestContent.DELETES), []).append(f)
-        for (spec_id, content), files in sorted(by_spec.items()):
-            spec = base.spec_by_id(spec_id)
-            if spec is None:
-                from icepark.errors import ValidationError
-
-                raise ValidationError(
-                    f"Data file {files[0].file_path} has unknown spec id {spec_id}"
-                )
-            path = self._manifest_path(base)
-            written.append(path)
-            with write_manifest(
-                self.io.new_output(path),
-                spec,
-                schema,
-                format_version=version,
-                snapshot_id=snapshot_id,
-                content=content,
-                codec=codec,
-            ) as writer:
-                for f in files:
-                    writer.add(f)
-            new_manifests.append(writer.to_manifest_file())
-        summary.added_files(self.added_files)
-        summary.added_files(self.added_delete_files)
-
-        manifests = [*new_manifests, *rewritten, *kept]
+        parent = self._parent(base)
+        snapshot_id = self._choose_snapshot_id(base)
+        filtered = self._filter_manifests(base, parent, snapshot_id)
+        added = self._write_added_manifests(base, snapshot_id)
+        manifests = [*added, *filtered.rewritten, *filtered.kept]
         if self.merge and P.MANIFEST_MERGE_ENABLED.get(base.properties):
-            manifests = self._merge(base, manifests, snapshot_id, written)
-
+            manifests = self._merge(base, manifests, snapshot_id)
         list_path = (
             f"{metadata_folder(base)}/snap-{snapshot_id}-{self._attempt}-{self.commit_uuid}.avro"
         )
         written.append(list_path)
-        listed = write_manifest_list(
-            self.io.new_output(list_path),
-            manifests,
-            format_version=version,
-            snapshot_id=snapshot_id,
-            parent_snapshot_id=parent.snapshot_id if parent else None,
-            sequence_number=sequence_number,
-            first_row_id=base.next_row_id if version >= 3 else None,
-            codec=codec,
-        )
-        snapshot = Snapshot(
-            snapshot_id=snapshot_id,
-            parent_snapshot_id=parent.snapshot_id if parent else None,
-            sequence_number=sequence_number,
-            timestamp_ms=max(int(time.time() * 1000), base.last_updated_ms),
-            manifest_list=list_path,
-            summary=summary.build(
-                self.operation, parent.summary if parent else None, self.snapshot_properties
-            ),
-            schema_id=schema.schema_id,
-            first_row_id=listed.first_row_id if version >= 3 else None,
-            added_rows=listed.added_rows if version >= 3 else None,
-        )
+        snapshot = self._write_snapshot(base, parent, snapshot_id, manifests, filtered, list_path)
         updates: list[TableUpdate] = [
             AddSnapshotUpdate(snapshot),
             SetSnapshotRefUpdate(self.branch, snapshot_id, SnapshotRefType.BRANCH),
@@ -252,17 +192,195 @@ class SnapshotProducer:
             AssertRefSnapshotId(self.branch, parent.snapshot_id if parent else None),
         ]
         return ProducedSnapshot(
-            snapshot, updates, requirements, written, list(self.added_files), removed
+            snapshot,
+            updates,
+            requirements,
+            written,
+            list(self.added_files),
+            filtered.removed,
+            manifests,
         )
 
-    # -- merge append ----------------------------------------------------------------------
+    def _parent(self, base: TableMetadata) -> Snapshot | None:
+        ref = base.ref(self.branch)
+        if ref is not None and ref.type != SnapshotRefType.BRANCH:
+            raise ValidationError(
+                f"{self.branch} is a tag, not a branch: cannot commit to it in table "
+                f"{base.location}"
+            )
+        return base.snapshot_by_name(self.branch)
 
-    def _merge(
+    def _choose_snapshot_id(self, base: TableMetadata) -> int:
+        """One id for every attempt, unless a concurrent commit took it: then a new one,
+        and nothing written with the old one is reused."""
+        if self._snapshot_id is not None and base.snapshot_by_id(self._snapshot_id) is None:
+            return self._snapshot_id
+        if self._snapshot_id is not None:
+            self._forget_reusable()
+        snapshot_id = new_snapshot_id()
+        while base.snapshot_by_id(snapshot_id) is not None:
+            snapshot_id = new_snapshot_id()
+        self._snapshot_id = snapshot_id
+        return snapshot_id
+
+    def _manifest_path(self, base: TableMetadata) -> str:
+        self._manifest_count += 1
+        return f"{metadata_folder(base)}/{self.commit_uuid}-m{self._manifest_count}.avro"
+
+    def _new_manifest(
         self,
         base: TableMetadata,
-        manifests: list[ManifestFile],
+        spec_id: int,
         snapshot_id: int,
-        written: list[str],
+        content: ManifestContent,
+        entries: Callable[[ManifestWriter], None],
+    ) -> ManifestFile:
+        """Write one manifest (``entries(writer)`` fills it); it may be reused later."""
+        spec = base.spec_by_id(spec_id)
+        if spec is None:
+            raise ValidationError(f"Unknown partition spec id {spec_id} in table {base.location}")
+        path = self._manifest_path(base)
+        self._reusable.append(path)
+        with write_manifest(
+            self.io.new_output(path),
+            spec,
+            base.schema(),
+            format_version=base.format_version,
+            snapshot_id=snapshot_id,
+            content=content,
+            codec=_codec(base),
+        ) as writer:
+            entries(writer)
+        return writer.to_manifest_file()
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def _live_entries(self, manifests: list[ManifestFile]) -> dict[str, list[ManifestEntry]]:
+        """The live entries of ``manifests``, read in parallel once per producer."""
+        missing = [m for m in manifests if m.manifest_path not in self._entries]
+        for m, entries in read_entries(self.io, missing):
+            self._entries[m.manifest_path] = entries
+        return {m.manifest_path: self._entries[m.manifest_path] for m in manifests}
+
+    def _filter_manifests(
+        self, base: TableMetadata, parent: Snapshot | None, snapshot_id: int
+    ) -> _Filtered:
+        """Keep the parent's manifests, rewriting those that lose entries to the filters."""
+        out = _Filtered([], [], [])
+        candidates: list[tuple[ManifestFile, EntryFilter]] = []
+        for manifest in manifests_of(self.io, parent):
+            is_data = manifest.content == ManifestContent.DATA
+            remove = self.remove_entry if is_data else self.remove_delete_entry
+            prune = self.manifest_filter if is_data else None
+            if (
+                remove is None
+                or (prune is not None and not prune(manifest))
+                or not (manifest.has_added_files or manifest.has_existing_files)
+            ):
+                out.kept.append(manifest)
+            else:
+                candidates.append((manifest, remove))
+        entries = self._live_entries([m for m, _ in candidates])
+        for manifest, remove in candidates:
+            live = entries[manifest.manifest_path]
+            doomed = [e for e in live if remove(e)]
+            if not doomed:
+                out.kept.append(manifest)
+                continue
+            out.removed.extend(e.data_file for e in doomed)
+            key = (
+                manifest.manifest_path,
+                frozenset((e.data_file.file_path, e.data_file.content_offset) for e in doomed),
+            )
+            if key not in self._rewritten:
+                doomed_ids = {id(e) for e in doomed}
+
+                def fill(
+                    writer: ManifestWriter,
+                    live: list[ManifestEntry] = live,
+                    doomed_ids: set[int] = doomed_ids,
+                ) -> None:
+                    for e in live:
+                        if id(e) in doomed_ids:
+                            writer.delete(e)
+                        else:
+                            writer.existing(e)
+
+                self._rewritten[key] = self._new_manifest(
+                    base, manifest.partition_spec_id, snapshot_id, manifest.content, fill
+                )
+            out.rewritten.append(self._rewritten[key])
+        return out
+
+    def _write_added_manifests(self, base: TableMetadata, snapshot_id: int) -> list[ManifestFile]:
+        """One manifest per spec and content for the added files; written once."""
+        if self._added_manifests is not None:
+            return self._added_manifests
+        by_spec: dict[tuple[int, ManifestContent], list[DataFile]] = {}
+        for f in self.added_files:
+            by_spec.setdefault((f.spec_id or 0, ManifestContent.DATA), []).append(f)
+        for f in self.added_delete_files:
+            by_spec.setdefault((f.spec_id or 0, ManifestContent.DELETES), []).append(f)
+        manifests = []
+        for (spec_id, content), files in sorted(by_spec.items()):
+            if base.spec_by_id(spec_id) is None:
+                raise ValidationError(
+                    f"Data file {files[0].file_path} has unknown spec id {spec_id} in table "
+                    f"{base.location}"
+                )
+
+            def fill(writer: ManifestWriter, files: list[DataFile] = files) -> None:
+                for f in files:
+                    writer.add(f)
+
+            manifests.append(self._new_manifest(base, spec_id, snapshot_id, content, fill))
+        self._added_manifests = manifests
+        return manifests
+
+    def _write_snapshot(
+        self,
+        base: TableMetadata,
+        parent: Snapshot | None,
+        snapshot_id: int,
+        manifests: list[ManifestFile],
+        filtered: _Filtered,
+        list_path: str,
+    ) -> Snapshot:
+        version = base.format_version
+        sequence_number = base.last_sequence_number + 1 if version >= 2 else 0
+        listed = write_manifest_list(
+            self.io.new_output(list_path),
+            manifests,
+            format_version=version,
+            snapshot_id=snapshot_id,
+            parent_snapshot_id=parent.snapshot_id if parent else None,
+            sequence_number=sequence_number,
+            first_row_id=base.next_row_id if version >= 3 else None,
+            codec=_codec(base),
+        )
+        summary = SummaryBuilder()
+        summary.removed_files(filtered.removed)
+        summary.added_files(self.added_files)
+        summary.added_files(self.added_delete_files)
+        snapshot = Snapshot(
+            snapshot_id=snapshot_id,
+            parent_snapshot_id=parent.snapshot_id if parent else None,
+            sequence_number=sequence_number,
+            timestamp_ms=max(int(time.time() * 1000), base.last_updated_ms),
+            manifest_list=list_path,
+            summary=summary.build(
+                self.operation, parent.summary if parent else None, self.snapshot_properties
+            ),
+            schema_id=base.schema().schema_id,
+            first_row_id=listed.first_row_id if version >= 3 else None,
+            added_rows=listed.added_rows if version >= 3 else None,
+        )
+        return snapshot
+
+    # -- merge append --------------------------------------------------------------------------
+
+    def _merge(
+        self, base: TableMetadata, manifests: list[ManifestFile], snapshot_id: int
     ) -> list[ManifestFile]:
         """Bin-pack data manifests of each spec into manifests of the target size, once a spec
         has at least ``commit.manifest.min-count-to-merge`` of them (as Java's merge append)."""
@@ -283,31 +401,23 @@ class SnapshotProducer:
                 if len(bin_) == 1:
                     result.append(bin_[0])
                 else:
-                    result.append(self._merge_bin(base, spec_id, bin_, snapshot_id, written))
+                    result.append(self._merge_bin(base, spec_id, bin_, snapshot_id))
         return result
 
     def _merge_bin(
-        self,
-        base: TableMetadata,
-        spec_id: int,
-        bin_: list[ManifestFile],
-        snapshot_id: int,
-        written: list[str],
+        self, base: TableMetadata, spec_id: int, bin_: list[ManifestFile], snapshot_id: int
     ) -> ManifestFile:
-        spec = base.spec_by_id(spec_id)
-        assert spec is not None
-        path = self._manifest_path(base)
-        written.append(path)
-        with write_manifest(
-            self.io.new_output(path),
-            spec,
-            base.schema(),
-            format_version=base.format_version,
-            snapshot_id=snapshot_id,
-            codec=_codec(base),
-        ) as writer:
+        key = tuple(m.manifest_path for m in bin_)
+        if key in self._merged:
+            return self._merged[key]
+        contents = dict(
+            (m.manifest_path, entries)
+            for m, entries in read_entries(self.io, bin_, live_only=False)
+        )
+
+        def fill(writer: ManifestWriter) -> None:
             for m in bin_:
-                for e in _entries_for_merge(self.io, m, written):
+                for e in contents[m.manifest_path]:
                     if e.status == ManifestEntryStatus.DELETED:
                         if e.snapshot_id == snapshot_id:
                             writer.write_entry(e)
@@ -315,17 +425,30 @@ class SnapshotProducer:
                         writer.write_entry(e)
                     else:
                         writer.existing(e)
-        return writer.to_manifest_file()
 
+        merged = self._new_manifest(base, spec_id, snapshot_id, ManifestContent.DATA, fill)
+        self._merged[key] = merged
+        return merged
 
-def _entries_for_merge(
-    io: FileIO, manifest: ManifestFile, written: list[str]
-) -> list[ManifestEntry]:
-    entries = read_manifest(io.new_input(manifest.manifest_path), manifest)
-    if manifest.manifest_path in written:  # merged away before it was ever committed
-        written.remove(manifest.manifest_path)
-        _delete_quietly(io, manifest.manifest_path)
-    return entries
+    # -- after the commit ----------------------------------------------------------------------
+
+    def _forget_reusable(self) -> None:
+        for path in self._reusable:
+            _delete_quietly(self.io, path)
+        self._reusable.clear()
+        self._added_manifests = None
+        self._rewritten.clear()
+        self._merged.clear()
+
+    def cleanup(self, committed: ProducedSnapshot | None) -> None:
+        """Delete the manifests the attempts wrote that ``committed`` (the attempt that was
+        committed; None when none was) does not reference. Never call it after an unknown
+        commit outcome."""
+        keep = set() if committed is None else {m.manifest_path for m in committed.manifests}
+        for path in self._reusable:
+            if path not in keep:
+                _delete_quietly(self.io, path)
+        self._reusable = [p for p in self._reusable if p in keep]
 
 
 def _pack(manifests: list[ManifestFile], target: int) -> Iterable[list[ManifestFile]]:
@@ -339,14 +462,6 @@ def _pack(manifests: list[ManifestFile], target: int) -> Iterable[list[ManifestF
         size += m.manifest_length
     if bin_:
         yield bin_
-
-
-def _has_live_files(manifest: ManifestFile) -> bool:
-    added = manifest.added_files_count
-    existing = manifest.existing_files_count
-    if added is None or existing is None:
-        return True
-    return added + existing > 0
 
 
 def _delete_quietly(io: FileIO, path: str) -> None:

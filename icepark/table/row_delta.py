@@ -35,8 +35,7 @@ import numpy as np
 import pyarrow as pa
 
 from icepark.arrow.delete_writer import write_deletion_vectors, write_position_delete_file
-from icepark.arrow.deletes import DeleteCache, read_task_with_deletes
-from icepark.arrow.reader import read_data_file
+from icepark.arrow.deletes import DeleteCache, read_task
 from icepark.arrow.writer import write_data_files
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, bind
@@ -46,12 +45,10 @@ from icepark.manifest import (
     FileContent,
     FileFormat,
     ManifestContent,
-    ManifestEntry,
     ManifestEntryStatus,
-    read_manifest,
-    read_manifest_list,
 )
 from icepark.planning.planner import FileScanTask, plan_files
+from icepark.planning.walk import changes_since
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.metadata_columns import POS_FIELD
@@ -185,8 +182,10 @@ class DeleteAction(Action):
     snapshot_properties: dict[str, str] = field(default_factory=dict)
     added_files: Sequence[DataFile] = ()
     _prepared: RowLevelChange | None = None
+    revalidates = True
 
     def abort(self, io: FileIO) -> None:
+        super().abort(io)
         owned = [f.file_path for f in self.added_files]
         if self._prepared is not None:
             owned += [f.file_path for f in self._prepared.added_data]
@@ -202,8 +201,12 @@ class DeleteAction(Action):
             self._prepared = self._prepare(base)
         else:
             self._validate(base, self._prepared)
-        return _produce(
-            self.io, base, self._prepared, self.branch, self.snapshot_properties, self.added_files
+        prepared = self._prepared
+        return self._stage_snapshot(
+            base,
+            lambda: _producer(
+                self.io, prepared, self.branch, self.snapshot_properties, self.added_files
+            ),
         )
 
     # -- the work, once --------------------------------------------------------------------
@@ -265,7 +268,8 @@ def validate_row_level(
     if head is None or head.snapshot_id == p.head_id:
         return
     where = f"table {base.location}, branch {branch}, isolation {isolation}"
-    for snapshot_id, entry, content in _changes_since(io, base, head.snapshot_id, p.head_id, where):
+    for change in changes_since(io, base, head.snapshot_id, p.head_id, where=where):
+        snapshot_id, entry, content = change.snapshot_id, change.entry, change.content
         f = entry.data_file
         if content == ManifestContent.DATA and entry.status == ManifestEntryStatus.DELETED:
             if f.file_path in p.touched:
@@ -291,19 +295,18 @@ def validate_row_level(
         )
 
 
-def _produce(
+def _producer(
     io: FileIO,
-    base: TableMetadata,
     p: RowLevelChange,
     branch: str,
     snapshot_properties: dict[str, str],
     added_files: Sequence[DataFile] = (),
-) -> Staged:
+) -> SnapshotProducer:
+    """The producer of a row-level change's snapshot: the same on every attempt."""
     adds = [*added_files, *p.added_data]
-    operation = Operation.OVERWRITE if adds else Operation.DELETE
-    producer = SnapshotProducer(
+    return SnapshotProducer(
         io,
-        operation,
+        Operation.OVERWRITE if adds else Operation.DELETE,
         added_files=adds,
         added_delete_files=p.added_deletes,
         remove_entry=lambda e: e.data_file.file_path in p.removed_data,
@@ -313,8 +316,6 @@ def _produce(
         branch=branch,
         snapshot_properties=snapshot_properties,
     )
-    produced = producer.produce(base)
-    return Staged(produced.updates, produced.requirements, produced.written)
 
 
 @dataclass
@@ -333,8 +334,10 @@ class RowLevelAction(Action):
     what: str = "delete"
     case_sensitive: bool = True
     snapshot_properties: dict[str, str] = field(default_factory=dict)
+    revalidates = True
 
     def abort(self, io: FileIO) -> None:
+        super().abort(io)
         self.change.discard(io)
 
     def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:
@@ -353,7 +356,10 @@ class RowLevelAction(Action):
             self.case_sensitive,
             self.what,
         )
-        return _produce(self.io, base, self.change, self.branch, self.snapshot_properties)
+        return self._stage_snapshot(
+            base,
+            lambda: _producer(self.io, self.change, self.branch, self.snapshot_properties),
+        )
 
 
 def deleted_positions(io: FileIO, task: FileScanTask, cache: DeleteCache) -> np.ndarray:
@@ -376,34 +382,6 @@ def _may_apply(f: DataFile, p: RowLevelChange, base: TableMetadata) -> bool:
     return _key(f) in p.touched_partitions
 
 
-def _changes_since(
-    io: FileIO, base: TableMetadata, head_id: int, since_id: int | None, where: str
-) -> Iterator[tuple[int, ManifestEntry, ManifestContent]]:
-    """(snapshot id, entry, manifest content) of the entries the snapshots after
-    ``since_id`` up to ``head_id`` added or deleted."""
-    found_since = since_id is None
-    for snapshot in base.ancestors_of(head_id):
-        if snapshot.snapshot_id == since_id:
-            found_since = True
-            break
-        if not snapshot.manifest_list:
-            continue
-        for manifest in read_manifest_list(io.new_input(snapshot.manifest_list)):
-            if manifest.added_snapshot_id != snapshot.snapshot_id:
-                continue
-            for entry in read_manifest(io.new_input(manifest.manifest_path), manifest):
-                if (
-                    entry.snapshot_id == snapshot.snapshot_id
-                    and entry.status != ManifestEntryStatus.EXISTING
-                ):
-                    yield snapshot.snapshot_id, entry, manifest.content
-    if not found_since:
-        raise ValidationError(
-            f"Cannot validate the delete: snapshot {since_id} is no longer an ancestor of the "
-            f"branch head {head_id} ({where})"
-        )
-
-
 class _TaskReader:
     """Reads a scan task's live rows (its deletes applied) with their positions."""
 
@@ -417,26 +395,15 @@ class _TaskReader:
     def _batches(
         self, task: FileScanTask, row_filter: BooleanExpression | None, projected: Schema
     ) -> Iterator[pa.RecordBatch]:
-        spec = self.base.spec_by_id(task.spec_id)
-        if task.delete_files:
-            return read_task_with_deletes(
-                self.io,
-                task,
-                cache=self.cache,
-                projected_schema=projected,
-                table_schema=self.schema,
-                partition_spec=spec,
-                row_filter=row_filter,
-                name_mapping=self.mapping,
-            )
-        return read_data_file(
+        return read_task(
             self.io,
-            task.file,
+            task,
             projected_schema=projected,
             table_schema=self.schema,
-            partition_spec=spec,
+            partition_spec=self.base.spec_by_id(task.spec_id),
             row_filter=row_filter,
             name_mapping=self.mapping,
+            cache=self.cache,
         )
 
     def positions(self, task: FileScanTask, row_filter: BooleanExpression) -> np.ndarray:
@@ -485,7 +452,12 @@ class RowDeltaAction(Action):
     snapshot_properties: dict[str, str] = field(default_factory=dict)
     validate: Callable[[TableMetadata, TableMetadata], None] | None = None
 
+    @property
+    def revalidates(self) -> bool:  # type: ignore[override]
+        return self.validate is not None
+
     def abort(self, io: FileIO) -> None:
+        super().abort(io)
         _delete_all(io, [f.file_path for f in (*self.data_files, *self.delete_files)])
 
     def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:
@@ -496,13 +468,14 @@ class RowDeltaAction(Action):
         if self.validate is not None:
             self.validate(base, start)
         operation = Operation.OVERWRITE if self.delete_files else Operation.APPEND
-        producer = SnapshotProducer(
-            self.io,
-            operation,
-            added_files=self.data_files,
-            added_delete_files=self.delete_files,
-            branch=self.branch,
-            snapshot_properties=self.snapshot_properties,
+        return self._stage_snapshot(
+            base,
+            lambda: SnapshotProducer(
+                self.io,
+                operation,
+                added_files=self.data_files,
+                added_delete_files=self.delete_files,
+                branch=self.branch,
+                snapshot_properties=self.snapshot_properties,
+            ),
         )
-        produced = producer.produce(base)
-        return Staged(produced.updates, produced.requirements, produced.written)

@@ -9,8 +9,7 @@ from functools import cached_property
 
 import pyarrow as pa
 
-from icepark.arrow.deletes import DeleteCache, live_row_count, read_task_with_deletes
-from icepark.arrow.reader import read_data_file
+from icepark.arrow.deletes import DeleteCache, live_row_count, read_task
 from icepark.arrow.schema import schema_to_arrow
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, bind, parse_filter
@@ -188,31 +187,19 @@ class DataScan:
         return DeleteCache()
 
     def read_task(self, task: FileScanTask) -> Iterator[pa.RecordBatch]:
+        """The rows of one planned task, its deletes and residual applied."""
         residual = None
         if not isinstance(task.residual, AlwaysTrue):
             residual = bind(self.schema, task.residual, self.case_sensitive)
-        if task.delete_files:
-            yield from read_task_with_deletes(
-                self.io,
-                task,
-                cache=self._delete_cache,
-                projected_schema=self.projected_schema,
-                table_schema=self.schema,
-                partition_spec=self.metadata.spec_by_id(task.spec_id),
-                row_filter=residual,
-                name_mapping=self._name_mapping,
-            )
-            return
-        yield from read_data_file(
+        yield from read_task(
             self.io,
-            task.file,
+            task,
             projected_schema=self.projected_schema,
             table_schema=self.schema,
             partition_spec=self.metadata.spec_by_id(task.spec_id),
             row_filter=residual,
             name_mapping=self._name_mapping,
-            start=task.start,
-            length=task.length,
+            cache=self._delete_cache,
         )
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from icepark.errors import CommitFailedError, CommitStateUnknownError, ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
 from icepark.manifest import DataFile
+from icepark.planning.planner import FileScanTask
 from icepark.spec import properties as P
 from icepark.spec.builder import MetadataBuilder
 from icepark.spec.metadata import TableMetadata
@@ -44,7 +45,14 @@ __all__ = ["Transaction", "RetryPolicy"]
 
 class RetryPolicy:
     """``commit.retry.num-retries`` (4), ``min-wait-ms`` (100), ``max-wait-ms`` (60000) and
-    ``total-timeout-ms`` (1800000), as Java reads them."""
+    ``total-timeout-ms`` (1800000), as Java reads them.
+
+    A commit whose actions must re-validate (overwrites, row-level changes) retries at most
+    ``num-retries`` times; one that cannot conflict (appends, metadata changes) retries until
+    ``total-timeout-ms``: it can always win a race it lost. Waits grow exponentially from
+    ``min-wait-ms`` up to ``max-wait-ms``, with full jitter (a uniform draw below the cap), so
+    that writers that lost together do not retry together.
+    """
 
     def __init__(self, properties: Mapping[str, str]) -> None:
         self.num_retries = P.COMMIT_NUM_RETRIES.get(properties)
@@ -53,9 +61,16 @@ class RetryPolicy:
         self.total_timeout_ms = P.COMMIT_TOTAL_RETRY_TIME_MS.get(properties)
 
     def wait_ms(self, attempt: int) -> float:
-        """Exponential backoff with jitter, between min and max wait."""
-        cap = min(self.max_wait_ms, self.min_wait_ms * (2 ** max(attempt - 1, 0)))
-        return float(random.uniform(self.min_wait_ms, max(cap, self.min_wait_ms)))
+        """Exponential backoff with full jitter: uniform below ``min * 2^(attempt-1)``
+        (capped at ``max``)."""
+        cap = min(self.max_wait_ms, self.min_wait_ms * (2 ** min(max(attempt - 1, 0), 30)))
+        return float(random.uniform(0, max(cap, 1)))
+
+    def may_retry(self, attempt: int, elapsed_ms: float, revalidates: bool) -> bool:
+        """Whether failed attempt number ``attempt`` (1 for the first) may be retried."""
+        if elapsed_ms > self.total_timeout_ms:
+            return False
+        return not revalidates or attempt <= self.num_retries
 
 
 def _as_filter(value: str | BooleanExpression | None) -> BooleanExpression:
@@ -155,8 +170,10 @@ class Transaction:
         io = self._table.io
         files = self._write(data) if data is not None else []
 
-        def rewrite(f: DataFile, base: TableMetadata, expr: BooleanExpression) -> list[DataFile]:
-            return rewrite_without(io, base, f, expr, case_sensitive)
+        def rewrite(
+            task: FileScanTask, base: TableMetadata, expr: BooleanExpression
+        ) -> list[DataFile]:
+            return rewrite_without(io, base, task, expr, case_sensitive)
 
         isolation = P.DELETE_ISOLATION_LEVEL.get(self._start.properties)
         return self.add_action(
@@ -304,6 +321,7 @@ class Transaction:
         if not self._actions:
             return self._table
         policy = RetryPolicy(self._table.metadata.properties)
+        revalidates = any(action.revalidates for action in self._actions)
         started = time.monotonic()
         attempt = 0
         base = self._table.metadata
@@ -315,23 +333,26 @@ class Transaction:
                 raise
             try:
                 self._table.commit(requirements, updates)
-                return self._table
             except CommitStateUnknownError:
-                raise
+                raise  # nothing may be deleted: the commit may have landed
             except CommitFailedError:
                 self._delete(written)
                 attempt += 1
                 elapsed_ms = (time.monotonic() - started) * 1000
-                if attempt > policy.num_retries or elapsed_ms > policy.total_timeout_ms:
+                if not policy.may_retry(attempt, elapsed_ms, revalidates):
                     self._abort_actions()
                     raise
                 time.sleep(policy.wait_ms(attempt) / 1000)
                 self._table.refresh()
                 base = self._table.metadata
+                continue
             except BaseException:
                 self._delete(written)
                 self._abort_actions()
                 raise
+            for action in self._actions:
+                action.committed(self._table.io)
+            return self._table
 
     def abort(self) -> None:
         """Drop the staged changes and delete the files written for them."""

@@ -69,6 +69,8 @@ ColumnPath = str | Sequence[str]
 class SchemaUpdateAction(Action):
     """Re-applies recorded schema changes to each attempt's base metadata."""
 
+    revalidates = True  # re-applied to the fresh metadata, where it may no longer apply
+
     changes: list[SchemaChange]
     allow_incompatible_changes: bool = False
     case_sensitive: bool = True

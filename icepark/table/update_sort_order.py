@@ -37,6 +37,8 @@ __all__ = ["ReplaceSortOrder", "SortOrderAction"]
 class SortOrderAction(Action):
     """Builds the order from its terms against each attempt's current schema."""
 
+    revalidates = True  # re-applied to the fresh metadata, where it may no longer apply
+
     terms: list[str]
     case_sensitive: bool = True
 

@@ -51,6 +51,8 @@ __all__ = ["UpdateSpec", "SpecUpdateAction"]
 class SpecUpdateAction(Action):
     """Re-applies recorded partition spec changes to each attempt's base metadata."""
 
+    revalidates = True  # re-applied to the fresh metadata, where it may no longer apply
+
     changes: list[SpecChange]
     case_sensitive: bool = True
 

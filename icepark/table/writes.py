@@ -9,12 +9,13 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icepark.arrow.deletes import read_task
 from icepark.arrow.expressions import to_arrow_expression
-from icepark.arrow.reader import read_data_file
 from icepark.arrow.writer import write_data_files
 from icepark.expressions import BooleanExpression, bind
 from icepark.io import FileIO
 from icepark.manifest import DataFile
+from icepark.planning.planner import FileScanTask
 from icepark.spec.metadata import TableMetadata
 
 __all__ = ["ArrowData", "write_arrow", "rewrite_without"]
@@ -52,22 +53,21 @@ def write_arrow(
 def rewrite_without(
     io: FileIO,
     metadata: TableMetadata,
-    data_file: DataFile,
+    task: FileScanTask,
     row_filter: BooleanExpression,
     case_sensitive: bool = True,
 ) -> list[DataFile]:
-    """Copy-on-write: rewrite ``data_file`` keeping the rows the filter does not select
-    (rows where it is false or null), in the file's own partition spec."""
+    """Copy-on-write: rewrite the task's data file (its deletes applied) keeping the rows the
+    filter does not select (rows where it is false or null), in the file's own spec."""
     schema = metadata.schema()
-    spec = metadata.spec_by_id(data_file.spec_id or 0)
+    spec = metadata.spec_by_id(task.spec_id)
     bound = bind(schema, row_filter, case_sensitive)
-    batches = read_data_file(
+    batches = read_task(
         io,
-        data_file,
+        task,
         projected_schema=schema,
         table_schema=schema,
         partition_spec=spec,
-        row_filter=None,
         name_mapping=metadata.name_mapping(),
     )
     names = {f.field_id: f.name for f in schema.fields}

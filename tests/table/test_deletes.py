@@ -353,3 +353,22 @@ def _sql_match(text: str, category: str | None) -> bool:
     if category is None:
         return False  # unknown: not selected
     return (category == "a") == (text == "category = 'a'")
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_overwrite_keeps_rows_deleted_by_merge_on_read(catalog: Catalog, version: int) -> None:
+    """An overwrite by filter rewrites partly matching files with their deletes applied: rows
+    deleted earlier stay deleted, and a removed file's DV goes with it (PyIceberg agrees)."""
+    from pyiceberg.table import StaticTable
+
+    table = _table(catalog, version)
+    table.append(_rows(range(30)))  # one file, every category
+    table.delete("id < 5")  # merge-on-read: a delete file on that data file
+    new = _rows([100, 102])  # categories b and a: only the a row may come in
+    table.overwrite(new.filter(pa.compute.equal(new["category"], "a")), "category = 'a'")
+    expected = [i for i in range(5, 30) if i % 3 != 0] + [102]
+    assert _ids(table) == expected
+    if version == 3:
+        assert _delete_files(table) == []  # the rewritten file's DV was removed with it
+    judged = StaticTable.from_metadata(table.metadata_location).scan().to_arrow()
+    assert sorted(judged.column("id").to_pylist()) == expected

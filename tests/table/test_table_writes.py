@@ -219,16 +219,27 @@ def test_concurrent_append_is_retried_and_conflicting_overwrite_fails(catalog: C
 def test_failed_commit_deletes_files_unknown_state_keeps_them(
     table: Table, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    table.set_properties({"commit.retry.num-retries": "1", "commit.retry.min-wait-ms": "1"})
+    # an append cannot conflict: it retries until the total timeout, whatever num-retries says
+    table.set_properties(
+        {
+            "commit.retry.num-retries": "1",
+            "commit.retry.min-wait-ms": "1",
+            "commit.retry.max-wait-ms": "5",
+            "commit.retry.total-timeout-ms": "300",
+        }
+    )
     catalog = table.catalog
     assert catalog is not None
+    calls = []
 
     def conflict(*_: object, **__: object) -> None:
+        calls.append(1)
         raise CommitFailedError("simulated conflict")
 
     monkeypatch.setattr(catalog, "_swap_metadata_location", conflict)
     with pytest.raises(CommitFailedError):
         table.append(_rows(10))
+    assert len(calls) > 2
     files = [
         p for p in Path(table.location).rglob("*") if p.is_file() and "metadata.json" not in p.name
     ]
@@ -241,6 +252,34 @@ def test_failed_commit_deletes_files_unknown_state_keeps_them(
     with pytest.raises(CommitStateUnknownError):
         table.append(_rows(10))
     assert any(p.suffix == ".parquet" for p in Path(table.location).rglob("*"))
+
+
+def test_append_outlasts_num_retries_and_reuses_its_manifests(
+    table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table.set_properties({"commit.retry.num-retries": "1", "commit.retry.min-wait-ms": "1"})
+    catalog = table.catalog
+    assert catalog is not None
+    real = catalog._swap_metadata_location  # type: ignore[attr-defined]
+    lists: list[set[str]] = []
+
+    def flaky(*args: object, **kw: object) -> None:
+        folder = Path(table.location) / "metadata"
+        lists.append({p.name for p in folder.glob("*.avro")})
+        if len(lists) <= 5:
+            raise CommitFailedError("simulated conflict")
+        real(*args, **kw)
+
+    monkeypatch.setattr(catalog, "_swap_metadata_location", flaky)
+    table.append(_rows(10))
+    assert len(lists) == 6
+    # each attempt wrote one manifest list; the data manifest was written once and reused
+    manifests = [{n for n in names if not n.startswith("snap-")} for names in lists]
+    assert all(m == manifests[0] and len(m) == 1 for m in manifests)
+    assert all(len([n for n in names if n.startswith("snap-")]) == 1 for names in lists)
+    assert table.scan().count() == 10
+    left = {p.name for p in (Path(table.location) / "metadata").glob("*.avro")}
+    assert left == manifests[0] | {Path(table.current_snapshot().manifest_list).name}
 
 
 def test_bad_data_is_refused_and_leaves_nothing(table: Table) -> None:

@@ -1,0 +1,298 @@
+"""The one walk over a table's manifests: every reader of manifest entries goes through here.
+
+Three questions are asked of manifests, and each has one function:
+
+* :func:`live_entries`: the live entries of a snapshot (data, deletes or both), pruned by a
+  :class:`~icepark.planning.matching.FileMatcher`: manifests by their partition summaries,
+  data entries by partition values and column metrics (data manifests are scanned for the
+  filter's metrics before anything is decoded: :mod:`icepark.manifest.pruned`), delete
+  entries by partition only (their metrics describe the delete file's own columns).
+  Scan planning, overwrites and row-level changes read the files they touch this way.
+* :func:`changes_since`: what the snapshots of a branch committed after another snapshot
+  added or removed (Java's ``validationHistory``): the conflict checks of every operation,
+  and incremental scans, read the history this way.
+* :func:`read_entries`: the entries of given manifests, in their order (all entries, deleted
+  ones included, unless ``live_only``), for the callers that rewrite or list manifests
+  (snapshot producers, metadata tables, expiry, purge).
+
+Manifests are read in parallel by a thread pool (``workers``, 8 by default: reads are IO and
+fastavro's decoding releases little of the GIL, so more threads do not help on two cores),
+and results come back in manifest order whatever the order reads finish in. Manifest lists
+are read through :func:`manifests_of`, which keeps recently read lists (they never change
+once written).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
+
+from icepark.errors import ValidationError
+from icepark.io import FileIO
+from icepark.manifest import (
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    read_manifest,
+    read_manifest_list,
+)
+from icepark.manifest.pruned import read_manifest_pruned
+from icepark.planning.matching import FileMatcher
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.snapshots import Operation, Snapshot
+
+__all__ = [
+    "ChangedEntry",
+    "DEFAULT_WORKERS",
+    "changes_since",
+    "live_entries",
+    "manifests_of",
+    "parallel_map",
+    "read_entries",
+    "unique_manifests",
+]
+
+DEFAULT_WORKERS = 8
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def parallel_map(
+    fn: Callable[[T], R], items: Sequence[T], workers: int = DEFAULT_WORKERS
+) -> Iterator[R]:
+    """``map(fn, items)`` on up to ``workers`` threads, results in the order of ``items``."""
+    if len(items) <= 1 or workers <= 1:
+        yield from map(fn, items)
+        return
+    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        yield from pool.map(fn, items)
+
+
+# -- manifest lists --------------------------------------------------------------------------
+
+
+class _ListCache:
+    """Recently read manifest lists by path (a manifest list is never rewritten)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._lists: OrderedDict[str, tuple[ManifestFile, ...]] = OrderedDict()
+
+    def get(self, io: FileIO, path: str) -> tuple[ManifestFile, ...]:
+        with self._lock:
+            found = self._lists.get(path)
+            if found is not None:
+                self._lists.move_to_end(path)
+                return found
+        manifests = tuple(read_manifest_list(io.new_input(path)))
+        with self._lock:
+            self._lists[path] = manifests
+            while len(self._lists) > self.size:
+                self._lists.popitem(last=False)
+        return manifests
+
+    def clear(self) -> None:
+        with self._lock:
+            self._lists.clear()
+
+
+_LISTS = _ListCache(256)
+
+
+def manifests_of(
+    io: FileIO, snapshot: Snapshot | None, content: ManifestContent | None = None
+) -> list[ManifestFile]:
+    """The manifests of ``snapshot`` (of one content when given), in manifest-list order."""
+    if snapshot is None or not snapshot.manifest_list:
+        return []
+    manifests = _LISTS.get(io, snapshot.manifest_list)
+    return [m for m in manifests if content is None or m.content == content]
+
+
+# -- entries ---------------------------------------------------------------------------------
+
+
+def _has_live_files(manifest: ManifestFile) -> bool:
+    return manifest.has_added_files or manifest.has_existing_files
+
+
+def _read(
+    io: FileIO, manifest: ManifestFile, matcher: FileMatcher | None, live_only: bool
+) -> list[ManifestEntry]:
+    input_file = io.new_input(manifest.manifest_path)
+    if matcher is not None and not matcher.matches_everything:
+        if manifest.content == ManifestContent.DATA:
+            entries = read_manifest_pruned(
+                input_file,
+                manifest,
+                matcher.metrics_field_ids,
+                matcher.metrics_might_match,
+                live_only=live_only,
+            )
+            return [e for e in entries if _partition_matches(matcher, e)]
+        entries = read_manifest(input_file, manifest)
+        return [
+            e
+            for e in entries
+            if (e.status != ManifestEntryStatus.DELETED or not live_only)
+            and _partition_matches(matcher, e)
+        ]
+    entries = read_manifest(input_file, manifest)
+    if live_only:
+        return [e for e in entries if e.status != ManifestEntryStatus.DELETED]
+    return entries
+
+
+def _partition_matches(matcher: FileMatcher, entry: ManifestEntry) -> bool:
+    f = entry.data_file
+    return matcher.partition_might_match(f.spec_id or 0, tuple(f.partition))
+
+
+def read_entries(
+    io: FileIO,
+    manifests: Sequence[ManifestFile],
+    matcher: FileMatcher | None = None,
+    *,
+    live_only: bool = True,
+    workers: int = DEFAULT_WORKERS,
+) -> Iterator[tuple[ManifestFile, list[ManifestEntry]]]:
+    """Each manifest with its entries (live ones only with ``live_only``; with ``matcher``,
+    only those that may hold matching rows), read in parallel, in the order given."""
+
+    def read(manifest: ManifestFile) -> tuple[ManifestFile, list[ManifestEntry]]:
+        return manifest, _read(io, manifest, matcher, live_only)
+
+    yield from parallel_map(read, manifests, workers)
+
+
+def live_entries(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot | None,
+    matcher: FileMatcher | None = None,
+    content: ManifestContent | None = None,
+    *,
+    workers: int = DEFAULT_WORKERS,
+) -> Iterator[tuple[ManifestFile, list[ManifestEntry]]]:
+    """The live entries of ``snapshot``'s manifests (of ``content`` when given), manifest by
+    manifest; with ``matcher``, only the manifests and entries that may hold rows matching
+    its filter (data entries by partition and metrics, delete entries by partition)."""
+    manifests = [
+        m
+        for m in manifests_of(io, snapshot, content)
+        if _has_live_files(m) and (matcher is None or matcher.manifest_might_match(m))
+    ]
+    yield from read_entries(io, manifests, matcher, live_only=True, workers=workers)
+
+
+# -- history ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChangedEntry:
+    """An entry a snapshot committed: ``ADDED`` or ``DELETED`` by ``snapshot``."""
+
+    snapshot: Snapshot
+    entry: ManifestEntry
+    content: ManifestContent
+
+    @property
+    def snapshot_id(self) -> int:
+        return self.snapshot.snapshot_id
+
+
+def _history(
+    metadata: TableMetadata, head_id: int | None, since_id: int | None, where: str
+) -> list[Snapshot]:
+    """The snapshots after ``since_id`` up to ``head_id``, newest first."""
+    found: list[Snapshot] = []
+    for snapshot in metadata.ancestors_of(head_id):
+        if snapshot.snapshot_id == since_id:
+            return found
+        found.append(snapshot)
+    if since_id is not None:
+        raise ValidationError(
+            f"Cannot determine history between snapshot {since_id} and {head_id} in table "
+            f"{metadata.location}: {since_id} is not an ancestor of {head_id}"
+            + (f" ({where})" if where else "")
+        )
+    return found
+
+
+def changes_since(
+    io: FileIO,
+    metadata: TableMetadata,
+    head_id: int | None,
+    since_id: int | None,
+    *,
+    content: ManifestContent | None = None,
+    statuses: Collection[ManifestEntryStatus] = (
+        ManifestEntryStatus.ADDED,
+        ManifestEntryStatus.DELETED,
+    ),
+    operations: Collection[Operation] | None = None,
+    matcher: FileMatcher | None = None,
+    where: str = "",
+    workers: int = DEFAULT_WORKERS,
+) -> list[ChangedEntry]:
+    """The entries that the snapshots after ``since_id`` (exclusive; None: from the first)
+    up to ``head_id`` (inclusive) added or deleted, newest snapshot first.
+
+    Only manifests a snapshot wrote are read (``added_snapshot_id``), and only entries that
+    snapshot committed with one of ``statuses``. ``content`` limits to data or delete
+    manifests, ``operations`` to snapshots of those operations, ``matcher`` to manifests and
+    entries that may hold rows matching its filter. A ``since_id`` that is not an ancestor of
+    ``head_id`` raises :class:`ValidationError` naming both (and ``where``).
+    """
+    wanted = frozenset(statuses)
+    pairs: list[tuple[Snapshot, ManifestFile]] = []
+    for snapshot in _history(metadata, head_id, since_id, where):
+        if operations is not None and snapshot.operation not in operations:
+            continue
+        for m in manifests_of(io, snapshot, content):
+            if m.added_snapshot_id != snapshot.snapshot_id:
+                continue
+            if matcher is not None and not matcher.manifest_might_match(m):
+                continue
+            if not _may_hold(m, wanted):
+                continue
+            pairs.append((snapshot, m))
+    live_only = ManifestEntryStatus.DELETED not in wanted
+
+    def read(pair: tuple[Snapshot, ManifestFile]) -> list[ChangedEntry]:
+        snapshot, manifest = pair
+        return [
+            ChangedEntry(snapshot, e, manifest.content)
+            for e in _read(io, manifest, matcher, live_only)
+            if e.snapshot_id == snapshot.snapshot_id and e.status in wanted
+        ]
+
+    return [c for found in parallel_map(read, pairs, workers) for c in found]
+
+
+def _may_hold(manifest: ManifestFile, statuses: frozenset[ManifestEntryStatus]) -> bool:
+    has = {
+        ManifestEntryStatus.ADDED: manifest.has_added_files,
+        ManifestEntryStatus.DELETED: manifest.has_deleted_files,
+        ManifestEntryStatus.EXISTING: manifest.has_existing_files,
+    }
+    return any(has[s] for s in statuses)
+
+
+def unique_manifests(io: FileIO, snapshots: Iterable[Snapshot]) -> list[ManifestFile]:
+    """The manifests of all ``snapshots``, each once (first seen first)."""
+    seen: set[str] = set()
+    out: list[ManifestFile] = []
+    for snapshot in snapshots:
+        for m in manifests_of(io, snapshot):
+            if m.manifest_path not in seen:
+                seen.add(m.manifest_path)
+                out.append(m)
+    return out
