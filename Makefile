@@ -43,7 +43,7 @@ pytest: $(STAMP) reference
 test: lint typecheck pytest
 
 demo: $(STAMP)
-	$(BIN)/python -m icepark.demo
+	$(BIN)/python -m icepark.spark.demo
 
 bench: $(STAMP) reference
 	$(BIN)/python -m bench.run

@@ -27,10 +27,10 @@ import pyarrow.parquet as pq
 
 from icepark.arrow.writer import data_location, write_data_files
 from icepark.io.fileio import FileIO
-from icepark.manifest.models import DataFile, FileContent, FileFormat
 from icepark.puffin.dv import serialize_deletion_vector
 from icepark.puffin.file import DELETION_VECTOR_V1, PuffinWriter
 from icepark.spec.conversions import to_bytes
+from icepark.spec.manifests import DataFile, FileContent, FileFormat
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.metadata_columns import (
     DELETE_FILE_PATH_FIELD_ID,

@@ -33,11 +33,11 @@ from icepark.arrow.schema import schema_to_arrow
 from icepark.errors import UnsupportedOperationError, ValidationError
 from icepark.expressions import Expression
 from icepark.io.fileio import FileIO
-from icepark.manifest.models import DataFile, FileContent, FileFormat
 from icepark.planning.planner import FileScanTask
 from icepark.puffin.dv import deserialize_deletion_vector
 from icepark.puffin.file import read_puffin_blob
 from icepark.spec.conversions import from_bytes
+from icepark.spec.manifests import DataFile, FileContent, FileFormat
 from icepark.spec.metadata_columns import (
     DELETE_FILE_PATH_FIELD_ID,
     DELETE_FILE_POS_FIELD_ID,

@@ -64,7 +64,7 @@ from icepark.errors import (
 )
 from icepark.expressions import AlwaysFalse, AlwaysTrue, Expression
 from icepark.io.fileio import FileIO
-from icepark.manifest.models import DataFile, FileFormat
+from icepark.spec.manifests import DataFile, FileFormat
 from icepark.spec.metadata_columns import (
     FILE_PATH_FIELD_ID,
     POS_FIELD,

@@ -4,7 +4,7 @@
 record batches), matches them to the table schema by name (:mod:`icepark.arrow.conform`),
 splits them by partition, sorts them by the table's sort order, writes them as Parquet files
 under ``<table location>/data/<partition path>/`` (or ``write.data.path``) and returns their
-:class:`~icepark.manifest.models.DataFile` entries with the metrics Java reports
+:class:`~icepark.spec.manifests.DataFile` entries with the metrics Java reports
 (:mod:`icepark.arrow.metrics`).
 
 Files are named as Java's ``OutputFileFactory`` names them:
@@ -61,8 +61,8 @@ from icepark.arrow.schema import schema_to_arrow
 from icepark.arrow.transforms import apply_transform
 from icepark.errors import ValidationError
 from icepark.io.fileio import FileIO, OutputStream
-from icepark.manifest.models import DataFile, FileContent, FileFormat
 from icepark.spec import properties as P
+from icepark.spec.manifests import DataFile, FileContent, FileFormat
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import SortOrder

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from icepark.errors import InvalidValueError
 from icepark.expressions.binding import bind
@@ -25,12 +25,10 @@ from icepark.expressions.predicates import (
 from icepark.expressions.projection import inclusive_projection
 from icepark.expressions.visitors import BoundPredicateVisitor, rewrite_not, visit
 from icepark.spec.conversions import from_bytes
+from icepark.spec.manifests import ManifestFile, PartitionFieldSummary
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.types import DoubleType, FloatType, PrimitiveType
-
-if TYPE_CHECKING:
-    from icepark.manifest.models import ManifestFile, PartitionFieldSummary
 
 __all__ = ["manifest_evaluator", "IN_PREDICATE_LIMIT"]
 

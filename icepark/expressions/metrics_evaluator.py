@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from icepark.errors import InvalidValueError
 from icepark.expressions.binding import bind
@@ -39,11 +39,9 @@ from icepark.expressions.predicates import (
 )
 from icepark.expressions.visitors import BoundPredicateVisitor, rewrite_not, visit
 from icepark.spec.conversions import from_bytes
+from icepark.spec.manifests import DataFile
 from icepark.spec.schema import Schema
 from icepark.spec.types import DoubleType, FloatType, PrimitiveType
-
-if TYPE_CHECKING:
-    from icepark.manifest.models import DataFile
 
 __all__ = ["InclusiveMetricsEvaluator", "StrictMetricsEvaluator"]
 

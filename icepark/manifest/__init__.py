@@ -11,17 +11,6 @@ from icepark.manifest.manifest_list import (
     read_manifest_list,
     write_manifest_list,
 )
-from icepark.manifest.models import (
-    UNASSIGNED_SEQUENCE_NUMBER,
-    DataFile,
-    FileContent,
-    FileFormat,
-    ManifestContent,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-    PartitionFieldSummary,
-)
 from icepark.manifest.schemas import (
     DATA_FILE_FIELDS,
     DEFAULT_BLOCK_SIZE,
@@ -31,6 +20,17 @@ from icepark.manifest.schemas import (
     manifest_entry_schema,
     manifest_list_avro_schema,
     manifest_list_schema,
+)
+from icepark.spec.manifests import (
+    UNASSIGNED_SEQUENCE_NUMBER,
+    DataFile,
+    FileContent,
+    FileFormat,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    PartitionFieldSummary,
 )
 
 __all__ = [

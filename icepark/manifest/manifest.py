@@ -28,15 +28,6 @@ from icepark.avro.schema import (
     to_avro_value,
 )
 from icepark.errors import ValidationError
-from icepark.manifest.models import (
-    DataFile,
-    FileContent,
-    ManifestContent,
-    ManifestEntry,
-    ManifestEntryStatus,
-    ManifestFile,
-    PartitionFieldSummary,
-)
 from icepark.manifest.reader import read_manifest, read_manifest_metadata
 from icepark.manifest.schemas import (
     DEFAULT_BLOCK_SIZE,
@@ -46,6 +37,15 @@ from icepark.manifest.schemas import (
     manifest_entry_schema,
 )
 from icepark.spec.conversions import to_bytes
+from icepark.spec.manifests import (
+    DataFile,
+    FileContent,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+    PartitionFieldSummary,
+)
 from icepark.spec.partitioning import (
     PartitionSpec,
     partition_field_to_json,

@@ -20,18 +20,18 @@ from typing import Any
 from icepark.avro.file import AvroContents, AvroFileWriter, read_avro_file
 from icepark.avro.schema import FIELD_ID_PROP, named_avro_types
 from icepark.errors import IceparkError, InvalidAvroFileError, ValidationError
-from icepark.manifest.models import (
-    UNASSIGNED_SEQUENCE_NUMBER,
-    ManifestContent,
-    ManifestFile,
-    PartitionFieldSummary,
-)
 from icepark.manifest.schemas import (
     MANIFEST_LIST_FIELDS,
     iceberg_schema_json,
     manifest_list_avro_schema,
     manifest_list_field_names,
     manifest_list_schema,
+)
+from icepark.spec.manifests import (
+    UNASSIGNED_SEQUENCE_NUMBER,
+    ManifestContent,
+    ManifestFile,
+    PartitionFieldSummary,
 )
 
 __all__ = [

@@ -42,14 +42,14 @@ from icepark.avro.blocks import (
 )
 from icepark.avro.scanner import LONG, Reader, compile_scanner
 from icepark.errors import InvalidAvroFileError
-from icepark.manifest.models import (
+from icepark.manifest.reader import EntryDecoder, read_manifest
+from icepark.spec.manifests import (
     FileContent,
     ManifestContent,
     ManifestEntry,
     ManifestEntryStatus,
     ManifestFile,
 )
-from icepark.manifest.reader import EntryDecoder, read_manifest
 from icepark.spec.partitioning import PartitionSpec
 
 __all__ = ["EntryStats", "read_manifest_pruned"]
@@ -74,7 +74,7 @@ _BOUND_MAPS = {125: "lower_bounds", 128: "upper_bounds"}
 class EntryStats:
     """The metrics of one entry's data file, limited to some field ids.
 
-    Has the :class:`~icepark.manifest.models.DataFile` attributes that the metrics evaluators
+    Has the :class:`~icepark.spec.manifests.DataFile` attributes that the metrics evaluators
     read; a map is ``None`` when the entry has none, and holds only the wanted field ids.
     """
 

@@ -19,7 +19,8 @@ from icepark.avro.schema import (
     named_avro_types,
 )
 from icepark.errors import IceparkError, InvalidAvroFileError
-from icepark.manifest.models import (
+from icepark.manifest.schemas import DATA_FILE_FIELDS, PARTITION_FIELD_ID
+from icepark.spec.manifests import (
     DataFile,
     FileContent,
     FileFormat,
@@ -28,7 +29,6 @@ from icepark.manifest.models import (
     ManifestEntryStatus,
     ManifestFile,
 )
-from icepark.manifest.schemas import DATA_FILE_FIELDS, PARTITION_FIELD_ID
 from icepark.spec.partitioning import PartitionSpec, partition_spec_from_json
 from icepark.spec.types import IcebergType
 

@@ -34,8 +34,8 @@ from icepark.arrow.schema import field_id_of
 from icepark.errors import ValidationError
 from icepark.io import FileIO
 from icepark.manifest import DataFile
-from icepark.manifest.models import FileContent, FileFormat
 from icepark.spec.conversions import to_bytes
+from icepark.spec.manifests import FileContent, FileFormat
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import SortOrder

@@ -24,7 +24,7 @@ from icepark.errors import (
 )
 from icepark.expressions import Expression, bind, col
 from icepark.io.fileio import PyArrowFileIO
-from icepark.manifest.models import DataFile, FileContent
+from icepark.spec.manifests import DataFile, FileContent
 from icepark.spec.metadata_columns import (
     FILE_PATH_FIELD,
     IS_DELETED_FIELD,

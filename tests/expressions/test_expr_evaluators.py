@@ -18,14 +18,14 @@ from icepark.expressions import (
     parse_filter,
     residual_evaluator,
 )
-from icepark.manifest.models import (
+from icepark.spec.conversions import to_bytes
+from icepark.spec.manifests import (
     DataFile,
     FileContent,
     FileFormat,
     ManifestFile,
     PartitionFieldSummary,
 )
-from icepark.spec.conversions import to_bytes
 from icepark.spec.partitioning import UNPARTITIONED, build_partition_spec
 from icepark.spec.schema import Schema
 from icepark.spec.types import (

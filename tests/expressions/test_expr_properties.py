@@ -36,14 +36,14 @@ from icepark.expressions import (
     residual_evaluator,
     strict_projection,
 )
-from icepark.manifest.models import (
+from icepark.spec.conversions import MICROS_PER_DAY, to_bytes, unscaled_to_decimal
+from icepark.spec.manifests import (
     DataFile,
     FileContent,
     FileFormat,
     ManifestFile,
     PartitionFieldSummary,
 )
-from icepark.spec.conversions import MICROS_PER_DAY, to_bytes, unscaled_to_decimal
 from icepark.spec.partitioning import build_partition_spec
 from icepark.spec.schema import Schema
 from icepark.spec.types import (

@@ -15,8 +15,8 @@ pytestmark = pytest.mark.spark
 def test_demo_end_to_end(
     spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from icepark import demo
     from icepark.catalog import load_catalog
+    from icepark.spark import demo
 
     monkeypatch.chdir(tmp_path)
     for var in ("ICEPARK_CATALOG_URI", "ICEPARK_WAREHOUSE", "ICEPARK_CATALOG_TYPE"):

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from icepark.manifest import DataFile
-from icepark.manifest.models import FileContent, FileFormat
 from icepark.spark import choose_path, read
+from icepark.spec.manifests import FileContent, FileFormat
 from icepark.spec.types import LongType
 from icepark.spec.updates import AddSchemaUpdate, SetCurrentSchemaUpdate
 

@@ -9,7 +9,7 @@ and appends data that has them (old and new files read together), deletes, updat
 merges late events (merge-on-read: delete files, not rewrites), and prints the snapshot
 history with each snapshot's summary. Re-running it starts the table over.
 
-``python -m icepark.demo [ROWS]`` (2,000,000 by default).
+``python -m icepark.spark.demo [ROWS]`` (2,000,000 by default).
 """
 
 from __future__ import annotations
