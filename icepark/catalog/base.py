@@ -196,6 +196,10 @@ class Catalog(ABC):
 
     # -- tables: shared behaviour ----------------------------------------------------------
 
+    def metadata_location(self, identifier: str | Sequence[str]) -> str:
+        """Where the table's current metadata file is (one catalog lookup, no file read)."""
+        return self._current_metadata_location(to_identifier(identifier))
+
     def load_table(self, identifier: str | Sequence[str]) -> Table:
         ident = to_identifier(identifier)
         location = self._current_metadata_location(ident)

@@ -54,6 +54,7 @@ __all__ = [
     "manifests_of",
     "parallel_map",
     "read_entries",
+    "remember_manifest_list",
     "unique_manifests",
 ]
 
@@ -98,12 +99,24 @@ class _ListCache:
                 self._lists.popitem(last=False)
         return manifests
 
+    def put(self, path: str, manifests: Sequence[ManifestFile]) -> None:
+        with self._lock:
+            self._lists[path] = tuple(manifests)
+            while len(self._lists) > self.size:
+                self._lists.popitem(last=False)
+
     def clear(self) -> None:
         with self._lock:
             self._lists.clear()
 
 
 _LISTS = _ListCache(256)
+
+
+def remember_manifest_list(path: str, manifests: Sequence[ManifestFile]) -> None:
+    """Record a manifest list just written (``manifests`` as written, sequence numbers
+    assigned), so that the next commit reads its parent's list from memory."""
+    _LISTS.put(path, manifests)
 
 
 def manifests_of(

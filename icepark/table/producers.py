@@ -37,7 +37,7 @@ from icepark.manifest import (
     write_manifest,
     write_manifest_list,
 )
-from icepark.planning.walk import manifests_of, read_entries
+from icepark.planning.walk import manifests_of, read_entries, remember_manifest_list
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH, Operation, Snapshot, SnapshotRefType
@@ -358,6 +358,7 @@ class SnapshotProducer:
             first_row_id=base.next_row_id if version >= 3 else None,
             codec=_codec(base),
         )
+        remember_manifest_list(list_path, listed.manifests)
         summary = SummaryBuilder()
         summary.removed_files(filtered.removed)
         summary.added_files(self.added_files)

@@ -51,6 +51,8 @@ class TableCommitter(Protocol):
 
     def load_table(self, identifier: str | Sequence[str]) -> Table: ...
 
+    def metadata_location(self, identifier: str | Sequence[str]) -> str: ...
+
 
 def read_table_metadata(io: FileIO, location: str) -> TableMetadata:
     """Read and parse a metadata file; errors name the file."""
@@ -148,8 +150,11 @@ class Table:
         return self.catalog is None
 
     def refresh(self) -> Table:
-        """Reload the current metadata from the catalog (a no-op for read-only tables)."""
+        """Reload the current metadata from the catalog (a no-op for read-only tables, and a
+        single catalog lookup when the table has not changed)."""
         if self.catalog is not None:
+            if self.catalog.metadata_location(self.identifier) == self.metadata_location:
+                return self
             fresh = self.catalog.load_table(self.identifier)
             self.metadata, self.metadata_location = fresh.metadata, fresh.metadata_location
         return self

@@ -324,7 +324,9 @@ class Transaction:
         revalidates = any(action.revalidates for action in self._actions)
         started = time.monotonic()
         attempt = 0
-        base = self._table.metadata
+        # Each attempt works on the table as it is now (as Java's SnapshotProducer refreshes
+        # before it applies): a table loaded a while ago does not lose its first attempt.
+        base = self._table.refresh().metadata
         while True:
             try:
                 updates, requirements, written = self._stage_all(base)
