@@ -30,11 +30,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from icepark.arrow._projection import (
@@ -83,6 +82,9 @@ from icepark.spec.types import (
     StructType,
     UUIDType,
 )
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
 
 __all__ = ["DEFAULT_BATCH_SIZE", "read_data_file", "file_schema_with_ids"]
 
@@ -499,6 +501,10 @@ class _Opened:
 
     def fragment(self) -> ds.ParquetFileFragment:
         """A fragment of the whole file, with its footer read (for row group pruning)."""
+        # imported here: pyarrow.dataset imports pandas (~0.3 s), which unfiltered reads and
+        # planning never need
+        import pyarrow.dataset as ds
+
         frag = ds.ParquetFileFormat().make_fragment(self.source())
         frag.ensure_complete_metadata()
         return frag

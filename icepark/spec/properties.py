@@ -341,6 +341,13 @@ DEFAULT_NAME_MAPPING = _p(
 
 # -- reads -------------------------------------------------------------------------------------
 
+READ_AHEAD_FILES = _p(
+    "read.read-ahead.files",
+    2,
+    _int,
+    "icepark: data files a one-machine scan reads at once (1 reads them one after another); "
+    "memory grows with it.",
+)
 SPLIT_SIZE = _p("read.split.target-size", 134_217_728, _int, "Target size of a read split.")
 SPLIT_LOOKBACK = _p("read.split.planning-lookback", 10, _int, "Open bins when packing splits.")
 SPLIT_OPEN_FILE_COST = _p(

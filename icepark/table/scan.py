@@ -10,6 +10,7 @@ from functools import cached_property
 import pyarrow as pa
 
 from icepark.arrow.deletes import DeleteCache, live_row_count, read_task
+from icepark.arrow.readahead import read_ahead as read_ahead_batches
 from icepark.arrow.schema import schema_to_arrow
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, bind, parse_filter
@@ -21,6 +22,8 @@ from icepark.planning.planner import (
     plan_files,
     plan_tasks,
 )
+from icepark.planning.walk import parallel_map
+from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.metadata_columns import PARTITION_FIELD_NAME, metadata_field, partition_field
 from icepark.spec.name_mapping import NameMapping
@@ -202,19 +205,30 @@ class DataScan:
             cache=self._delete_cache,
         )
 
-    def to_batches(self) -> Iterator[pa.RecordBatch]:
-        """Stream the matching rows batch by batch (memory bounded by the batch)."""
-        for task in self.plan_files():
-            yield from self.read_task(task)
+    def _files_at_once(self, read_ahead: int | None) -> int:
+        if read_ahead is not None:
+            return max(1, read_ahead)
+        return P.READ_AHEAD_FILES.get({**self.metadata.properties, **self.options})
 
-    def to_arrow(self) -> pa.Table:
-        batches = list(self.to_batches())
+    def to_batches(self, read_ahead: int | None = None) -> Iterator[pa.RecordBatch]:
+        """Stream the matching rows batch by batch, in planned-file order.
+
+        ``read_ahead`` files (default ``read.read-ahead.files``, 2) are read at once; memory
+        stays bounded by a few batches per file being read, not by the table."""
+        yield from read_ahead_batches(
+            self.plan_files(), self.read_task, self._files_at_once(read_ahead)
+        )
+
+    def to_arrow(self, read_ahead: int | None = None) -> pa.Table:
+        """All matching rows as one Arrow table (files read ``read_ahead`` at once)."""
+        batches = list(self.to_batches(read_ahead))
         return pa.Table.from_batches(batches, schema=self.arrow_schema)
 
-    def count(self) -> int:
+    def count(self, read_ahead: int | None = None) -> int:
         """The number of matching rows; from metadata alone when no residual or delete
-        applies to a file."""
+        applies to a file, else by reading the files (``read_ahead`` at once)."""
         total = 0
+        to_read: list[FileScanTask] = []
         for task in self.plan_files():
             if (
                 isinstance(task.residual, AlwaysTrue)
@@ -228,8 +242,12 @@ class DataScan:
             ):
                 total += live
             else:
-                total += sum(b.num_rows for b in self.read_task(task))
-        return total
+                to_read.append(task)
+
+        def rows(task: FileScanTask) -> int:
+            return sum(b.num_rows for b in self.read_task(task))
+
+        return total + sum(parallel_map(rows, to_read, self._files_at_once(read_ahead)))
 
     def columns(self) -> Sequence[str]:
         return [f.name for f in self.projected_schema.fields]
