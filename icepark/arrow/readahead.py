@@ -115,3 +115,6 @@ def read_ahead(
                 submit()
         finally:
             stop.set()  # tasks still running give up at their next batch
+            close = getattr(pending, "close", None)
+            if close is not None:  # a planning generator stops planning
+                close()

@@ -58,11 +58,10 @@ def _cell(value: Any) -> str:
 
 
 def _rows(scan: DataScan, limit: int | None, progress: Progress | None) -> Iterator[dict[str, Any]]:
-    tasks = scan.plan_files()
-    planned = sum(t.file.record_count for t in tasks)
-    job = progress.add_task("reading rows", total=planned) if progress else None
+    job = progress.add_task("reading rows", total=None) if progress else None
     produced = 0
-    batches = read_ahead(tasks, scan.read_task, P.READ_AHEAD_FILES.get(scan.metadata.properties))
+    files = P.READ_AHEAD_FILES.get(scan.metadata.properties)
+    batches = read_ahead(scan.iter_plan_files(), scan.read_task, files)
     with contextlib.closing(batches):
         for batch in batches:
             for row in pa.Table.from_batches([batch]).to_pylist():

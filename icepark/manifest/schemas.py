@@ -316,14 +316,16 @@ def manifest_list_schema(format_version: int) -> StructType:
     )
 
 
-@lru_cache(maxsize=8)
 def manifest_list_avro_schema(format_version: int) -> dict[str, Any]:
-    """The Avro schema of a manifest list written in ``format_version`` (as Java writes it),
-    parsed by fastavro once (do not modify it)."""
-    avro = fastavro.parse_schema(
-        schema_to_avro(manifest_list_schema(format_version), "manifest_file")
-    )
-    return cast(dict[str, Any], avro)
+    """The Avro schema of a manifest list written in ``format_version`` (as Java writes it)."""
+    return schema_to_avro(manifest_list_schema(format_version), "manifest_file")
+
+
+@lru_cache(maxsize=8)
+def parsed_manifest_list_schema(format_version: int) -> dict[str, Any]:
+    """:func:`manifest_list_avro_schema` parsed by fastavro, once per version (for writers;
+    do not modify it)."""
+    return cast(dict[str, Any], fastavro.parse_schema(manifest_list_avro_schema(format_version)))
 
 
 def data_file_field_names(format_version: int) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ only (their metrics describe the delete file's own columns).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from icepark.expressions import AlwaysTrue, BooleanExpression, residual_evaluator
@@ -30,7 +30,14 @@ from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Snapshot
 
-__all__ = ["FileScanTask", "CombinedScanTask", "plan_files", "plan_tasks", "SplitOptions"]
+__all__ = [
+    "FileScanTask",
+    "CombinedScanTask",
+    "iter_plan_files",
+    "plan_files",
+    "plan_tasks",
+    "SplitOptions",
+]
 
 
 @dataclass(frozen=True)
@@ -93,8 +100,25 @@ def plan_files(
     workers: int = 8,
 ) -> list[FileScanTask]:
     """The file scan tasks of ``snapshot`` that may hold rows matching ``row_filter``."""
+    return list(
+        iter_plan_files(io, metadata, snapshot, row_filter, schema, case_sensitive, workers)
+    )
+
+
+def iter_plan_files(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot | None,
+    row_filter: BooleanExpression,
+    schema: Schema | None = None,
+    case_sensitive: bool = True,
+    workers: int = 8,
+) -> Iterator[FileScanTask]:
+    """:func:`plan_files` as a stream: the tasks of each data manifest as soon as it is read
+    (delete manifests are read first), so that reading can start before planning ends and a
+    reader that stops early stops planning too."""
     if snapshot is None or not snapshot.manifest_list:
-        return []
+        return
     schema = schema or metadata.schema()
     specs = metadata.specs()
     matcher = FileMatcher(schema, specs, row_filter, case_sensitive)
@@ -107,7 +131,6 @@ def plan_files(
         spec_id: residual_evaluator(spec, row_filter, schema, case_sensitive)
         for spec_id, spec in specs.items()
     }
-    tasks: list[FileScanTask] = []
     for _, entries in live_entries(
         io, metadata, snapshot, matcher, ManifestContent.DATA, workers=workers
     ):
@@ -118,10 +141,7 @@ def plan_files(
             residual: BooleanExpression = residuals[spec_id].residual_for(tuple(f.partition))
             if not isinstance(residual, AlwaysTrue) and matcher.all_match(f):
                 residual = AlwaysTrue()
-            tasks.append(
-                FileScanTask(f, tuple(deletes.for_data_file(f, seq)), residual, spec_id, seq)
-            )
-    return tasks
+            yield FileScanTask(f, tuple(deletes.for_data_file(f, seq)), residual, spec_id, seq)
 
 
 def _split(task: FileScanTask, target: int) -> Iterable[FileScanTask]:

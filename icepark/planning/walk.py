@@ -71,8 +71,11 @@ def parallel_map(
     if len(items) <= 1 or workers <= 1:
         yield from map(fn, items)
         return
-    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+    pool = ThreadPoolExecutor(max_workers=min(workers, len(items)))
+    try:
         yield from pool.map(fn, items)
+    finally:  # a consumer that stops early does not wait for the reads it will not use
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 # -- manifest lists --------------------------------------------------------------------------

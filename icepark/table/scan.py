@@ -15,11 +15,12 @@ from icepark.arrow.schema import schema_to_arrow
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, bind, parse_filter
 from icepark.io import FileIO
+from icepark.planning.explain import ScanExplanation, explain_scan
 from icepark.planning.planner import (
     CombinedScanTask,
     FileScanTask,
     SplitOptions,
-    plan_files,
+    iter_plan_files,
     plan_tasks,
 )
 from icepark.planning.walk import parallel_map
@@ -170,9 +171,30 @@ class DataScan:
     # -- planning --------------------------------------------------------------------------
 
     def plan_files(self) -> list[FileScanTask]:
+        """The file scan tasks: data files (or byte ranges) that may hold matching rows, with
+        the delete files that apply and the residual filter."""
+        return list(self.iter_plan_files())
+
+    def iter_plan_files(self) -> Iterator[FileScanTask]:
+        """:meth:`plan_files` as a stream, manifest by manifest (reading can start early)."""
         bind(self.schema, self.row_filter, self.case_sensitive)  # fail early on bad columns
-        return plan_files(
+        return iter_plan_files(
             self.io, self.metadata, self.snapshot, self.row_filter, self.schema, self.case_sensitive
+        )
+
+    def explain(self, table_name: str = "") -> ScanExplanation:
+        """The pruning funnel of this scan: manifests and files kept by each step, delete
+        files attached, residuals per spec, what is left to read, and each step's time (see
+        :mod:`icepark.planning.explain`)."""
+        bind(self.schema, self.row_filter, self.case_sensitive)
+        return explain_scan(
+            self.io,
+            self.metadata,
+            self.snapshot,
+            self.row_filter,
+            self.schema,
+            self.case_sensitive,
+            table_name,
         )
 
     def plan_tasks(self) -> list[CombinedScanTask]:
@@ -216,7 +238,7 @@ class DataScan:
         ``read_ahead`` files (default ``read.read-ahead.files``, 2) are read at once; memory
         stays bounded by a few batches per file being read, not by the table."""
         yield from read_ahead_batches(
-            self.plan_files(), self.read_task, self._files_at_once(read_ahead)
+            self.iter_plan_files(), self.read_task, self._files_at_once(read_ahead)
         )
 
     def to_arrow(self, read_ahead: int | None = None) -> pa.Table:
