@@ -21,7 +21,10 @@ from icepark.errors import (
     CommitFailedError,
     CommitStateUnknownError,
     IceparkError,
+    NamespaceAlreadyExistsError,
+    NoSuchNamespaceError,
     NoSuchTableError,
+    TableAlreadyExistsError,
     ValidationError,
 )
 from icepark.io import FileIO, load_file_io
@@ -127,8 +130,6 @@ class Catalog(ABC):
         """Remove and set namespace properties."""
 
     def namespace_exists(self, namespace: str | Sequence[str]) -> bool:
-        from icepark.errors import NoSuchNamespaceError
-
         try:
             self.load_namespace_properties(namespace)
             return True
@@ -139,8 +140,6 @@ class Catalog(ABC):
         self, namespace: str | Sequence[str], properties: Properties | None = None
     ) -> None:
         if not self.namespace_exists(namespace):
-            from icepark.errors import NamespaceAlreadyExistsError
-
             try:
                 self.create_namespace(namespace, properties)
             except NamespaceAlreadyExistsError:
@@ -227,8 +226,6 @@ class Catalog(ABC):
         ident = to_identifier(identifier)
         self._check_namespace_for_table(ident)
         if self.table_exists(ident):
-            from icepark.errors import TableAlreadyExistsError
-
             raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}")
         user_schema = schema_from_user(schema)
         spec = build_partition_spec(user_schema, partition_by)
@@ -245,14 +242,10 @@ class Catalog(ABC):
             self._swap_metadata_location(ident, None, new_location)
         except CommitFailedError as exc:
             self._delete_quietly(new_location)
-            from icepark.errors import TableAlreadyExistsError
-
             raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}") from exc
         return Table(ident, metadata, new_location, self._table_io(metadata), self)
 
     def _check_namespace_for_table(self, ident: Identifier) -> None:
-        from icepark.errors import NoSuchNamespaceError
-
         ns = namespace_of(ident)
         if not self.namespace_exists(ns):
             raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ns)}")

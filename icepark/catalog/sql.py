@@ -48,6 +48,7 @@ from icepark.errors import (
     NoSuchNamespaceError,
     NoSuchTableError,
     TableAlreadyExistsError,
+    ValidationError,
 )
 from icepark.spec.metadata import TableMetadata
 from icepark.table import Table
@@ -215,8 +216,6 @@ class SqlCatalog(Catalog):
         updates = dict(updates or {})
         overlap = removals & set(updates)
         if overlap:
-            from icepark.errors import ValidationError
-
             raise ValidationError(f"Properties both removed and set: {sorted(overlap)}")
         where = and_(
             _namespace_props.c.catalog_name == self.name,

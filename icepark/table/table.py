@@ -5,24 +5,28 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from icepark.errors import IceparkError
+from icepark.errors import IceparkError, InvalidMetadataError, ValidationError
+from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
 from icepark.io import FileIO, load_file_io
 from icepark.spec.metadata import TableMetadata, table_metadata_from_json
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef, SnapshotRefType
 from icepark.spec.sorting import SortOrder
-from icepark.spec.updates import TableRequirement, TableUpdate
-
-if TYPE_CHECKING:
-    from icepark.expressions import BooleanExpression
-    from icepark.table.scan import DataScan
-    from icepark.table.transaction import Transaction
-    from icepark.table.update_schema import UpdateSchema
-    from icepark.table.update_sort_order import ReplaceSortOrder
-    from icepark.table.update_spec import UpdateSpec
+from icepark.spec.updates import (
+    AssertRefSnapshotId,
+    RemoveSnapshotRefUpdate,
+    SetSnapshotRefUpdate,
+    TableRequirement,
+    TableUpdate,
+)
+from icepark.table.scan import DataScan
+from icepark.table.transaction import Transaction
+from icepark.table.update_schema import UpdateSchema
+from icepark.table.update_sort_order import ReplaceSortOrder
+from icepark.table.update_spec import UpdateSpec
 
 __all__ = ["CommitResult", "TableCommitter", "Table", "ReadOnlyTableError", "read_table_metadata"]
 
@@ -56,8 +60,6 @@ class TableCommitter(Protocol):
 
 def read_table_metadata(io: FileIO, location: str) -> TableMetadata:
     """Read and parse a metadata file; errors name the file."""
-    from icepark.errors import InvalidMetadataError
-
     data = io.new_input(location).read_bytes()
     try:
         return table_metadata_from_json(data)
@@ -175,8 +177,6 @@ class Table:
 
     def transaction(self) -> Transaction:
         """``with table.transaction() as tx:`` commits only when the block exits cleanly."""
-        from icepark.table.transaction import Transaction
-
         return Transaction(self)
 
     def append(self, data: Any, *, branch: str = MAIN_BRANCH, **kw: Any) -> Table:
@@ -247,8 +247,6 @@ class Table:
         self, allow_incompatible_changes: bool = False, case_sensitive: bool = True
     ) -> UpdateSchema:
         """``with table.update_schema() as u:`` commits the changes on a clean exit."""
-        from icepark.table.update_schema import UpdateSchema
-
         return UpdateSchema(
             self,
             allow_incompatible_changes=allow_incompatible_changes,
@@ -257,15 +255,11 @@ class Table:
 
     def update_spec(self, case_sensitive: bool = True) -> UpdateSpec:
         """``with table.update_spec() as u:`` commits the new default spec on a clean exit."""
-        from icepark.table.update_spec import UpdateSpec
-
         return UpdateSpec(self, case_sensitive=case_sensitive)
 
     def replace_sort_order(self, *terms: str, case_sensitive: bool = True) -> ReplaceSortOrder:
         """With terms (``"id"``, ``"ts desc nulls last"``) commits at once; without, returns
         a context manager: ``with table.replace_sort_order() as u: u.asc("id")``."""
-        from icepark.table.update_sort_order import ReplaceSortOrder
-
         update = ReplaceSortOrder(self, case_sensitive=case_sensitive)
         if terms:
             for term in terms:
@@ -287,9 +281,6 @@ class Table:
         """A scan; ``filter`` is an expression or a string like ``"ts >= '2024-01-01'"``;
         ``as_of`` is epoch milliseconds or a datetime; ``ref`` a branch or tag. Time travel
         reads with the snapshot's schema unless ``use_snapshot_schema=False``."""
-        from icepark.expressions import AlwaysTrue, parse_filter
-        from icepark.table.scan import DataScan
-
         row_filter = (
             AlwaysTrue()
             if filter is None
@@ -315,9 +306,6 @@ class Table:
     def _set_ref(
         self, name: str, snapshot_id: int | None, kind: SnapshotRefType, **retention: Any
     ) -> Table:
-        from icepark.errors import ValidationError
-        from icepark.spec.updates import AssertRefSnapshotId, SetSnapshotRefUpdate
-
         if snapshot_id is None:
             current = self.current_snapshot()
             if current is None:
@@ -333,23 +321,16 @@ class Table:
     def create_branch(self, name: str, snapshot_id: int | None = None, **retention: Any) -> Table:
         """A branch at ``snapshot_id`` (the current snapshot by default)."""
         if self.metadata.ref(name) is not None:
-            from icepark.errors import ValidationError
-
             raise ValidationError(f"Ref {name!r} already exists in table {self.name}")
         return self._set_ref(name, snapshot_id, SnapshotRefType.BRANCH, **retention)
 
     def create_tag(self, name: str, snapshot_id: int | None = None, **retention: Any) -> Table:
         """A tag at ``snapshot_id`` (the current snapshot by default)."""
         if self.metadata.ref(name) is not None:
-            from icepark.errors import ValidationError
-
             raise ValidationError(f"Ref {name!r} already exists in table {self.name}")
         return self._set_ref(name, snapshot_id, SnapshotRefType.TAG, **retention)
 
     def remove_ref(self, name: str) -> Table:
-        from icepark.errors import ValidationError
-        from icepark.spec.updates import RemoveSnapshotRefUpdate
-
         if name == MAIN_BRANCH or self.metadata.ref(name) is None:
             raise ValidationError(f"Cannot remove ref {name!r} from table {self.name}")
         self.commit([], [RemoveSnapshotRefUpdate(name)])

@@ -12,7 +12,7 @@ import random
 import time
 from collections.abc import Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from icepark.errors import CommitFailedError, CommitStateUnknownError, ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
@@ -28,6 +28,8 @@ from icepark.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
+from icepark.table.changes import apply_changes_action, delete_action, upsert_action
+from icepark.table.interface import TableLike
 from icepark.table.operations import (
     Action,
     AppendAction,
@@ -36,9 +38,7 @@ from icepark.table.operations import (
     ReplacePartitionsAction,
     Staged,
 )
-
-if TYPE_CHECKING:
-    from icepark.table.table import Table
+from icepark.table.writes import rewrite_without, write_arrow
 
 __all__ = ["Transaction", "RetryPolicy"]
 
@@ -92,14 +92,14 @@ def _holds(requirement: TableRequirement, base: TableMetadata) -> bool:
 class Transaction:
     """A group of changes to one table, committed together."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableLike) -> None:
         self._table = table
         self._start: TableMetadata = table.metadata
         self._actions: list[Action] = []
         self._done = False
 
     @property
-    def table(self) -> Table:
+    def table(self) -> TableLike:
         return self._table
 
     @property
@@ -127,8 +127,6 @@ class Transaction:
     # -- data ------------------------------------------------------------------------------
 
     def _write(self, data: Any) -> list[DataFile]:
-        from icepark.table.writes import write_arrow
-
         return write_arrow(self._table.io, self._start, data)
 
     def append(
@@ -139,7 +137,7 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
         merge: bool = True,
     ) -> Transaction:
-        """Append ``data`` (a pyarrow Table, RecordBatchReader or batches) as new files.
+        """Append ``data`` (a pyarrow TableLike, RecordBatchReader or batches) as new files.
 
         A merge append (as Java's default) unless ``merge=False`` or the table's
         ``commit.manifest-merge.enabled`` is false."""
@@ -164,8 +162,6 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
         """Replace the rows matching ``filter`` (all rows when None) with ``data``."""
-        from icepark.table.writes import rewrite_without
-
         row_filter = _as_filter(filter)
         io = self._table.io
         files = self._write(data) if data is not None else []
@@ -216,8 +212,6 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
         """Delete the rows matching ``filter``, per ``write.delete.mode``."""
-        from icepark.table.changes import delete_action
-
         return self.add_action(
             delete_action(
                 self._table.io,
@@ -239,8 +233,6 @@ class Transaction:
     ) -> Transaction:
         """Update the rows whose key (``on``, else the identifier fields) matches a row of
         ``data`` and insert the rest, per ``write.merge.mode``."""
-        from icepark.table.changes import upsert_action
-
         return self.add_action(
             upsert_action(
                 self._table.io,
@@ -263,8 +255,6 @@ class Transaction:
     ) -> Transaction:
         """Change data capture: ``I``/``U``/``D`` rows as data files plus an equality delete
         file on ``on`` (see :mod:`icepark.table.changes`)."""
-        from icepark.table.changes import apply_changes_action
-
         return self.add_action(
             apply_changes_action(
                 self._table.io,
@@ -313,7 +303,7 @@ class Transaction:
         for action in self._actions:
             action.abort(self._table.io)
 
-    def commit_transaction(self) -> Table:
+    def commit_transaction(self) -> TableLike:
         """Commit every staged change at once; retry conflicts on fresh metadata."""
         if self._done:
             raise ValidationError(f"Transaction on {self._table.name} is already finished")
