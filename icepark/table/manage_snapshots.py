@@ -103,15 +103,16 @@ class RefUpdateAction(Action):
         requirements: list[TableRequirement] = [AssertTableUUID(base.table_uuid)]
         for name, ref in self.changes(base).items():
             existing = base.ref(name)
+            # required even when unchanged: the decision was made on this ref's snapshot
+            requirements.append(
+                AssertRefSnapshotId(name, existing.snapshot_id if existing else None)
+            )
             if ref == existing:
                 continue
             if ref is None:
                 updates.append(RemoveSnapshotRefUpdate(name))
             else:
                 updates.append(SetSnapshotRefUpdate.of(name, ref))
-            requirements.append(
-                AssertRefSnapshotId(name, existing.snapshot_id if existing else None)
-            )
         return Staged(updates, requirements)
 
 
@@ -119,6 +120,14 @@ def _commit(table: Table, action: Action) -> Table:
     from icepark.table.transaction import Transaction
 
     return Transaction(table).add_action(action).commit_transaction()
+
+
+def _apply(table: Table, changes: RefChanges) -> Table:
+    """Check ``changes`` on the table as it is now (raising before any commit), then commit
+    them, checked again on every attempt."""
+    table.refresh()
+    changes(table.metadata)
+    return _commit(table, RefUpdateAction(changes))
 
 
 def _moved(ref: SnapshotRef | None, snapshot_id: int, kind: SnapshotRefType) -> SnapshotRef:
@@ -167,6 +176,7 @@ def set_current_snapshot(
         raise ValidationError(
             f"Give either snapshot_id or ref to set the current snapshot of table {table.name}"
         )
+    table.refresh()
     if ref is not None:
         found = table.metadata.ref(ref)
         if found is None:
@@ -179,8 +189,7 @@ def set_current_snapshot(
         _require_snapshot(base, target, "set the current snapshot to")
         return _main_to(target)(base)
 
-    changes(table.metadata)  # fail early, before any commit machinery runs
-    return _commit(table, RefUpdateAction(changes))
+    return _apply(table, changes)
 
 
 def _rollback_changes(target: int) -> RefChanges:
@@ -198,16 +207,15 @@ def _rollback_changes(target: int) -> RefChanges:
 
 def rollback_to_snapshot(table: Table, snapshot_id: int) -> Table:
     """Make ``snapshot_id``, an ancestor of the current snapshot, current again."""
-    changes = _rollback_changes(snapshot_id)
-    changes(table.metadata)
-    return _commit(table, RefUpdateAction(changes))
+    return _apply(table, _rollback_changes(snapshot_id))
 
 
 def rollback_to_timestamp(table: Table, timestamp: int | dt.datetime | dt.date) -> Table:
     """Make current the newest ancestor of the current snapshot committed strictly before
     ``timestamp`` (epoch milliseconds or a datetime; naive means UTC)."""
     ms = to_epoch_ms(timestamp)
-    older = [s for s in table.metadata.ancestors_of(table.metadata.current_snapshot_id)]
+    table.refresh()
+    older = table.metadata.ancestors_of(table.metadata.current_snapshot_id)
     found = max(
         (s for s in older if s.timestamp_ms < ms), key=lambda s: s.timestamp_ms, default=None
     )
@@ -250,8 +258,7 @@ def replace_branch(table: Table, name: str, to: int | str) -> Table:
             )
         }
 
-    changes(table.metadata)
-    return _commit(table, RefUpdateAction(changes))
+    return _apply(table, changes)
 
 
 def replace_tag(table: Table, name: str, snapshot_id: int) -> Table:
@@ -265,8 +272,7 @@ def replace_tag(table: Table, name: str, snapshot_id: int) -> Table:
             )
         }
 
-    changes(table.metadata)
-    return _commit(table, RefUpdateAction(changes))
+    return _apply(table, changes)
 
 
 def _to_ref(
@@ -300,8 +306,7 @@ def fast_forward(table: Table, branch: str, to: str) -> Table:
     def changes(base: TableMetadata) -> Mapping[str, SnapshotRef | None]:
         return _to_ref(base, branch, to, fast_forward=True)
 
-    changes(table.metadata)
-    return _commit(table, RefUpdateAction(changes))
+    return _apply(table, changes)
 
 
 def set_ref_retention(
@@ -338,8 +343,7 @@ def set_ref_retention(
             ) from exc
         return {name: updated}
 
-    changes(table.metadata)
-    return _commit(table, RefUpdateAction(changes))
+    return _apply(table, changes)
 
 
 # -- cherry-pick -----------------------------------------------------------------------------
@@ -483,6 +487,7 @@ class CherryPickAction(Action):
 
 def cherrypick_snapshot(table: Table, snapshot_id: int) -> Table:
     """Apply snapshot ``snapshot_id``'s changes to the current state as one commit."""
+    table.refresh()
     _require_snapshot(table.metadata, snapshot_id, "cherry-pick")
     action = CherryPickAction(table.io, snapshot_id)
     return _commit(table, action)
@@ -490,6 +495,7 @@ def cherrypick_snapshot(table: Table, snapshot_id: int) -> Table:
 
 def publish_changes(table: Table, wap_id: str) -> Table:
     """Cherry-pick the snapshot staged under ``wap_id`` (Spark's ``publish_changes``)."""
+    table.refresh()
     found = next((s for s in table.snapshots() if staged_wap_id(s) == wap_id), None)
     if found is None:
         raise ValidationError(f"Cannot apply unknown WAP ID {wap_id!r} to table {table.name}")
