@@ -15,6 +15,7 @@ from icepark.cli.commands_catalog import namespaces_command, tables_command
 from icepark.cli.commands_files import avro_command, metadata_command
 from icepark.cli.commands_scan import scan_command
 from icepark.cli.commands_table import describe_command, snapshots_command
+from icepark.cli.commands_upkeep import UPKEEP_COMMANDS
 from icepark.cli.context import CliContext
 from icepark.cli.output import one_line
 from icepark.errors import IceparkError
@@ -77,6 +78,7 @@ for _command in (
     metadata_command,
     avro_command,
     scan_command,
+    *UPKEEP_COMMANDS,
 ):
     cli.add_command(_command)
 
