@@ -213,45 +213,41 @@ def remove_orphan_files(
         return F.coalesce(v.isNull() | (v == "") | F.lower(v).eqNullSafe(F.lower(a)), F.lit(False))
 
     joined = actual.alias("a").join(valid.alias("v"), F.col("a.path") == F.col("v.path"), "left")
-    per_file = joined.groupBy("a.uri", "a.size").agg(
-        F.max(F.col("v.path").isNotNull()).alias("referenced"),
-        F.max(
-            F.col("v.path").isNotNull()
-            & matches("scheme", "scheme")
-            & matches("authority", "authority")
-        ).alias("matched"),
+    same = matches("scheme", "scheme") & matches("authority", "authority")
+    referenced = F.col("v.path").isNotNull()
+    # one job: per listed file, whether a referenced file has its path, whether one matches
+    # in scheme and authority too, and (to name a mismatch) one referenced scheme/authority;
+    # only the files no referenced file matches come back to the driver
+    unmatched = (
+        joined.groupBy("a.uri", "a.size", "a.scheme", "a.authority")
+        .agg(
+            F.max(referenced).alias("referenced"),
+            F.max(referenced & same).alias("matched"),
+            F.first("v.scheme", ignorenulls=True).alias("valid_scheme"),
+            F.first("v.authority", ignorenulls=True).alias("valid_authority"),
+        )
+        .where(~F.coalesce(F.col("matched"), F.lit(False)))
+        .collect()
     )
     mode = options.prefix_mismatch_mode
-    orphan = ~F.col("referenced") | (F.lit(mode == "delete") & ~F.col("matched"))
-    rows = per_file.where(orphan).select("uri", "size").collect()
-    if mode == "error":
-        conflicts = (
-            joined.where(F.col("v.path").isNotNull())
-            .groupBy("a.uri")
-            .agg(
-                F.max(matches("scheme", "scheme") & matches("authority", "authority")).alias("m"),
-                F.first("v.scheme").alias("vs"),
-                F.first("a.scheme").alias("as"),
-                F.first("v.authority").alias("va"),
-                F.first("a.authority").alias("aa"),
-            )
-            .where(~F.col("m"))
-            .select("vs", "as", "va", "aa")
-            .distinct()
-            .collect()
+    mismatched = [r for r in unmatched if r.referenced]
+    if mismatched and mode == "error":
+        pairs = sorted(
+            {(str(r.valid_scheme), str(r.scheme)) for r in mismatched if r.valid_scheme != r.scheme}
+            | {
+                (str(r.valid_authority), str(r.authority))
+                for r in mismatched
+                if r.valid_authority != r.authority
+            }
         )
-        if conflicts:
-            pairs = sorted(
-                {(str(r.vs), str(r["as"])) for r in conflicts if r.vs != r["as"]}
-                | {(str(r.va), str(r.aa)) for r in conflicts if r.va != r.aa}
-            )
-            raise PrefixMismatchError(
-                "Unable to determine whether certain files are orphan: metadata references "
-                "files that match listed files except for authority/scheme. Say which are "
-                "equal with equal_schemes and equal_authorities, or set prefix_mismatch_mode "
-                "to 'ignore' or 'delete'. Conflicting (referenced, listed) authorities/schemes: "
-                + ", ".join(f"({a}, {b})" for a, b in pairs)
-            )
+        raise PrefixMismatchError(
+            "Unable to determine whether certain files are orphan: metadata references "
+            "files that match listed files except for authority/scheme. Say which are "
+            "equal with equal_schemes and equal_authorities, or set prefix_mismatch_mode "
+            "to 'ignore' or 'delete'. Conflicting (referenced, listed) authorities/schemes: "
+            + ", ".join(f"({a}, {b})" for a, b in pairs)
+        )
+    rows = [r for r in unmatched if not r.referenced or mode == "delete"]
     orphans = sorted(r.uri for r in rows)
     sizes = {r.uri: int(r.size) for r in rows}
     return delete_orphans(resolved, orphans, sizes, dry_run, progress)
