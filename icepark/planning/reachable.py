@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from icepark.errors import NoSuchFileError
+from icepark.errors import NoSuchFileError, UnsupportedOperationError
 from icepark.io import FileIO
 from icepark.manifest import FileContent, ManifestFile
 from icepark.planning.walk import DEFAULT_WORKERS, manifests_of, parallel_map, read_entries
@@ -109,6 +109,14 @@ def referenced_files(
     that no longer exist instead of failing.
     """
     chosen = list(metadata.snapshots if snapshots is None else snapshots)
+    for snapshot in chosen:
+        if not snapshot.manifest_list and snapshot.manifests and not missing_ok:
+            # the walk does not read manifests listed in the metadata itself: refusing is
+            # the only safe answer for a question whose purpose is deleting files
+            raise UnsupportedOperationError(
+                f"Snapshot {snapshot.snapshot_id} of table {metadata.location} lists its manifests "
+                "in the table metadata (a v1 table from before manifest lists): not supported"
+            )
     out = ReferencedFiles()
     out.manifest_lists = {s.manifest_list for s in chosen if s.manifest_list}
     for m in _manifests(io, chosen, missing_ok, workers):

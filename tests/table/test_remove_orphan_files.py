@@ -293,3 +293,23 @@ def test_upkeep_never_deletes_a_referenced_file(ops: list[str], seed: int, rate:
         assert on_disk == {p for p in found.paths() if not p.endswith("version-hint.text")}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_manifests_listed_in_metadata_are_refused(catalog: Catalog) -> None:
+    """A v1 snapshot from before manifest lists names its manifests in the metadata; the walk
+    does not read those, so upkeep refuses rather than take them for orphans."""
+    from icepark.errors import UnsupportedOperationError
+    from icepark.spec.snapshots import Operation, Snapshot, Summary
+    from icepark.spec.updates import AddSnapshotUpdate, SetSnapshotRefUpdate
+
+    table = catalog.create_table("db.v1", SCHEMA, properties={"format-version": "1"})
+    manifest = Path(table.location) / "metadata" / "old-manifest.avro"
+    manifest.write_bytes(b"x")
+    old = Snapshot(
+        7, None, 0, _now(), summary=Summary(Operation.APPEND), manifests=(str(manifest),)
+    )
+    table.commit([], [AddSnapshotUpdate(old), SetSnapshotRefUpdate("main", 7)])
+    _age(Path(table.location), 4)
+    with pytest.raises(UnsupportedOperationError, match=r"Snapshot 7 .* lists its manifests"):
+        table.remove_orphan_files()
+    assert manifest.exists()
