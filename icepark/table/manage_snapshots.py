@@ -410,6 +410,7 @@ class CherryPickAction(Action):
         if picked.operation == Operation.APPEND or dynamic:
             wap_id = validate_wap_publish(base, picked.snapshot_id)
         if _is_fast_forward(base, picked):
+            self._produced = None  # a snapshot an earlier attempt wrote is not committed
             return RefUpdateAction(_main_to(picked.snapshot_id)).stage(base, start)
         if picked.operation != Operation.APPEND and not dynamic:
             raise ValidationError(
