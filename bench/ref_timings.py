@@ -1,7 +1,7 @@
 """The reference engine's timings for the benchmark queries (run with .venv-ref's python).
 
   .venv-ref/bin/python bench/ref_timings.py WAREHOUSE RUNS POINT_ID WRITE_ROWS \
-      [MERGE_ROWS [SECTIONS]]
+      [MERGE_ROWS [SECTIONS [UPKEEP_ROOT SNAPSHOTS]]]
 
 Prints one JSON object {query: [seconds, ...]} on its last line; keys starting with
 ``check:`` hold the row-level benchmarks' results (counts, sums) instead of timings.
@@ -145,6 +145,12 @@ def main() -> None:
         out["partitioned write"] = times
     if "row-level" in sections:
         out.update(_row_level(spark, int(runs), int(write_rows), merge_rows))
+    if "upkeep" in sections:
+        from pathlib import Path
+
+        import upkeep
+
+        out.update(upkeep.reference(spark, Path(sys.argv[7]), int(sys.argv[8]), int(runs)))
     print(json.dumps(out), flush=True)
     spark.stop()
 

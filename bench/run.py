@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench import upkeep
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("ICEPARK_SHARED", ROOT.parent / "shared"))
 REF_PYTHON = Path(os.environ.get("ICEPARK_REF_VENV", ROOT / ".venv-ref")) / "bin" / "python"
@@ -28,7 +30,7 @@ MAKE_TABLES = SHARED / "bench-tables" / "make_tables.py"
 COLS = """id, TIMESTAMP '2024-01-01 00:00:00' + make_interval(0,0,0,0,0,0, id % (30*86400)) AS ts,
   concat('cat-', CAST(id % 100 AS STRING)) AS category, CAST(id % 1000 AS DOUBLE) / 7 AS amount,
   CAST(id % 97 AS INT) AS qty, id % 3 = 0 AS flag, sha2(CAST(id AS STRING), 256) AS note"""
-SECTIONS = {"reads", "writes", "row-level"}
+SECTIONS = {"reads", "writes", "row-level", "upkeep"}
 DAY_5, DAY_7 = 1704412800000000, 1704585600000000  # 2024-01-05 and 2024-01-07, UTC micros
 
 
@@ -51,10 +53,18 @@ def _ensure_tables(warehouse: Path, rows: int, files: int, commits: int) -> None
 
 
 def _reference(
-    warehouse: Path, runs: int, point: int, write_rows: int, merge_rows: int, sections: set[str]
+    warehouse: Path,
+    runs: int,
+    point: int,
+    write_rows: int,
+    merge_rows: int,
+    sections: set[str],
+    upkeep_root: Path,
+    snapshots: int,
 ) -> dict[str, list[float]]:
     script = Path(__file__).with_name("ref_timings.py")
     args = [warehouse, runs, point, write_rows, merge_rows, ",".join(sorted(sections))]
+    args += [upkeep_root, snapshots]
     done = subprocess.run(
         [str(REF_PYTHON), str(script), *[str(a) for a in args]],
         check=True,
@@ -421,16 +431,36 @@ def main(argv: list[str] | None = None) -> None:
     warehouse = Path(
         args.warehouse or Path(tempfile.gettempdir()) / "icepark-bench" / f"{mode}-{rows}-{files}"
     )
-    _ensure_tables(warehouse, rows, files, commits)
+    if sections - {"upkeep"}:
+        _ensure_tables(warehouse, rows, files, commits)
+    snapshots = 100 if args.small else 1_000
+    upkeep_root = warehouse.parent / f"upkeep-{snapshots}"
+    if "upkeep" in sections:
+        upkeep.build(upkeep_root, snapshots)
     point = files * 10 // 2 + 7
     ref: dict[str, list[float]] = {}
     if not args.no_reference:
         print("timing the reference engine ...", flush=True)
-        ref = _reference(warehouse, args.runs, point, write_rows, merge_rows, sections)
+        ref = _reference(
+            warehouse,
+            args.runs,
+            point,
+            write_rows,
+            merge_rows,
+            sections,
+            upkeep_root,
+            snapshots,
+        )
     print("timing icepark and native Spark ...", flush=True)
     spark = _session()
+    results: dict[str, dict[str, list[float]]] = {}
     try:
-        results = _measure(spark, warehouse, args.runs, point, write_rows, merge_rows, sections)
+        if sections - {"upkeep"}:
+            results = _measure(spark, warehouse, args.runs, point, write_rows, merge_rows, sections)
+        if "upkeep" in sections:
+            timed, checks = upkeep.measure(spark, upkeep_root, snapshots, args.runs)
+            results.update(timed)
+            CHECKS.update(checks)
     finally:
         spark.stop()
     _print(

@@ -290,8 +290,9 @@ class Catalog(ABC):
         builder = MetadataBuilder(current)
         for update in updates:
             builder.apply(update)
-        max_previous = P.METADATA_PREVIOUS_VERSIONS_MAX.get(current.properties)
-        builder.with_previous_metadata(current_location, max_previous)
+        # the log's length is read from the new metadata's properties, as Java's builder
+        # does: a commit that sets write.metadata.previous-versions-max applies it at once
+        builder.with_previous_metadata(current_location)
         new_metadata = builder.build()
         if new_metadata == current:
             return CommitResult(current, current_location)
@@ -333,7 +334,15 @@ class Catalog(ABC):
             pass
 
     def _delete_old_metadata(self, base: TableMetadata, new: TableMetadata) -> None:
-        if not P.METADATA_DELETE_AFTER_COMMIT_ENABLED.get(new.properties):
+        """After a commit, with ``write.metadata.delete-after-commit.enabled`` (read from the
+        new metadata), delete the metadata files the base logged that the new metadata's log
+        no longer holds (as Java's ``CatalogUtil.deleteRemovedMetadataFiles``); a failed
+        delete never fails the commit."""
+        try:
+            enabled = P.METADATA_DELETE_AFTER_COMMIT_ENABLED.get(new.properties)
+        except ValidationError:
+            return  # the commit has landed: a bad value must not make it look failed
+        if not enabled:
             return
         kept = {e.metadata_file for e in new.metadata_log}
         for entry in base.metadata_log:

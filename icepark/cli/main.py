@@ -16,6 +16,7 @@ from icepark.cli.commands_explain import explain_command
 from icepark.cli.commands_files import avro_command, metadata_command
 from icepark.cli.commands_scan import scan_command
 from icepark.cli.commands_table import describe_command, snapshots_command
+from icepark.cli.commands_upkeep import UPKEEP_COMMANDS
 from icepark.cli.context import CliContext
 from icepark.cli.output import one_line
 from icepark.errors import IceparkError
@@ -79,6 +80,7 @@ for _command in (
     avro_command,
     scan_command,
     explain_command,
+    *UPKEEP_COMMANDS,
 ):
     cli.add_command(_command)
 

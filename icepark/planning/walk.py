@@ -49,6 +49,7 @@ from icepark.spec.snapshots import Operation, Snapshot
 __all__ = [
     "ChangedEntry",
     "DEFAULT_WORKERS",
+    "changes_in",
     "changes_since",
     "live_entries",
     "manifests_of",
@@ -267,9 +268,35 @@ def changes_since(
     entries that may hold rows matching its filter. A ``since_id`` that is not an ancestor of
     ``head_id`` raises :class:`ValidationError` naming both (and ``where``).
     """
+    return changes_in(
+        io,
+        _history(metadata, head_id, since_id, where),
+        content=content,
+        statuses=statuses,
+        operations=operations,
+        matcher=matcher,
+        workers=workers,
+    )
+
+
+def changes_in(
+    io: FileIO,
+    snapshots: Sequence[Snapshot],
+    *,
+    content: ManifestContent | None = None,
+    statuses: Collection[ManifestEntryStatus] = (
+        ManifestEntryStatus.ADDED,
+        ManifestEntryStatus.DELETED,
+    ),
+    operations: Collection[Operation] | None = None,
+    matcher: FileMatcher | None = None,
+    workers: int = DEFAULT_WORKERS,
+) -> list[ChangedEntry]:
+    """The entries each of ``snapshots`` committed (as :func:`changes_since`, for given
+    snapshots: e.g. the files one snapshot added, whatever became of its parent)."""
     wanted = frozenset(statuses)
     pairs: list[tuple[Snapshot, ManifestFile]] = []
-    for snapshot in _history(metadata, head_id, since_id, where):
+    for snapshot in snapshots:
         if operations is not None and snapshot.operation not in operations:
             continue
         for m in manifests_of(io, snapshot, content):

@@ -22,6 +22,9 @@ Spark-native entry points (the ``icepark`` Python data source and SQL views)::
     df.write.format("icepark").option("table", "db.events").mode("append").save()
     ispark.register_tables(spark, "db")   # a temporary view per table: SELECT and INSERT INTO
 
+Upkeep: ``ispark.remove_orphan_files(spark, "db.events")`` lists and compares on Spark
+(expiry and snapshot management are table methods: ``table.expire_snapshots(...)``).
+
 :func:`read` and :func:`write` plan and commit on the driver with icepark and run Spark's
 native Parquet reader and writer where they can (see :mod:`icepark.spark.reader` and
 :mod:`icepark.spark.writer` for when the Python paths are used); the data source always runs
@@ -41,6 +44,7 @@ from pyspark.sql import types as T
 
 from icepark.spark._common import prepare_session, resolve_table
 from icepark.spark.reader import ReadPath, choose_path, read, read_scan
+from icepark.spark.remove_orphan_files import remove_orphan_files
 from icepark.spark.row_level import delete, merge, update
 from icepark.spark.source import IcebergDataSource, register, register_tables
 from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
@@ -62,6 +66,7 @@ __all__ = [
     "read_scan",
     "register",
     "register_tables",
+    "remove_orphan_files",
     "resolve_table",
     "to_spark_schema",
     "update",

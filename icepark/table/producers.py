@@ -175,7 +175,13 @@ class SnapshotProducer:
         snapshot_id = self._choose_snapshot_id(base)
         filtered = self._filter_manifests(base, parent, snapshot_id)
         added = self._write_added_manifests(base, snapshot_id)
-        manifests = [*added, *filtered.rewritten, *filtered.kept]
+        # as Java: a manifest left with no live file is dropped, unless this commit wrote it
+        # (its deleted entries record this snapshot's removals)
+        manifests = [
+            m
+            for m in (*added, *filtered.rewritten, *filtered.kept)
+            if m.has_added_files or m.has_existing_files or m.added_snapshot_id == snapshot_id
+        ]
         if self.merge and P.MANIFEST_MERGE_ENABLED.get(base.properties):
             manifests = self._merge(base, manifests, snapshot_id)
         list_path = (
@@ -185,7 +191,7 @@ class SnapshotProducer:
         snapshot = self._write_snapshot(base, parent, snapshot_id, manifests, filtered, list_path)
         updates: list[TableUpdate] = [
             AddSnapshotUpdate(snapshot),
-            SetSnapshotRefUpdate(self.branch, snapshot_id, SnapshotRefType.BRANCH),
+            _branch_update(base, self.branch, snapshot_id),
         ]
         requirements: list[TableRequirement] = [
             AssertTableUUID(base.table_uuid),
@@ -450,6 +456,22 @@ class SnapshotProducer:
             if path not in keep:
                 _delete_quietly(self.io, path)
         self._reusable = [p for p in self._reusable if p in keep]
+
+
+def _branch_update(base: TableMetadata, branch: str, snapshot_id: int) -> SetSnapshotRefUpdate:
+    """Move ``branch`` to the new snapshot, keeping its retention settings (as Java's
+    ``setBranchSnapshot``): an append must not reset a branch's ``min-snapshots-to-keep``."""
+    ref = base.ref(branch)
+    if ref is None:
+        return SetSnapshotRefUpdate(branch, snapshot_id, SnapshotRefType.BRANCH)
+    return SetSnapshotRefUpdate(
+        branch,
+        snapshot_id,
+        SnapshotRefType.BRANCH,
+        ref.min_snapshots_to_keep,
+        ref.max_snapshot_age_ms,
+        ref.max_ref_age_ms,
+    )
 
 
 def _pack(manifests: list[ManifestFile], target: int) -> Iterable[list[ManifestFile]]:

@@ -32,10 +32,12 @@ from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Snapshot
 from icepark.spec.types import NestedField, StructType
 
-__all__ = ["DataScan", "resolve_snapshot"]
+__all__ = ["DataScan", "resolve_snapshot", "to_epoch_ms"]
 
 
-def _to_ms(value: int | dt.datetime | dt.date) -> int:
+def to_epoch_ms(value: int | dt.datetime | dt.date) -> int:
+    """Epoch milliseconds of ``value``: an int as it is, a datetime (naive: UTC), a date (its
+    midnight UTC)."""
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.UTC)
@@ -66,7 +68,7 @@ def resolve_snapshot(
             )
         return snapshot
     if as_of is not None:
-        ms = _to_ms(as_of)
+        ms = to_epoch_ms(as_of)
         snapshot = metadata.snapshot_as_of(ms)
         if snapshot is None:
             raise ValidationError(

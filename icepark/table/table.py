@@ -22,6 +22,9 @@ from icepark.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
+from icepark.table import manage_snapshots
+from icepark.table.expire_snapshots import ExpireSnapshotsResult, expire_snapshots
+from icepark.table.remove_orphan_files import RemoveOrphanFilesResult, remove_orphan_files
 from icepark.table.scan import DataScan
 from icepark.table.transaction import Transaction
 from icepark.table.update_schema import UpdateSchema
@@ -335,3 +338,92 @@ class Table:
             raise ValidationError(f"Cannot remove ref {name!r} from table {self.name}")
         self.commit([], [RemoveSnapshotRefUpdate(name)])
         return self
+
+    # -- snapshot management and upkeep ------------------------------------------------------
+    # (icepark.table.manage_snapshots, expire_snapshots and remove_orphan_files)
+
+    def rollback_to_snapshot(self, snapshot_id: int) -> Table:
+        """Make ``snapshot_id``, an ancestor of the current snapshot, current again."""
+        return manage_snapshots.rollback_to_snapshot(self, snapshot_id)
+
+    def rollback_to_timestamp(self, timestamp: int | dt.datetime | dt.date) -> Table:
+        """Make current the newest ancestor committed before ``timestamp`` (ms or datetime)."""
+        return manage_snapshots.rollback_to_timestamp(self, timestamp)
+
+    def set_current_snapshot(self, snapshot_id: int | None = None, ref: str | None = None) -> Table:
+        """Make ``snapshot_id`` (or branch or tag ``ref``'s snapshot) current."""
+        return manage_snapshots.set_current_snapshot(self, snapshot_id, ref)
+
+    def cherrypick_snapshot(self, snapshot_id: int) -> Table:
+        """Apply a snapshot's changes (append, dynamic overwrite or fast-forward) to main."""
+        return manage_snapshots.cherrypick_snapshot(self, snapshot_id)
+
+    def publish_changes(self, wap_id: str) -> Table:
+        """Cherry-pick the snapshot staged under ``wap_id`` (write-audit-publish)."""
+        return manage_snapshots.publish_changes(self, wap_id)
+
+    def fast_forward(self, branch: str, to: str) -> Table:
+        """Move ``branch`` forward to ref ``to``'s snapshot (a descendant of the branch's)."""
+        return manage_snapshots.fast_forward(self, branch, to)
+
+    def replace_branch(self, name: str, to: int | str) -> Table:
+        """Point branch ``name`` at snapshot id ``to`` or at ref ``to``'s snapshot."""
+        return manage_snapshots.replace_branch(self, name, to)
+
+    def replace_tag(self, name: str, snapshot_id: int) -> Table:
+        """Point tag ``name`` at ``snapshot_id``."""
+        return manage_snapshots.replace_tag(self, name, snapshot_id)
+
+    def set_ref_retention(
+        self,
+        name: str,
+        *,
+        min_snapshots_to_keep: int | None = None,
+        max_snapshot_age_ms: int | None = None,
+        max_ref_age_ms: int | None = None,
+    ) -> Table:
+        """Set a branch's or tag's retention (what expiry keeps)."""
+        return manage_snapshots.set_ref_retention(
+            self,
+            name,
+            min_snapshots_to_keep=min_snapshots_to_keep,
+            max_snapshot_age_ms=max_snapshot_age_ms,
+            max_ref_age_ms=max_ref_age_ms,
+        )
+
+    def expire_snapshots(
+        self,
+        older_than: int | dt.datetime | dt.date | None = None,
+        retain_last: int | None = None,
+        snapshot_ids: Sequence[int] | None = None,
+        clean_expired_metadata: bool = False,
+        dry_run: bool = False,
+        **kw: Any,
+    ) -> ExpireSnapshotsResult:
+        """Expire old snapshots and refs, then delete the files only they reached."""
+        return expire_snapshots(
+            self, older_than, retain_last, snapshot_ids, clean_expired_metadata, dry_run, **kw
+        )
+
+    def remove_orphan_files(
+        self,
+        older_than: int | dt.datetime | dt.date | None = None,
+        location: str | None = None,
+        dry_run: bool = False,
+        equal_schemes: dict[str, str] | None = None,
+        equal_authorities: dict[str, str] | None = None,
+        prefix_mismatch_mode: str = "error",
+        **kw: Any,
+    ) -> RemoveOrphanFilesResult:
+        """Delete files under the table's location that no metadata references (default:
+        older than 3 days)."""
+        return remove_orphan_files(
+            self,
+            older_than,
+            location,
+            dry_run,
+            equal_schemes,
+            equal_authorities,
+            prefix_mismatch_mode,
+            **kw,
+        )

@@ -38,6 +38,7 @@ from icepark.table.operations import (
     ReplacePartitionsAction,
     Staged,
 )
+from icepark.table.wap import staged, with_wap_id
 from icepark.table.writes import rewrite_without, write_arrow
 
 __all__ = ["Transaction", "RetryPolicy"]
@@ -136,16 +137,18 @@ class Transaction:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
         merge: bool = True,
+        wap_id: str | None = None,
     ) -> Transaction:
-        """Append ``data`` (a pyarrow TableLike, RecordBatchReader or batches) as new files.
+        """Append ``data`` (a pyarrow Table, RecordBatchReader or batches) as new files.
 
         A merge append (as Java's default) unless ``merge=False`` or the table's
-        ``commit.manifest-merge.enabled`` is false."""
+        ``commit.manifest-merge.enabled`` is false. With ``wap_id`` (and
+        ``write.wap.enabled=true``) the snapshot is staged, not made current
+        (:mod:`icepark.table.wap`)."""
+        props = with_wap_id(self._start, snapshot_properties, wap_id, self._table.name)
         files = self._write(data)
         return self.add_action(
-            AppendAction(
-                self._table.io, files, branch, dict(snapshot_properties or {}), merge=merge
-            )
+            staged(AppendAction(self._table.io, files, branch, props, merge=merge), wap_id)
         )
 
     def append_files(self, files: list[DataFile], *, branch: str = MAIN_BRANCH) -> Transaction:
@@ -160,8 +163,11 @@ class Transaction:
         branch: str = MAIN_BRANCH,
         case_sensitive: bool = True,
         snapshot_properties: Mapping[str, str] | None = None,
+        wap_id: str | None = None,
     ) -> Transaction:
-        """Replace the rows matching ``filter`` (all rows when None) with ``data``."""
+        """Replace the rows matching ``filter`` (all rows when None) with ``data`` (staged
+        only, with ``wap_id``)."""
+        props = with_wap_id(self._start, snapshot_properties, wap_id, self._table.name)
         row_filter = _as_filter(filter)
         io = self._table.io
         files = self._write(data) if data is not None else []
@@ -172,18 +178,17 @@ class Transaction:
             return rewrite_without(io, base, task, expr, case_sensitive)
 
         isolation = P.DELETE_ISOLATION_LEVEL.get(self._start.properties)
-        return self.add_action(
-            OverwriteAction(
-                io,
-                files,
-                branch,
-                dict(snapshot_properties or {}),
-                row_filter=row_filter,
-                rewrite=rewrite,
-                isolation=isolation,
-                case_sensitive=case_sensitive,
-            )
+        action = OverwriteAction(
+            io,
+            files,
+            branch,
+            props,
+            row_filter=row_filter,
+            rewrite=rewrite,
+            isolation=isolation,
+            case_sensitive=case_sensitive,
         )
+        return self.add_action(staged(action, wap_id))
 
     def overwrite_partitions(
         self,
@@ -191,15 +196,15 @@ class Transaction:
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
+        wap_id: str | None = None,
     ) -> Transaction:
-        """Dynamic overwrite: replace the partitions ``data`` touches."""
+        """Dynamic overwrite: replace the partitions ``data`` touches (staged only, with
+        ``wap_id``)."""
+        props = with_wap_id(self._start, snapshot_properties, wap_id, self._table.name)
         files = self._write(data)
         isolation = P.DELETE_ISOLATION_LEVEL.get(self._start.properties)
-        return self.add_action(
-            ReplacePartitionsAction(
-                self._table.io, files, branch, dict(snapshot_properties or {}), isolation=isolation
-            )
-        )
+        action = ReplacePartitionsAction(self._table.io, files, branch, props, isolation=isolation)
+        return self.add_action(staged(action, wap_id))
 
     # -- row-level changes (see icepark.table.changes) -----------------------------------
 
