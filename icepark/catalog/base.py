@@ -36,7 +36,7 @@ from icepark.spec.partitioning import build_partition_spec
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import build_sort_order
 from icepark.spec.updates import TableRequirement, TableUpdate
-from icepark.table import CommitResult, Table, read_table_metadata
+from icepark.table.table import CommitResult, Table, read_table_metadata
 
 __all__ = [
     "Catalog",

@@ -51,7 +51,7 @@ from icepark.errors import (
     ValidationError,
 )
 from icepark.spec.metadata import TableMetadata
-from icepark.table import Table
+from icepark.table.table import Table, read_table_metadata
 
 __all__ = ["SqlCatalog"]
 
@@ -366,8 +366,6 @@ class SqlCatalog(Catalog):
         self._check_namespace_for_table(ident)
         if self.table_exists(ident):
             raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}")
-        from icepark.table import read_table_metadata
-
         read_table_metadata(self.io, metadata_location)  # refuse files that are not metadata
         try:
             self._swap_metadata_location(ident, None, metadata_location)

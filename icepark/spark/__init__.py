@@ -42,10 +42,11 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from icepark.spark._common import prepare_session, resolve_table
+from icepark.spark._common import resolve_table
 from icepark.spark.reader import ReadPath, choose_path, read, read_scan
 from icepark.spark.remove_orphan_files import remove_orphan_files
 from icepark.spark.row_level import delete, merge, update
+from icepark.spark.session import SparkSetupError, prepare_session, session
 from icepark.spark.source import IcebergDataSource, register, register_tables
 from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
 from icepark.spark.writer import WriteMode, WritePath, choose_write_path, write
@@ -62,6 +63,8 @@ __all__ = [
     "delete",
     "merge",
     "prepare_session",
+    "session",
+    "SparkSetupError",
     "read",
     "read_scan",
     "register",

@@ -52,7 +52,6 @@ from icepark.expressions import AlwaysTrue, BooleanExpression, referenced_names
 from icepark.manifest import FileContent
 from icepark.planning.planner import CombinedScanTask, FileScanTask, SplitOptions, plan_tasks
 from icepark.spark._common import (
-    prepare_session,
     resolve_table,
     spark_reported_path,
     temporary_conf,
@@ -60,6 +59,7 @@ from icepark.spark._common import (
 )
 from icepark.spark.filters import quote_column, to_spark_column
 from icepark.spark.positions import DELETED_PATH, DELETED_POS, DeletedPositions, drop_deleted
+from icepark.spark.session import prepare_session
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata

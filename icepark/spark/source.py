@@ -54,8 +54,9 @@ from pyspark.sql.types import StructType as SparkStructType
 
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
-from icepark.spark._common import catalog_from_options, prepare_session, write_task_files
+from icepark.spark._common import catalog_from_options, write_task_files
 from icepark.spark.filters import from_spark_filters
+from icepark.spark.session import prepare_session
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
 from icepark.table import Table
 from icepark.table.scan import DataScan

@@ -59,6 +59,7 @@ from icepark.spark._common import (
     write_task_files,
 )
 from icepark.spark.filters import quote_column
+from icepark.spark.session import prepare_session
 from icepark.spark.transforms import transform_column
 from icepark.spark.types import FIELD_ID_KEY, to_spark_type
 from icepark.spec import properties as P
@@ -436,6 +437,7 @@ def _action(
 def write_files(df: DataFrame, table: Table, *, path: WritePath = "auto") -> list[DataFile]:
     """Write ``df`` as data files of ``table`` (executors write, nothing is committed) and
     return their entries; if the job fails the files it wrote are deleted."""
+    prepare_session(df.sparkSession)
     chosen, why = choose_write_path(table.metadata)
     if path == "native" and chosen == "python":
         raise ValidationError(f"Cannot write natively: {why}")

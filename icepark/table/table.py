@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -182,10 +182,34 @@ class Table:
         """``with table.transaction() as tx:`` commits only when the block exits cleanly."""
         return Transaction(self)
 
-    def append(self, data: Any, *, branch: str = MAIN_BRANCH, **kw: Any) -> Table:
-        """Append a pyarrow Table, RecordBatchReader or batches as one snapshot."""
+    def append(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        merge: bool = True,
+        wap_id: str | None = None,
+    ) -> Table:
+        """Append rows as one snapshot: a pyarrow Table, RecordBatch, RecordBatchReader or
+        any iterable of batches (streamed with bounded memory).
+
+        ``branch`` commits to a branch other than main; ``snapshot_properties`` go into the
+        snapshot summary; ``merge=False`` makes a fast append (no manifest merging, as Java's
+        ``newFastAppend``); ``wap_id`` stages the snapshot without making it current (with
+        ``write.wap.enabled=true``; see :meth:`publish_changes`). Appends never conflict: a
+        commit that loses a race is retried until ``commit.retry.total-timeout-ms``.
+
+        >>> table.append(pa.table({"id": [1, 2], "name": ["a", "b"]}))  # doctest: +SKIP
+        """
         with self.transaction() as tx:
-            tx.append(data, branch=branch, **kw)
+            tx.append(
+                data,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+                merge=merge,
+                wap_id=wap_id,
+            )
         return self
 
     def overwrite(
@@ -194,17 +218,43 @@ class Table:
         filter: str | BooleanExpression | None = None,
         *,
         branch: str = MAIN_BRANCH,
-        **kw: Any,
+        case_sensitive: bool = True,
+        snapshot_properties: Mapping[str, str] | None = None,
+        wap_id: str | None = None,
     ) -> Table:
-        """Replace the rows matching ``filter`` (everything when None) with ``data``."""
+        """Replace the rows matching ``filter`` (every row when None) with ``data``, as one
+        snapshot. Files whose rows all match are dropped; files where some match are rewritten
+        without them (their deletes applied). Every new row must match ``filter``. Under
+        ``write.delete.isolation-level=serializable`` (the default) a concurrent commit that
+        added matching rows fails this one with :class:`~icepark.errors.ValidationError`.
+
+        >>> table.overwrite(new_rows, "day = '2024-05-01'")  # doctest: +SKIP
+        """
         with self.transaction() as tx:
-            tx.overwrite(data, filter, branch=branch, **kw)
+            tx.overwrite(
+                data,
+                filter,
+                branch=branch,
+                case_sensitive=case_sensitive,
+                snapshot_properties=snapshot_properties,
+                wap_id=wap_id,
+            )
         return self
 
-    def overwrite_partitions(self, data: Any, *, branch: str = MAIN_BRANCH, **kw: Any) -> Table:
-        """Dynamic overwrite: replace the partitions that ``data`` touches."""
+    def overwrite_partitions(
+        self,
+        data: Any,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
+        wap_id: str | None = None,
+    ) -> Table:
+        """Dynamic overwrite: replace every partition that ``data`` touches with ``data``
+        (the whole table when it is unpartitioned), as one snapshot."""
         with self.transaction() as tx:
-            tx.overwrite_partitions(data, branch=branch, **kw)
+            tx.overwrite_partitions(
+                data, branch=branch, snapshot_properties=snapshot_properties, wap_id=wap_id
+            )
         return self
 
     def delete(
@@ -212,33 +262,66 @@ class Table:
         filter: str | BooleanExpression,  # the public name
         *,
         branch: str = MAIN_BRANCH,
-        **kw: Any,
+        case_sensitive: bool = True,
+        snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
-        """Delete the rows matching ``filter`` as one snapshot, per ``write.delete.mode``."""
+        """Delete the rows matching ``filter`` as one snapshot, per ``write.delete.mode``:
+        copy-on-write (rewrite the files, the default) or merge-on-read (position deletes on
+        v2, deletion vectors on v3). Files whose rows all match are dropped without reading.
+
+        >>> table.delete("ts < '2024-01-01' and status = 'test'")  # doctest: +SKIP
+        """
         with self.transaction() as tx:
-            tx.delete(filter, branch=branch, **kw)
+            tx.delete(
+                filter,
+                branch=branch,
+                case_sensitive=case_sensitive,
+                snapshot_properties=snapshot_properties,
+            )
         return self
 
     def upsert(
-        self, data: Any, on: list[str] | None = None, *, branch: str = MAIN_BRANCH, **kw: Any
+        self,
+        data: Any,
+        on: Sequence[str] | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
+        snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
-        """Update rows whose key matches a row of ``data``, insert the rest; one snapshot."""
+        """Update the rows whose key (``on``, else the schema's identifier fields) matches a
+        row of ``data`` and insert the others, as one snapshot (per ``write.merge.mode``).
+
+        >>> table.upsert(changed_rows, on=["id"])  # doctest: +SKIP
+        """
         with self.transaction() as tx:
-            tx.upsert(data, on, branch=branch, **kw)
+            tx.upsert(
+                data,
+                list(on) if on is not None else None,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+            )
         return self
 
     def apply_changes(
         self,
         data: Any,
-        on: list[str] | None = None,
+        on: Sequence[str] | None = None,
         op_column: str = "_op",
         *,
         branch: str = MAIN_BRANCH,
-        **kw: Any,
+        snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
-        """Apply ``I``/``U``/``D`` change rows as one snapshot (equality deletes + data)."""
+        """Apply change-data-capture rows as one snapshot: ``op_column`` says ``I`` (insert),
+        ``U`` (update) or ``D`` (delete) for each row, keyed by ``on`` (else the identifier
+        fields); written as equality deletes plus data files."""
         with self.transaction() as tx:
-            tx.apply_changes(data, on, op_column, branch=branch, **kw)
+            tx.apply_changes(
+                data,
+                list(on) if on is not None else None,
+                op_column,
+                branch=branch,
+                snapshot_properties=snapshot_properties,
+            )
         return self
 
     def set_properties(self, properties: dict[str, str] | None = None, **kw: str) -> Table:
@@ -260,15 +343,21 @@ class Table:
         """``with table.update_spec() as u:`` commits the new default spec on a clean exit."""
         return UpdateSpec(self, case_sensitive=case_sensitive)
 
-    def replace_sort_order(self, *terms: str, case_sensitive: bool = True) -> ReplaceSortOrder:
-        """With terms (``"id"``, ``"ts desc nulls last"``) commits at once; without, returns
-        a context manager: ``with table.replace_sort_order() as u: u.asc("id")``."""
-        update = ReplaceSortOrder(self, case_sensitive=case_sensitive)
-        if terms:
+    def replace_sort_order(self, *terms: str, case_sensitive: bool = True) -> Table:
+        """Make the table's default sort order ``terms`` (``"id"``, ``"ts desc nulls last"``,
+        ``"bucket(16, id)"``), committed at once; no terms: unsorted.
+
+        >>> table.replace_sort_order("region", "ts desc nulls last")  # doctest: +SKIP
+        """
+        with self.update_sort_order(case_sensitive=case_sensitive) as update:
             for term in terms:
                 update.term(term)
-            update.commit()
-        return update
+        return self
+
+    def update_sort_order(self, case_sensitive: bool = True) -> ReplaceSortOrder:
+        """``with table.update_sort_order() as u: u.asc("id").desc("ts")`` replaces the
+        default sort order with the one built in the block, committed on a clean exit."""
+        return ReplaceSortOrder(self, case_sensitive=case_sensitive)
 
     def scan(
         self,

@@ -3,7 +3,7 @@
 ::
 
     table.replace_sort_order("id", "ts desc nulls last")
-    with table.replace_sort_order() as u:
+    with table.update_sort_order() as u:
         u.asc("id")
         u.desc("bucket(4, name)", nulls_last=True)
 

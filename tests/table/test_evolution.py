@@ -442,16 +442,18 @@ def test_replace_sort_order_and_writes_follow(catalog: Catalog) -> None:
     assert task.file.sort_order_id == 1
     ages = pq.read_table(task.file.file_path.removeprefix("file://")).column("age").to_pylist()
     assert ages == sorted(ages, reverse=True)
-    with table.replace_sort_order() as u:
+    with table.update_sort_order() as u:
         u.asc("dt")
         u.desc("bucket(4, id)", nulls_last=False)
     assert table.sort_order().order_id == 2
     assert [str(f.transform) for f in table.sort_order().fields] == ["identity", "bucket[4]"]
     with pytest.raises(ValidationError, match="nope"):
         table.replace_sort_order("nope")
-    with table.replace_sort_order():
+    with table.update_sort_order():
         pass
     assert table.sort_order().is_unsorted
+    table.replace_sort_order("id")
+    assert table.replace_sort_order() is table and table.sort_order().is_unsorted
 
 
 # -- properties ----------------------------------------------------------------------------
