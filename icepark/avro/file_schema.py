@@ -417,7 +417,8 @@ def resolve_file_schema(
 
 def _primitive_type(node: AvroNode) -> IcebergType:
     kind, logical, props = node.kind, node.logical, node.props
-    utc = bool(props.get("adjust-to-utc", False)) if isinstance(props, Mapping) else False
+    raw_utc = props.get("adjust-to-utc", False) if isinstance(props, Mapping) else False
+    utc = raw_utc is True or (isinstance(raw_utc, str) and raw_utc.strip().lower() == "true")
     if kind == "int" and logical == "date":
         return DateType()
     if kind in ("int", "long") and logical in ("time-micros", "time-millis"):
