@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import os
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -26,6 +28,7 @@ from icepark.avro.schema import strip_logical_types
 from icepark.errors import IceparkError, InvalidAvroFileError, ValidationError
 
 __all__ = [
+    "AvroBlockWriter",
     "AvroContents",
     "AvroFileWriter",
     "normalize_codec",
@@ -358,3 +361,86 @@ def read_avro_metadata(input_file: Any) -> dict[str, str]:
     with input_file.open() as stream:
         header = _read_header(location, stream)
     return _metadata_strings(header["meta"])
+
+
+class AvroBlockWriter:
+    """Writes an Avro container file from blocks of records already encoded (see
+    :mod:`icepark.arrow.avro_writer`): the header (``avro.schema``, ``avro.codec`` and the
+    given metadata, a random sync marker), then each block compressed with ``codec``
+    (``null``, ``deflate``, ``zstandard`` or ``snappy``) at ``level``. :attr:`position` is
+    the number of bytes written so far; ``close()`` publishes the file, ``abort()`` leaves
+    nothing behind."""
+
+    def __init__(
+        self,
+        output_file: Any,
+        avro_schema: Mapping[str, Any],
+        codec: str,
+        level: int,
+        metadata: Mapping[str, str],
+    ) -> None:
+        self.location: str = output_file.location
+        if codec not in ("null", "deflate", "zstandard", "snappy"):
+            raise ValidationError(f"Unsupported Avro codec {codec!r}")
+        self._codec = codec
+        self._level = level
+        self._sync = os.urandom(16)
+        meta = {key: value.encode("utf-8") for key, value in metadata.items()}
+        meta["avro.schema"] = json.dumps(avro_schema).encode("utf-8")
+        meta["avro.codec"] = codec.encode("utf-8")
+        header = io.BytesIO()
+        fastavro.schemaless_writer(
+            header, _HEADER_SCHEMA, {"magic": _MAGIC, "meta": meta, "sync": self._sync}
+        )
+        self._stream = output_file.create()
+        self._closed = False
+        self.position = 0
+        try:
+            self._write(header.getvalue())
+        except BaseException:
+            self.abort()
+            raise
+
+    def _write(self, data: bytes) -> None:
+        self._stream.write(data)
+        self.position += len(data)
+
+    def _compress(self, data: bytes) -> bytes:
+        if self._codec == "deflate":
+            packer = zlib.compressobj(self._level, zlib.DEFLATED, -15)
+            return packer.compress(data) + packer.flush()
+        if self._codec == "zstandard":
+            import zstandard
+
+            return bytes(zstandard.ZstdCompressor(level=self._level).compress(data))
+        if self._codec == "snappy":
+            import pyarrow as pa
+
+            packed = pa.compress(data, codec="snappy", asbytes=True)
+            return bytes(packed) + zlib.crc32(data).to_bytes(4, "big")
+        return data
+
+    def write_block(self, count: int, data: bytes) -> None:
+        """Append a block of ``count`` encoded records."""
+        if self._closed:
+            raise ValidationError(f"Cannot write to a closed Avro file: {self.location}")
+        payload = self._compress(data)
+        self._write(_write_long(count) + _write_long(len(payload)) + payload + self._sync)
+
+    def close(self) -> int:
+        """Publish the file; its length in bytes."""
+        if not self._closed:
+            self._closed = True
+            self._stream.close()
+        return self.position
+
+    def abort(self) -> None:
+        """Throw away what was written; nothing appears at the location."""
+        if self._closed:
+            return
+        self._closed = True
+        abort = getattr(self._stream, "abort", None)
+        if abort is not None:
+            abort()
+        else:
+            self._stream.close()
