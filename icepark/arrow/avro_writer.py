@@ -282,12 +282,18 @@ class AvroOpenFile:
         properties: Mapping[str, str],
         *,
         metadata: Mapping[str, str] | None = None,
+        avro_schema: Mapping[str, Any] | None = None,
+        block_bytes: int = BLOCK_BYTES,
     ) -> None:
+        """``avro_schema`` replaces ``schema_to_avro(schema)`` in the header (it must encode
+        the same way: e.g. without ids, for tests of files other writers make)."""
         self.location = location
         self.schema = schema
+        self.block_bytes = block_bytes
         codec, level = avro_codec_and_level(properties)
+        header_schema = avro_schema if avro_schema is not None else schema_to_avro(schema)
         self._writer = AvroBlockWriter(
-            io.new_output(location), schema_to_avro(schema), codec, level, metadata or {}
+            io.new_output(location), header_schema, codec, level, metadata or {}
         )
         self.record_count = 0
         self.chunks: set[int] = set()
@@ -299,7 +305,7 @@ class AvroOpenFile:
 
     def write(self, table: pa.Table | pa.RecordBatch) -> None:
         rows = encode_rows(table, self.schema)
-        for count, data in _blocks(rows, BLOCK_BYTES):
+        for count, data in _blocks(rows, self.block_bytes):
             self._writer.write_block(count, data)
         self.record_count += table.num_rows
         self.row_groups += 1
