@@ -37,7 +37,7 @@ mapping (:func:`~icepark.spec.name_mapping.create_name_mapping`) then reads such
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from icepark.avro.blocks import resolve_named
@@ -250,7 +250,8 @@ class _Resolver:
                 continue
             name = branch_name(n)
             sub = (*path, name)
-            children.append(self.child(name, b, sub, self._mapped_id(sub), branch=i))
+            branch = self.child(name, b, sub, self._mapped_id(sub), branch=i)
+            children.append(replace(branch, optional=True))  # set only when taken
             n += 1
         tag_path = (*path, TAG_NAME)
         tag = AvroChild(TAG_NAME, self._mapped_id(tag_path), AvroNode("int", "int"), False)
