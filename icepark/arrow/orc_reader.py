@@ -78,7 +78,7 @@ def _with_ids(f: pa.Field) -> pa.Field:
     if pa.types.is_struct(t):
         t = pa.struct([_with_ids(c) for c in t])
     elif pa.types.is_map(t):
-        t = pa.map_(_with_ids(t.key_field), _with_ids(t.item_field))
+        t = pa.map_(_with_ids(t.key_field).with_nullable(False), _with_ids(t.item_field))
     elif pa.types.is_list(t) or pa.types.is_large_list(t):
         t = pa.list_(_with_ids(t.value_field))
     else:
