@@ -23,12 +23,13 @@ dropped by a bitmap filter over ``_metadata`` or a broadcast anti join (see
 **python**: each combined scan task (:meth:`DataScan.plan_tasks`) becomes a Spark task that
 reads its files with :meth:`DataScan.read_task` (icepark's Arrow reader) and yields Arrow
 batches cast to Spark's Arrow schema (``mapInArrow`` over the pickled tasks). Used when a
-file has equality deletes (icepark applies them as it reads), when more than
-``MAX_NATIVE_DELETED_POSITIONS`` rows are deleted by position, when the table has a name
-mapping (files may lack field ids), when a projected field has an ``initial-default``,
-when a column is a uuid (Spark's reader cannot read Parquet UUIDs), or when a metadata
-column other than ``_file``, ``_pos``, ``_spec_id``, ``_partition`` and ``_deleted`` is
-asked for.
+planned data file is Avro or ORC (the pip pyspark has no Avro reader; Spark's ORC reader
+cannot match columns by Iceberg id), when a file has equality deletes (icepark applies them
+as it reads), when more than ``MAX_NATIVE_DELETED_POSITIONS`` rows are deleted by position,
+when the table has a name mapping (files may lack field ids), when a projected field has
+an ``initial-default``, when a column is a uuid (Spark's reader cannot read Parquet UUIDs),
+or when a metadata column other than ``_file``, ``_pos``, ``_spec_id``, ``_partition`` and
+``_deleted`` is asked for.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from icepark.arrow.deletes import DeleteCache
 from icepark.arrow.schema import type_to_arrow
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, referenced_names
-from icepark.manifest import FileContent
+from icepark.manifest import FileContent, FileFormat
 from icepark.planning.planner import CombinedScanTask, FileScanTask, SplitOptions, plan_tasks
 from icepark.spark._common import (
     prepare_session,
@@ -144,6 +145,9 @@ def _type_needs_python(t: IcebergType, name: str) -> str | None:
 
 def choose_path(scan: DataScan, tasks: Sequence[FileScanTask]) -> tuple[ReadPath, str]:
     """``("native" | "python", why)`` for a planned scan."""
+    formats = {t.file.file_format for t in tasks} - {FileFormat.PARQUET}
+    if formats:  # the pip pyspark has no Avro reader, and Spark's ORC reader no field ids
+        return "python", f"files in {', '.join(sorted(formats))}"
     if any(d.content == FileContent.EQUALITY_DELETES for t in tasks for d in t.delete_files):
         return "python", "files have equality deletes"
     if P.DEFAULT_NAME_MAPPING.get(scan.metadata.properties):
