@@ -126,10 +126,10 @@ class Transaction:
 
     # -- data ------------------------------------------------------------------------------
 
-    def _write(self, data: Any) -> list[DataFile]:
+    def _write(self, data: Any, file_format: str | None = None) -> list[DataFile]:
         from icepark.table.writes import write_arrow
 
-        return write_arrow(self._table.io, self._start, data)
+        return write_arrow(self._table.io, self._start, data, file_format=file_format)
 
     def append(
         self,
@@ -138,12 +138,14 @@ class Transaction:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
         merge: bool = True,
+        file_format: str | None = None,
     ) -> Transaction:
-        """Append ``data`` (a pyarrow Table, RecordBatchReader or batches) as new files.
+        """Append ``data`` (a pyarrow Table, RecordBatchReader or batches) as new files, in
+        ``file_format`` (``"parquet"`` or ``"avro"``; default ``write.format.default``).
 
         A merge append (as Java's default) unless ``merge=False`` or the table's
         ``commit.manifest-merge.enabled`` is false."""
-        files = self._write(data)
+        files = self._write(data, file_format)
         return self.add_action(
             AppendAction(
                 self._table.io, files, branch, dict(snapshot_properties or {}), merge=merge
