@@ -1,6 +1,7 @@
 """Avro support: Iceberg <-> Avro schemas and values, and Avro container files."""
 
 from icepark.avro.file import (
+    FASTAVRO_CODECS,
     WRITE_CODECS,
     AvroContents,
     AvroFileWriter,
@@ -31,6 +32,7 @@ __all__ = [
     "AvroContents",
     "AvroFileWriter",
     "ELEMENT_ID_PROP",
+    "FASTAVRO_CODECS",
     "FIELD_ID_PROP",
     "ICEBERG_FIELD_NAME_PROP",
     "KEY_ID_PROP",

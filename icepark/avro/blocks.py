@@ -36,6 +36,7 @@ from icepark.avro.file import (
     _HEADER_SCHEMA,
     _metadata_strings,
     _read_header,
+    _unsnappy,
     _write_long,
     _writer_schema,
 )
@@ -292,17 +293,11 @@ def _decompress(codec: str, payload: bytes) -> bytes:
         return payload
     if codec == "deflate":
         return zlib.decompress(payload, -15)
-    if codec == "snappy":  # raw snappy followed by a CRC32 of the uncompressed data
-        import pyarrow as pa
-
-        size, _ = _read_uvarint(payload, 0)
+    if codec == "snappy":
         try:
-            out = pa.decompress(payload[:-4], size, codec="snappy", asbytes=True)
-        except (OSError, ValueError) as exc:
-            raise InvalidAvroFileError(f"corrupt snappy block ({exc})") from exc
-        if zlib.crc32(out).to_bytes(4, "big") != payload[-4:]:
-            raise InvalidAvroFileError("corrupt snappy block (checksum mismatch)")
-        return bytes(out)
+            return _unsnappy(payload)
+        except (ValueError, IndexError) as exc:
+            raise InvalidAvroFileError(str(exc)) from exc
     if codec == "zstandard":
         import zstandard
 
@@ -376,18 +371,6 @@ def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
         out.getvalue(),
         tuple(blocks),
     )
-
-
-def _read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    """An unsigned (not zig-zag) varint, as snappy writes lengths."""
-    n = shift = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        if b < 0x80:
-            return n, pos
-        shift += 7
 
 
 # -- streaming data files --------------------------------------------------------------------

@@ -48,7 +48,7 @@ from icepark.arrow.avro_writer import AvroOpenFile
 from icepark.arrow.conform import conform_batch
 from icepark.arrow.schema import schema_to_arrow
 from icepark.avro.decoder import compile_decoder
-from icepark.avro.file import WRITE_CODECS, AvroBlockWriter
+from icepark.avro.file import FASTAVRO_CODECS, AvroBlockWriter
 from icepark.avro.file_schema import resolve_file_schema
 from icepark.avro.schema import schema_to_avro
 from icepark.errors import InvalidAvroFileError, InvalidSchemaError
@@ -166,7 +166,7 @@ def test_codecs(tmp_path: Path, codec: str) -> None:
     df = write_avro(tmp_path / "f.avro", BASE, BASE_ROWS, codec=codec, row_group_size=2)
     assert _read(df, BASE) == BASE_ROWS
     avro_codec = {"uncompressed": "null", "gzip": "deflate", "zstd": "zstandard"}.get(codec, codec)
-    if avro_codec in WRITE_CODECS:  # the same file as fastavro reads it (with its libraries)
+    if avro_codec in FASTAVRO_CODECS:  # the same file as fastavro reads it (with its libraries)
         with open(df.file_path, "rb") as f:
             assert [r["a"] for r in fastavro.reader(f)] == [r["a"] for r in BASE_ROWS]
 
