@@ -111,6 +111,7 @@ def _avro(spark, runs: int, write_rows: int) -> dict[str, list[float]]:
     except Exception:
         have = None
     if have != write_rows:
+        spark.sql("CREATE NAMESPACE IF NOT EXISTS ref.bench")
         spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
         spark.sql(
             f"CREATE TABLE {name} (id bigint, ts timestamp, category string, amount double,"
