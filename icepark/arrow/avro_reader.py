@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from icepark.arrow._projection import ListNode, MapNode, Node, Prim, Read, StructNode
 from icepark.arrow.schema import FIELD_ID_KEY, field_id_of
@@ -185,10 +186,11 @@ def plan_selection(
 # -- building arrays -------------------------------------------------------------------------
 
 
-def _mask(valid: list[bool]) -> pa.Array | None:
-    if all(valid):
+def _mask(valid: pa.Array) -> pa.Array | None:
+    """The null mask of a validity array (None when nothing is null)."""
+    if not valid.false_count:
         return None
-    return pa.array([not v for v in valid], pa.bool_())
+    return pc.invert(valid)
 
 
 def _decimals(values: list[Any], t: pa.Decimal128Type, fixed: int | None) -> pa.Array:
@@ -246,7 +248,7 @@ def _leaf(node: AvroNode, values: list[Any], t: pa.DataType) -> pa.Array:
 def _build(col: Column, lists: list[list[Any]], t: pa.DataType) -> pa.Array:
     kind = col.node.kind
     if kind in ("record", "union"):
-        valid = lists[col.valid]
+        valid = pa.array(lists[col.valid], pa.bool_())
         n = len(valid)
         children, fields = [], []
         by_name = {t.field(i).name: t.field(i) for i in range(t.num_fields)}
@@ -260,11 +262,11 @@ def _build(col: Column, lists: list[list[Any]], t: pa.DataType) -> pa.Array:
             fields.append(f.with_type(child.type))
         mask = _mask(valid)
         if not children:
-            validity = None if mask is None else pa.array(valid, pa.bool_()).buffers()[1]
+            validity = None if mask is None else valid.buffers()[1]
             return pa.StructArray.from_buffers(pa.struct([]), n, [validity])
         return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
     if kind in ("array", "map", "kvmap"):
-        mask = _mask(lists[col.valid])
+        mask = _mask(pa.array(lists[col.valid], pa.bool_()))
         offsets = pa.array(lists[col.offsets], pa.int32())
         if kind == "array":
             (element,) = col.children

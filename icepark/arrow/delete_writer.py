@@ -4,7 +4,7 @@ delete files.
 * A position delete file holds the reserved ``file_path`` (2147483546) and ``pos``
   (2147483545) columns, sorted by path then position, in the partition of the data files it
   references; its bounds on ``file_path`` let readers skip it for other files. It is Parquet,
-  or Avro where ``write.delete.format.default`` (else ``write.format.default``) says so.
+  Avro or ORC, as ``write.delete.format.default`` (else ``write.format.default``) says.
 * Deletion vectors for several data files go into one Puffin file, one
   ``deletion-vector-v1`` blob each (snapshot id and sequence number -1, properties
   ``referenced-data-file`` and ``cardinality``, no compression); each becomes its own
@@ -27,6 +27,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from icepark.arrow.avro_writer import AvroOpenFile
+from icepark.arrow.metrics import MetricsCollector, MetricsConfig
+from icepark.arrow.orc_writer import OrcOpenFile
 from icepark.arrow.writer import data_file_format, data_location, write_data_files
 from icepark.io.fileio import FileIO
 from icepark.puffin.dv import serialize_deletion_vector
@@ -73,6 +75,30 @@ _POSITION_ICEBERG_SCHEMA = Schema(
 )
 
 
+def _write_rows(
+    io: FileIO, location: str, file_format: FileFormat, table: pa.Table, props: Mapping[str, str]
+) -> int:
+    """Write the position delete rows as one file of ``file_format``; its size."""
+    if file_format == FileFormat.PARQUET:
+        with io.new_output(location).create() as stream:
+            pq.write_table(table, stream, compression="zstd")
+        return io.new_input(location).length()
+    out: AvroOpenFile | OrcOpenFile
+    if file_format == FileFormat.AVRO:
+        out = AvroOpenFile(io, location, _POSITION_ICEBERG_SCHEMA, props)
+    else:
+        config = MetricsConfig.from_properties(props, _POSITION_ICEBERG_SCHEMA, UNSORTED_ORDER)
+        collector = MetricsCollector(_POSITION_ICEBERG_SCHEMA, config)
+        out = OrcOpenFile(io, location, _POSITION_ICEBERG_SCHEMA, props, collector)
+    try:
+        out.write(table)
+    except BaseException:
+        out.abort()
+        raise
+    closed = out.close()
+    return closed if isinstance(closed, int) else closed[0]
+
+
 def _folder(metadata: TableMetadata, spec_id: int, partition: tuple[Any, ...]) -> str:
     base = data_location(metadata.location, metadata.properties)
     spec = metadata.spec_by_id(spec_id)
@@ -104,18 +130,7 @@ def write_position_delete_file(
     file_format = data_file_format(metadata.properties, delete=True)
     extension = file_format.value.lower()
     location = f"{_folder(metadata, spec_id, partition)}/{uuid.uuid4()}-deletes.{extension}"
-    if file_format == FileFormat.AVRO:
-        avro = AvroOpenFile(io, location, _POSITION_ICEBERG_SCHEMA, metadata.properties)
-        try:
-            avro.write(table)
-        except BaseException:
-            avro.abort()
-            raise
-        size = avro.close()
-    else:
-        with io.new_output(location).create() as stream:
-            pq.write_table(table, stream, compression="zstd")
-        size = io.new_input(location).length()
+    size = _write_rows(io, location, file_format, table, metadata.properties)
     n = table.num_rows
     lo, hi = int(min(int(p[0]) for p in positions)), int(max(int(p[-1]) for p in positions))
     ids = (DELETE_FILE_PATH_FIELD_ID, DELETE_FILE_POS_FIELD_ID)

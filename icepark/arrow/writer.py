@@ -1,4 +1,4 @@
-"""Writing Arrow data as a table's data files (Parquet or Avro), ready to be committed.
+"""Writing Arrow data as a table's data files (Parquet, Avro or ORC), ready to be committed.
 
 :func:`write_data_files` takes the rows (a table, a record batch reader or any iterable of
 record batches), matches them to the table schema by name (:mod:`icepark.arrow.conform`),
@@ -36,7 +36,9 @@ Avro (``write.format.default=avro``, or ``file_format`` per call): Iceberg's Avr
 field ids and logical types, ``write.avro.compression-codec`` / ``-level`` (gzip = deflate
 at level 9 by default, as Java), blocks of about 64 KB, rolled at the target size like
 Parquet files; an Avro file's entry has a record count and no column metrics, as Java's
-(see :mod:`icepark.arrow.avro_writer`). ORC files are not written (see the README).
+(see :mod:`icepark.arrow.avro_writer`). ORC (``write.format.default=orc``): the type tree
+Java's ORC writer writes, ids in ``iceberg.id`` attributes, ``write.orc.compression-codec``
+and stripe size, metrics from the rows (see :mod:`icepark.arrow.orc_writer`).
 
 If anything fails, the files this call wrote are deleted before the error is raised.
 """
@@ -64,6 +66,7 @@ from icepark.arrow._rows import (
 from icepark.arrow.avro_writer import AvroOpenFile
 from icepark.arrow.conform import conform_batch, file_schema
 from icepark.arrow.metrics import Metrics, MetricsCollector, MetricsConfig
+from icepark.arrow.orc_writer import OrcOpenFile
 from icepark.arrow.schema import schema_to_arrow
 from icepark.arrow.transforms import apply_transform
 from icepark.errors import UnsupportedOperationError, ValidationError
@@ -246,7 +249,7 @@ class _Partition:
     pending: list[tuple[int, pa.RecordBatch]] = field(default_factory=list)
     pending_rows: int = 0
     pending_bytes: int = 0
-    file: _OpenFile | AvroOpenFile | None = None
+    file: _OpenFile | AvroOpenFile | OrcOpenFile | None = None
     ratio: float = 1.0  # Parquet bytes written per Arrow byte, as seen so far
 
 
@@ -264,9 +267,9 @@ class _DataWriter:
         attempt_id: int,
         file_format: FileFormat,
     ) -> None:
-        if file_format not in (FileFormat.PARQUET, FileFormat.AVRO):
+        if file_format not in (FileFormat.PARQUET, FileFormat.AVRO, FileFormat.ORC):
             raise UnsupportedOperationError(
-                f"Cannot write {file_format} data files: icepark writes Parquet and Avro"
+                f"Cannot write {file_format} data files: icepark writes Parquet, Avro and ORC"
             )
         self.io = io
         self.file_format = file_format
@@ -463,7 +466,7 @@ class _DataWriter:
             state.pending_bytes = 0
         return pa.Table.from_batches(taken, schema=self.arrow_schema), chunks, nbytes
 
-    def _open_file(self, state: _Partition) -> _OpenFile | AvroOpenFile:
+    def _open_file(self, state: _Partition) -> _OpenFile | AvroOpenFile | OrcOpenFile:
         self.file_count += 1
         name = data_file_name(
             self.task_id, self.attempt_id, self.write_uuid, self.file_count, self.file_format
@@ -473,6 +476,10 @@ class _DataWriter:
                 self.io, f"{state.folder}/{name}", self.file_schema, self.properties
             )
         collector = MetricsCollector(self.file_schema, self.metrics_config)
+        if self.file_format == FileFormat.ORC:
+            return OrcOpenFile(
+                self.io, f"{state.folder}/{name}", self.file_schema, self.properties, collector
+            )
         return _OpenFile(
             self.io, f"{state.folder}/{name}", self.arrow_schema, self.options, collector
         )
@@ -497,6 +504,8 @@ class _DataWriter:
                 "upper_bounds": metrics.upper_bounds,
                 "split_offsets": metrics.split_offsets,
             }
+            if isinstance(f, OrcOpenFile):  # no column sizes or stripe offsets from pyarrow
+                del column_metrics["column_sizes"], column_metrics["split_offsets"]
         self.published.append(f.location)
         sorted_rows = not self.sort_order.is_unsorted and (f.chunks == {-1} or len(f.chunks) == 1)
         self.data_files.append(
@@ -542,7 +551,7 @@ def write_data_files(
     file_format: FileFormat | str | None = None,
 ) -> list[DataFile]:
     """Write ``data`` as data files of a table; see the module docstring. ``file_format``
-    (``"parquet"``, ``"avro"``) overrides ``write.format.default``.
+    (``"parquet"``, ``"avro"``, ``"orc"``) overrides ``write.format.default``.
 
     Returns the files written, in the order they were closed, with partition tuples in the
     internal representation of ``spec.partition_type(schema)`` and ``spec_id`` set. Raises

@@ -9,6 +9,11 @@ from icepark.avro.file import (
     read_avro_file,
     read_avro_metadata,
 )
+from icepark.avro.file_schema import (
+    AvroFileSchema,
+    avro_to_iceberg_schema,
+    resolve_file_schema,
+)
 from icepark.avro.schema import (
     ELEMENT_ID_PROP,
     FIELD_ID_PROP,
@@ -30,6 +35,9 @@ from icepark.avro.schema import (
 
 __all__ = [
     "AvroContents",
+    "AvroFileSchema",
+    "avro_to_iceberg_schema",
+    "resolve_file_schema",
     "AvroFileWriter",
     "ELEMENT_ID_PROP",
     "FASTAVRO_CODECS",

@@ -15,7 +15,6 @@ from orc_files import write_orc
 
 from icepark.catalog import Catalog, FileSystemCatalog
 from icepark.cli.main import cli
-from icepark.errors import UnsupportedOperationError
 from icepark.manifest import FileContent, FileFormat
 from icepark.table import Table
 
@@ -129,11 +128,26 @@ def test_changes_write_avro_equality_deletes(catalog: Catalog, tmp_path: Path) -
     }
 
 
-def test_orc_writes_are_refused(catalog: Catalog) -> None:
-    table = catalog.create_table("db.o", SCHEMA, properties={"write.format.default": "orc"})
-    with pytest.raises(UnsupportedOperationError, match="Cannot write ORC data files"):
-        table.append(_rows(range(3)))
-    assert table.refresh().current_snapshot() is None
+def test_orc_tables_written_by_icepark(catalog: Catalog) -> None:
+    table = catalog.create_table(
+        "db.o",
+        SCHEMA,
+        partition_by=["category"],
+        properties={"write.format.default": "orc", "write.delete.mode": "merge-on-read"},
+    )
+    table.append(_rows(range(0, 40)))
+    table.append(_rows(range(40, 50)), file_format="avro")
+    table.delete("id < 5")
+    assert _live(table) == [
+        (FileContent.DATA, FileFormat.AVRO),
+        (FileContent.DATA, FileFormat.ORC),
+        (FileContent.POSITION_DELETES, FileFormat.ORC),
+    ]
+    got = table.scan().to_arrow().sort_by("id").to_pylist()
+    assert got == _rows(range(5, 50)).to_pylist()
+    assert _ids(table, filter="point.y < -40 and category = 'b'") == [43, 46, 49]
+    orc_files = [t.file for t in table.scan().plan_files() if t.file.file_format == "ORC"]
+    assert all(f.value_counts and f.lower_bounds for f in orc_files)
 
 
 def test_cli_files_shows_formats(catalog: Catalog, tmp_path: Path) -> None:
