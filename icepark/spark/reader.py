@@ -37,7 +37,7 @@ from __future__ import annotations
 import datetime as dt
 import pickle
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -51,7 +51,13 @@ from icepark.arrow.schema import type_to_arrow
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, referenced_names
 from icepark.manifest import FileContent, FileFormat
-from icepark.planning.planner import CombinedScanTask, FileScanTask, SplitOptions, plan_tasks
+from icepark.planning.planner import (
+    CombinedScanTask,
+    FileScanTask,
+    SplitOptions,
+    adjust_split_size,
+    plan_tasks,
+)
 from icepark.spark._common import (
     prepare_session,
     resolve_table,
@@ -197,7 +203,14 @@ def read_resolved(
     """:func:`read_tasks` with the path and deleted positions :func:`resolve_path` gave."""
     if chosen == "python":
         props = {**scan.metadata.properties, **scan.options}
-        return _read_python(spark, scan, plan_tasks(tasks, SplitOptions.from_properties(props)))
+        options = SplitOptions.from_properties(props)
+        if P.SPLIT_SIZE.name not in scan.options and P.ADAPTIVE_SPLIT_SIZE_ENABLED.get(props):
+            # as Java's SparkScan: a small scan still gives every core a task
+            size = sum(t.size + sum(d.file_size_in_bytes for d in t.delete_files) for t in tasks)
+            parallelism = spark.sparkContext.defaultParallelism
+            target = adjust_split_size(size, max(1, parallelism), options.target_size)
+            options = replace(options, target_size=target)
+        return _read_python(spark, scan, plan_tasks(tasks, options))
     return _read_native(spark, scan, tasks, deleted, spark_file_paths)
 
 
