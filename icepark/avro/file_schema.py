@@ -179,6 +179,7 @@ class _Resolver:
         self.has_ids = has_ids
         self.fresh_ids = fresh_ids  # placeholder ids everywhere (for assign_fresh_ids)
         self._next = 0
+        self._records: list[dict[str, Any]] = []  # the records on the path (no recursion)
 
     def _error(self, path: tuple[str, ...], problem: str) -> InvalidAvroFileError:
         where = ".".join(path) or "<root>"
@@ -303,6 +304,15 @@ class _Resolver:
         raise self._error(path, f"unsupported Avro type {kind!r}")
 
     def record(self, avro: dict[str, Any], path: tuple[str, ...]) -> AvroNode:
+        if any(r is avro for r in self._records):
+            raise self._error(path, f"record {avro.get('name')!r} contains itself (recursive)")
+        self._records.append(avro)
+        try:
+            return self._record(avro, path)
+        finally:
+            self._records.pop()
+
+    def _record(self, avro: dict[str, Any], path: tuple[str, ...]) -> AvroNode:
         children = []
         for f in avro.get("fields", []):
             avro_name = f.get("name")

@@ -405,3 +405,16 @@ def test_property_projections_of_random_unions(tmp_path: Path, case: Any) -> Non
     full = _read(df, schema, schema)
     assert full == expected
     _check_projections(df, schema, full)
+
+
+def test_recursive_records_are_an_error() -> None:
+    avro = {
+        "type": "record",
+        "name": "Node",
+        "fields": [{"name": "next", "type": ["null", "Node"]}],
+    }
+    mapping = create_name_mapping(Schema(NestedField(1, "next", LongType())))
+    with pytest.raises(
+        InvalidAvroFileError, match=r"f\.avro: field 'next'.*'Node' contains itself"
+    ):
+        resolve_file_schema("f.avro", avro, mapping)
