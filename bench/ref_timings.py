@@ -102,6 +102,28 @@ def _row_level(spark, runs: int, write_rows: int, merge_rows: int) -> dict[str, 
     return out
 
 
+def _avro(spark, runs: int, write_rows: int) -> dict[str, list[float]]:
+    """Build ref.bench.avro (the bench schema in Avro data files, WRITE_ROWS rows; kept for
+    later runs) and time the aggregate over it."""
+    name = "ref.bench.avro"
+    try:
+        have = spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0]
+    except Exception:
+        have = None
+    if have != write_rows:
+        spark.sql("CREATE NAMESPACE IF NOT EXISTS ref.bench")
+        spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+        spark.sql(
+            f"CREATE TABLE {name} (id bigint, ts timestamp, category string, amount double,"
+            " qty int, flag boolean, note string) USING iceberg PARTITIONED BY (days(ts))"
+            " TBLPROPERTIES ('format-version'='2', 'write.format.default'='avro')"
+        )
+        spark.sql(f"INSERT INTO {name} SELECT {COLS} FROM range({write_rows}) ORDER BY ts")
+    sql = AGG.format(name)
+    spark.sql(sql).collect()  # warm-up
+    return {"Avro full-scan aggregate (Spark)": [_timed(spark, sql) for _ in range(runs)]}
+
+
 def merge_name(merge_rows: int) -> str:
     return f"MoR merge {merge_rows // 1000}k (half updates, half inserts)"
 
@@ -151,6 +173,8 @@ def main() -> None:
         import upkeep
 
         out.update(upkeep.reference(spark, Path(sys.argv[7]), int(sys.argv[8]), int(runs)))
+    if "avro" in sections:
+        out.update(_avro(spark, int(runs), int(write_rows)))
     print(json.dumps(out), flush=True)
     spark.stop()
 

@@ -30,7 +30,9 @@ MAKE_TABLES = SHARED / "bench-tables" / "make_tables.py"
 COLS = """id, TIMESTAMP '2024-01-01 00:00:00' + make_interval(0,0,0,0,0,0, id % (30*86400)) AS ts,
   concat('cat-', CAST(id % 100 AS STRING)) AS category, CAST(id % 1000 AS DOUBLE) / 7 AS amount,
   CAST(id % 97 AS INT) AS qty, id % 3 = 0 AS flag, sha2(CAST(id AS STRING), 256) AS note"""
-SECTIONS = {"reads", "writes", "row-level", "upkeep"}
+SECTIONS = {"reads", "writes", "row-level", "upkeep", "avro"}
+# sections that build tables of their own (the standard tables are not needed for them)
+_OWN_TABLES = {"upkeep", "avro"}
 DAY_5, DAY_7 = 1704412800000000, 1704585600000000  # 2024-01-05 and 2024-01-07, UTC micros
 
 
@@ -119,10 +121,13 @@ def _measure(
 ) -> dict[str, dict[str, list[float]]]:
     from pyspark.sql import functions as F
 
+    from bench.avro_bench import measure as measure_avro
     from icepark.catalog import FileSystemCatalog
     from icepark.spark import read, write
     from icepark.spark._common import to_spark_location
 
+    if sections == {"avro"}:  # needs only its own table
+        return measure_avro(spark, warehouse, runs, write_rows, _time, _check)
     catalog = FileSystemCatalog("bench", warehouse=str(warehouse))
     wide = catalog.load_table("bench.wide")
     many = catalog.load_table("bench.many")
@@ -218,6 +223,8 @@ def _measure(
             shutil.rmtree(scratch, ignore_errors=True)
     if "row-level" in sections:
         out.update(_measure_row_level(spark, schema, runs, write_rows, merge_rows))
+    if "avro" in sections:
+        out.update(measure_avro(spark, warehouse, runs, write_rows, _time, _check))
     return out
 
 
@@ -431,8 +438,10 @@ def main(argv: list[str] | None = None) -> None:
     warehouse = Path(
         args.warehouse or Path(tempfile.gettempdir()) / "icepark-bench" / f"{mode}-{rows}-{files}"
     )
-    if sections - {"upkeep"}:
+    if sections - _OWN_TABLES:
         _ensure_tables(warehouse, rows, files, commits)
+    else:
+        warehouse.mkdir(parents=True, exist_ok=True)
     snapshots = 100 if args.small else 1_000
     upkeep_root = warehouse.parent / f"upkeep-{snapshots}"
     if "upkeep" in sections:

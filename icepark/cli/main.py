@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from icepark.cli.commands_catalog import namespaces_command, tables_command
+from icepark.cli.commands_data_files import files_command
 from icepark.cli.commands_explain import explain_command
 from icepark.cli.commands_files import avro_command, metadata_command
 from icepark.cli.commands_scan import scan_command
@@ -80,6 +81,7 @@ for _command in (
     avro_command,
     scan_command,
     explain_command,
+    files_command,
     *UPKEEP_COMMANDS,
 ):
     cli.add_command(_command)

@@ -37,6 +37,7 @@ __all__ = [
     "plan_files",
     "plan_tasks",
     "SplitOptions",
+    "adjust_split_size",
 ]
 
 
@@ -88,6 +89,21 @@ class SplitOptions:
         return cls(
             P.SPLIT_SIZE.get(props), P.SPLIT_LOOKBACK.get(props), P.SPLIT_OPEN_FILE_COST.get(props)
         )
+
+
+MIN_SPLIT_SIZE = 16 * 1024 * 1024
+
+
+def adjust_split_size(scan_size: int, parallelism: int, split_size: int) -> int:
+    """The split size for a scan of ``scan_size`` bytes on ``parallelism`` slots: the
+    configured one when it gives every slot a split, else ``scan_size / parallelism`` (at
+    least 16 MB or the configured size when that is smaller), as Java's
+    ``TableScanUtil.adjustSplitSize``."""
+    if parallelism < 1 or split_size < 1:
+        raise ValueError(f"parallelism and split size must be positive: {parallelism} {split_size}")
+    split_count = -(-scan_size // split_size)
+    adjusted = max(scan_size // parallelism, min(MIN_SPLIT_SIZE, split_size))
+    return adjusted if split_count < parallelism else split_size
 
 
 def plan_files(

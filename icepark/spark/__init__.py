@@ -39,6 +39,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+try:
+    import pyspark  # noqa: F401
+except ImportError as _missing:  # pragma: no cover - depends on the install
+    raise ImportError(
+        "icepark.spark needs PySpark, which is not installed: "
+        "pip install 'icepark[spark]' (PySpark >= 4.1 and pandas)"
+    ) from _missing
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 

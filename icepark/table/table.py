@@ -190,6 +190,7 @@ class Table:
         snapshot_properties: Mapping[str, str] | None = None,
         merge: bool = True,
         wap_id: str | None = None,
+        file_format: str | None = None,
     ) -> Table:
         """Append rows as one snapshot: a pyarrow Table, RecordBatch, RecordBatchReader or
         any iterable of batches (streamed with bounded memory).
@@ -197,7 +198,8 @@ class Table:
         ``branch`` commits to a branch other than main; ``snapshot_properties`` go into the
         snapshot summary; ``merge=False`` makes a fast append (no manifest merging, as Java's
         ``newFastAppend``); ``wap_id`` stages the snapshot without making it current (with
-        ``write.wap.enabled=true``; see :meth:`publish_changes`). Appends never conflict: a
+        ``write.wap.enabled=true``; see :meth:`publish_changes`); ``file_format`` (parquet,
+        avro or orc) overrides ``write.format.default`` for this write. Appends never conflict: a
         commit that loses a race is retried until ``commit.retry.total-timeout-ms``.
 
         >>> table.append(pa.table({"id": [1, 2], "name": ["a", "b"]}))  # doctest: +SKIP
@@ -209,6 +211,7 @@ class Table:
                 snapshot_properties=snapshot_properties,
                 merge=merge,
                 wap_id=wap_id,
+                file_format=file_format,
             )
         return self
 

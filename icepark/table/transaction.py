@@ -127,8 +127,8 @@ class Transaction:
 
     # -- data ------------------------------------------------------------------------------
 
-    def _write(self, data: Any) -> list[DataFile]:
-        return write_arrow(self._table.io, self._start, data)
+    def _write(self, data: Any, file_format: str | None = None) -> list[DataFile]:
+        return write_arrow(self._table.io, self._start, data, file_format=file_format)
 
     def append(
         self,
@@ -138,15 +138,18 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
         merge: bool = True,
         wap_id: str | None = None,
+        file_format: str | None = None,
     ) -> Transaction:
-        """Append ``data`` (a pyarrow Table, RecordBatchReader or batches) as new files.
+        """Append ``data`` (a pyarrow Table, RecordBatchReader or batches) as new files, in
+        ``file_format`` (``"parquet"`` or ``"avro"``; default ``write.format.default``).
 
         A merge append (as Java's default) unless ``merge=False`` or the table's
         ``commit.manifest-merge.enabled`` is false. With ``wap_id`` (and
         ``write.wap.enabled=true``) the snapshot is staged, not made current
-        (:mod:`icepark.table.wap`)."""
+        (:mod:`icepark.table.wap`). ``file_format`` (parquet, avro or orc) overrides
+        ``write.format.default`` for this write."""
         props = with_wap_id(self._start, snapshot_properties, wap_id, self._table.name)
-        files = self._write(data)
+        files = self._write(data, file_format)
         return self.add_action(
             staged(AppendAction(self._table.io, files, branch, props, merge=merge), wap_id)
         )
