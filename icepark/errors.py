@@ -23,6 +23,7 @@ __all__ = [
     "NoSuchFileError",
     "CatalogConfigError",
     "UnsupportedOperationError",
+    "StorageError",
 ]
 
 
@@ -104,3 +105,9 @@ class CatalogConfigError(IceparkError, ValueError):
 
 class UnsupportedOperationError(IceparkError):
     """The operation is not supported here (by this catalog, format version, ...)."""
+
+
+class StorageError(IceparkError, OSError):
+    """Object storage refused a request or could not serve it: wrong credentials, a bucket
+    that does not exist, an endpoint that does not answer, or errors that outlasted the
+    retries. The message names the bucket and the endpoint."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import refengine
 from hypothesis import HealthCheck, settings
-from services import postgres_url, s3_endpoint  # noqa: F401  (fixtures)
+from services import postgres_url, s3_endpoint, s3_with_auth  # noqa: F401  (fixtures)
 
 CONFORMANCE = refengine.SHARED / "conformance"
 

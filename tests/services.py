@@ -9,10 +9,13 @@ own means, so they work on a fresh machine:
   otherwise a server that cannot start is an error, not a skip. The server is left running.
 * ``s3_endpoint`` starts ``moto.server`` on a free loopback port and gives the FileIO
   properties to reach it; ``s3_bucket`` makes a fresh bucket in it for each test.
+* ``s3_with_auth`` starts a second moto server that checks credentials (IAM), with one user
+  allowed everything and a bucket ``secured``, and gives that user's FileIO properties.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -32,6 +35,7 @@ __all__ = [
     "postgres_url",
     "s3_endpoint",
     "s3_bucket",
+    "s3_with_auth",
     "create_bucket",
     "s3_client",
     "free_port",
@@ -108,6 +112,59 @@ def s3_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def s3_with_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A moto server that checks credentials (IAM), one user with a key, and a bucket."""
+    import boto3
+
+    os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    log = tmp_path_factory.mktemp("moto-auth") / "moto.log"
+    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="3")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+    try:
+        _wait_for_http(endpoint, proc, log)
+        iam = boto3.client(
+            "iam",
+            endpoint_url=endpoint,
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+            region_name="us-east-1",
+        )
+        iam.create_user(UserName="etl")
+        policy = {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
+        }
+        iam.put_user_policy(UserName="etl", PolicyName="all", PolicyDocument=json.dumps(policy))
+        key = iam.create_access_key(UserName="etl")["AccessKey"]
+        props = {
+            "s3.endpoint": endpoint,
+            "s3.access-key-id": key["AccessKeyId"],
+            "s3.secret-access-key": key["SecretAccessKey"],
+            "s3.region": "us-east-1",
+        }
+        boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id=props["s3.access-key-id"],
+            aws_secret_access_key=props["s3.secret-access-key"],
+            region_name="us-east-1",
+        ).create_bucket(Bucket="secured")
+        yield props
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def _wait_for_http(endpoint: str, proc: subprocess.Popen[bytes], log_path: Path) -> None:

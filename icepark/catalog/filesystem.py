@@ -8,6 +8,15 @@ Layout, as Java's ``HadoopCatalog`` writes it and the reference engine reads it:
 A commit writes ``v<N+1>.metadata.json`` only if it does not exist yet (an atomic create on
 local disks): whoever creates it first wins, the others fail and retry. The version hint is
 then updated; readers also look past a stale hint, as Java does.
+
+Object storage (``s3://``) has no atomic create-if-absent or rename here: two writers
+committing at once could both "win" and one commit would be lost. So on a warehouse that is
+not a local file system the catalog reads tables but refuses to create, register or commit
+them, with an error that points to the SQL catalog (whose commit is an atomic swap in the
+database), unless the catalog property ``filesystem.single-writer`` is ``true``: the user's
+promise that one process at a time commits to these tables (e.g. one scheduled job). The name
+is scoped to this catalog type, as Java scopes its catalogs' own properties (``jdbc.*``): the
+risk is this catalog's commit protocol, not the storage's settings (``s3.*``).
 """
 
 from __future__ import annotations
@@ -33,9 +42,13 @@ from icepark.errors import (
     ValidationError,
 )
 from icepark.spec.metadata import TableMetadata
-from icepark.table.table import Table, read_table_metadata
+from icepark.spec.updates import TableRequirement, TableUpdate
+from icepark.table.table import CommitResult, Table, read_table_metadata
 
-__all__ = ["FileSystemCatalog"]
+__all__ = ["FileSystemCatalog", "SINGLE_WRITER"]
+
+SINGLE_WRITER = "filesystem.single-writer"
+"""Catalog property: ``true`` allows commits on object storage (one writer at a time only)."""
 
 _VERSION_HINT = "version-hint.text"
 _NAMESPACE_PROPERTIES = ".namespace-properties.json"
@@ -55,6 +68,24 @@ class FileSystemCatalog(Catalog):
         self.warehouse = warehouse.rstrip("/")
         self._fs, self._root = self.io.filesystem(self.warehouse)
         self._fs.create_dir(self._root, recursive=True)
+
+    def _check_commits_safe(self, identifier: Identifier) -> None:
+        """Refuse to write table metadata where creating a file is not atomic (object
+        storage), unless the catalog says there is a single writer (see the module)."""
+        if isinstance(self._fs, pafs.LocalFileSystem):
+            return
+        if self.properties.get(SINGLE_WRITER, "").strip().lower() == "true":
+            return
+        raise CatalogConfigError(
+            f"Cannot commit table {'.'.join(identifier)}: the file-system catalog "
+            f"{self.name!r} keeps it at {self.warehouse}, on object storage, where a commit "
+            "cannot be made atomic (no exclusive create or rename), so two concurrent "
+            "commits could both succeed and one would be lost. Use the SQL catalog for "
+            "tables on object storage (uri: sqlite:///path/catalog.db or postgresql://...; "
+            "it commits with an atomic swap in the database), or a REST catalog once icepark "
+            f"has one; or set the catalog property {SINGLE_WRITER}=true if only one process "
+            "at a time ever commits to these tables."
+        )
 
     # -- paths -----------------------------------------------------------------------------
 
@@ -238,8 +269,20 @@ class FileSystemCatalog(Catalog):
         hint = self.io.new_output(self._location(identifier) + f"/metadata/{_VERSION_HINT}")
         hint.write_bytes(m.group(1).encode(), overwrite=True)
 
+    def commit_table(
+        self,
+        identifier: tuple[str, ...],
+        base: TableMetadata | None,
+        base_location: str | None,
+        requirements: Sequence[TableRequirement],
+        updates: Sequence[TableUpdate],
+    ) -> CommitResult:
+        self._check_commits_safe(to_identifier(identifier))
+        return super().commit_table(identifier, base, base_location, requirements, updates)
+
     def create_table(self, identifier: str | Sequence[str], *args: Any, **kwargs: Any) -> Table:
         ident = to_identifier(identifier)
+        self._check_commits_safe(ident)
         if kwargs.get("location") not in (None, self._location(ident)):
             raise ValidationError(
                 f"The file-system catalog keeps table {'.'.join(ident)} at "
@@ -272,6 +315,7 @@ class FileSystemCatalog(Catalog):
     def register_table(self, identifier: str | Sequence[str], metadata_location: str) -> Table:
         """Register by copying the metadata file in as ``v1.metadata.json``."""
         ident = to_identifier(identifier)
+        self._check_commits_safe(ident)
         self._check_namespace(namespace_of(ident))
         if self.table_exists(ident):
             raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}")

@@ -46,7 +46,22 @@ from icepark.errors import (
     CatalogConfigError,
     FileAlreadyExistsError,
     NoSuchFileError,
+    StorageError,
     ValidationError,
+)
+from icepark.io.s3 import (
+    S3_ACCESS_KEY_ID,
+    S3_CONNECT_TIMEOUT,
+    S3_ENDPOINT,
+    S3_PATH_STYLE_ACCESS,
+    S3_REGION,
+    S3_REQUEST_TIMEOUT,
+    S3_RETRY_NUM_RETRIES,
+    S3_SECRET_ACCESS_KEY,
+    S3_SESSION_TOKEN,
+    describe_endpoint,
+    s3_options,
+    storage_error,
 )
 
 __all__ = [
@@ -66,6 +81,7 @@ __all__ = [
     "S3_PATH_STYLE_ACCESS",
     "S3_CONNECT_TIMEOUT",
     "S3_REQUEST_TIMEOUT",
+    "S3_RETRY_NUM_RETRIES",
     "LOCAL_FSYNC",
     "LOCAL_SCHEMES",
     "S3_SCHEMES",
@@ -75,15 +91,6 @@ IO_IMPL = "io-impl"
 """Property naming the FileIO class to use, as ``package.module.ClassName``."""
 _PY_IO_IMPL = "py-io-impl"  # PyIceberg's name for the same property, accepted too
 
-S3_ENDPOINT = "s3.endpoint"
-S3_ACCESS_KEY_ID = "s3.access-key-id"
-S3_SECRET_ACCESS_KEY = "s3.secret-access-key"
-S3_SESSION_TOKEN = "s3.session-token"
-S3_REGION = "s3.region"
-_CLIENT_REGION = "client.region"
-S3_PATH_STYLE_ACCESS = "s3.path-style-access"
-S3_CONNECT_TIMEOUT = "s3.connect-timeout"
-S3_REQUEST_TIMEOUT = "s3.request-timeout"
 LOCAL_FSYNC = "local.fsync"
 """``true`` to fsync local files before publishing them (durability across power loss)."""
 
@@ -288,6 +295,12 @@ class FileIO(ABC):
         """True if a file (not a folder) exists at the location."""
         return self.new_input(location).exists()
 
+    def check_access(self, location: str) -> None:
+        """Raise :class:`~icepark.errors.StorageError` when the storage holding
+        ``location`` cannot be used at all (e.g. a missing bucket, refused credentials);
+        a cheap request, for checking once before a job starts. Does nothing by default."""
+        return None
+
     def filesystem(self, location: str) -> tuple[Any, str]:
         """The ``pyarrow.fs.FileSystem`` holding ``location`` and the path it uses for it.
 
@@ -353,17 +366,25 @@ def _split_scheme(location: str) -> tuple[str, str]:
 
 
 @contextlib.contextmanager
-def _translate_errors(location: str) -> Iterator[None]:
-    """Turn the file system's not-found / exists errors into icepark's, naming the location."""
+def _translate_errors(location: str, fileio: FileIO | None = None) -> Iterator[None]:
+    """Turn the file system's not-found / exists errors into icepark's, naming the location;
+    on S3, refused and failed requests become :class:`StorageError` naming the bucket and
+    the endpoint (``fileio`` gives the endpoint)."""
     try:
         yield
-    except (NoSuchFileError, FileAlreadyExistsError):
+    except (NoSuchFileError, FileAlreadyExistsError, StorageError):
         raise
     except FileNotFoundError:
         raise NoSuchFileError(f"file not found: {location}") from None
     except FileExistsError:
         raise FileAlreadyExistsError(f"file already exists: {location}") from None
     except OSError as exc:
+        loc = _parse_location(location)
+        if loc.scheme == "s3":
+            props = fileio.properties if fileio is not None else {}
+            translated = storage_error(exc, location, loc.netloc, props)
+            if translated is not None:
+                raise translated from exc
         if _looks_missing(exc):
             raise NoSuchFileError(f"file not found: {location}") from None
         raise
@@ -394,7 +415,7 @@ class _PyArrowInputFile(InputFile):
 
     def _info(self) -> Any:
         fs = self._io._filesystem(self._loc)
-        with _translate_errors(self.location):
+        with _translate_errors(self.location, self._io):
             return fs.get_file_info(self._loc.path)
 
     def exists(self) -> bool:
@@ -416,7 +437,7 @@ class _PyArrowInputFile(InputFile):
 
     def open(self) -> BinaryIO:
         fs = self._io._filesystem(self._loc)
-        with _translate_errors(self.location):
+        with _translate_errors(self.location, self._io):
             if self._loc.scheme == "file" and os.path.isdir(self._loc.path):
                 raise NoSuchFileError(f"not a file: {self.location}")
             stream: BinaryIO = fs.open_input_file(self._loc.path)
@@ -536,12 +557,12 @@ class _SpooledUploadStream(OutputStream):
             # Best effort only: another writer may still slip in between this check and the PUT.
             from pyarrow.fs import FileType
 
-            with _translate_errors(self.location):
+            with _translate_errors(self.location, self._io):
                 if fs.get_file_info(self._loc.path).type != FileType.NotFound:
                     raise FileAlreadyExistsError(f"file already exists: {self.location}")
         spool.seek(0)
         with (
-            _translate_errors(self.location),
+            _translate_errors(self.location, self._io),
             fs.open_output_stream(self._loc.path, compression=None) as out,
         ):
             while chunk := spool.read(_COPY_CHUNK):
@@ -557,14 +578,12 @@ class _SpooledUploadStream(OutputStream):
 class PyArrowFileIO(FileIO):
     """A FileIO on ``pyarrow.fs``: the local file system and S3 (see the module docstring).
 
-    S3 settings come from the properties ``s3.endpoint``, ``s3.access-key-id``,
-    ``s3.secret-access-key``, ``s3.session-token``, ``s3.region`` (or ``client.region``),
-    ``s3.path-style-access``, ``s3.connect-timeout`` and ``s3.request-timeout`` (seconds); the
-    missing ones fall back to ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
-    ``AWS_SESSION_TOKEN``, ``AWS_REGION``/``AWS_DEFAULT_REGION`` and
-    ``AWS_ENDPOINT_URL_S3``/``AWS_ENDPOINT_URL``, then to the AWS SDK's own lookup. With an
-    endpoint, requests use path-style addressing unless ``s3.path-style-access`` is ``false``.
-    File systems are made once per (scheme, bucket) and shared by threads.
+    S3 settings come from the ``s3.*`` properties (see :mod:`icepark.io.s3`: endpoint,
+    region, path-style access, static or temporary credentials, timeouts and
+    ``s3.retry.num-retries``); the missing ones fall back to the ``AWS_*`` environment, then
+    to the AWS SDK's own lookup. Requests that fail (throttled, refused, unreachable) raise
+    :class:`~icepark.errors.StorageError` naming the bucket and endpoint. File systems are
+    made once per (scheme, bucket) and shared by threads.
     """
 
     def __init__(self, properties: Mapping[str, str] | None = None) -> None:
@@ -588,7 +607,7 @@ class PyArrowFileIO(FileIO):
     def delete(self, location: str) -> None:
         loc = _parse_location(location)
         fs = self._filesystem(loc)
-        with _translate_errors(location):
+        with _translate_errors(location, self):
             if loc.scheme == "file" and os.path.isdir(loc.path):
                 raise NoSuchFileError(f"not a file: {location}")
             fs.delete_file(loc.path)
@@ -599,7 +618,7 @@ class PyArrowFileIO(FileIO):
         loc = _parse_location(location)
         fs = self._filesystem(loc)
         selector = FileSelector(loc.path, recursive=True, allow_not_found=True)
-        with _translate_errors(location):
+        with _translate_errors(location, self):
             infos = fs.get_file_info(selector)
         entries = []
         for info in infos:
@@ -621,7 +640,7 @@ class PyArrowFileIO(FileIO):
         fs = self._filesystem(loc)
         if loc.scheme == "file" and os.path.dirname(loc.path) == loc.path:
             raise ValidationError(f"refusing to delete the root folder: {location}")
-        with _translate_errors(location):
+        with _translate_errors(location, self):
             try:
                 if loc.scheme == "s3" and "/" not in loc.path:
                     # A bare bucket: empty it, never delete the bucket itself.
@@ -659,57 +678,25 @@ class PyArrowFileIO(FileIO):
         raise ValidationError(f"unsupported file system scheme {scheme!r}")  # pragma: no cover
 
     def _s3_options(self) -> dict[str, Any]:
-        props, env = self.properties, os.environ
-        options: dict[str, Any] = {}
+        return s3_options(self.properties)
 
-        access_key = props.get(S3_ACCESS_KEY_ID)
-        secret_key = props.get(S3_SECRET_ACCESS_KEY)
-        token = props.get(S3_SESSION_TOKEN)
-        if access_key is None and secret_key is None:
-            access_key = env.get("AWS_ACCESS_KEY_ID")
-            secret_key = env.get("AWS_SECRET_ACCESS_KEY")
-            token = token or env.get("AWS_SESSION_TOKEN")
-        if (access_key is None) != (secret_key is None):
-            raise CatalogConfigError(
-                f"S3 credentials need both {S3_ACCESS_KEY_ID} and {S3_SECRET_ACCESS_KEY}"
+    def check_access(self, location: str) -> None:
+        """On S3, ask once whether the location's bucket exists and these credentials may
+        use it (a ``HeadBucket``); :class:`StorageError` names the bucket and endpoint when
+        not. Local locations are not checked."""
+        loc = _parse_location(location)
+        if loc.scheme != "s3":
+            return
+        from pyarrow.fs import FileType
+
+        fs = self._filesystem(loc)
+        with _translate_errors(location, self):
+            info = fs.get_file_info(loc.netloc)
+        if info.type == FileType.NotFound:
+            raise StorageError(
+                f"S3 bucket {loc.netloc!r} does not exist at "
+                f"{describe_endpoint(self.properties)} ({location})"
             )
-        if access_key is not None:
-            options.update(access_key=access_key, secret_key=secret_key)
-            if token:
-                options["session_token"] = token
-
-        region = (
-            props.get(S3_REGION)
-            or props.get(_CLIENT_REGION)
-            or env.get("AWS_REGION")
-            or env.get("AWS_DEFAULT_REGION")
-        )
-        if region:
-            options["region"] = region
-
-        endpoint = (
-            props.get(S3_ENDPOINT) or env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
-        )
-        if endpoint:
-            scheme, sep, rest = endpoint.partition("://")
-            if sep:
-                options["scheme"] = scheme.lower()
-                endpoint = rest
-            options["endpoint_override"] = endpoint.rstrip("/")
-            path_style = props.get(S3_PATH_STYLE_ACCESS)
-            if path_style is not None and not _is_true(path_style):
-                options["force_virtual_addressing"] = True
-
-        for prop, name in (
-            (S3_CONNECT_TIMEOUT, "connect_timeout"),
-            (S3_REQUEST_TIMEOUT, "request_timeout"),
-        ):
-            if props.get(prop):
-                try:
-                    options[name] = float(props[prop])
-                except ValueError:
-                    raise CatalogConfigError(f"{prop} must be a number of seconds") from None
-        return options
 
 
 # ------------------------------------------------------------------------------------------------

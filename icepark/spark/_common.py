@@ -57,7 +57,9 @@ def resolve_table(table: Table | str, catalog: Any = None) -> Table:
 
         catalog = load_catalog(catalog)
     elif isinstance(catalog, Mapping):
-        catalog = catalog_from_options(catalog)
+        catalog = catalog_from_options(
+            {f"{_CATALOG_PREFIX}{k}": str(v) for k, v in catalog.items()}
+        )
     loaded: Table = catalog.load_table(table)
     return loaded
 

@@ -67,6 +67,7 @@ from icepark.spark._common import (
 from icepark.spark.filters import quote_column, to_spark_column
 from icepark.spark.positions import DELETED_PATH, DELETED_POS, DeletedPositions, drop_deleted
 from icepark.spark.session import prepare_session
+from icepark.spark.storage import choose_storage_path
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
@@ -149,8 +150,17 @@ def _type_needs_python(t: IcebergType, name: str) -> str | None:
     return None
 
 
-def choose_path(scan: DataScan, tasks: Sequence[FileScanTask]) -> tuple[ReadPath, str]:
-    """``("native" | "python", why)`` for a planned scan."""
+def choose_path(
+    scan: DataScan, tasks: Sequence[FileScanTask], *, spark: SparkSession | None = None
+) -> tuple[ReadPath, str]:
+    """``("native" | "python", why)`` for a planned scan. With ``spark``, first whether
+    Spark's file systems can read the files at all (:func:`choose_storage_path`; this also
+    checks their buckets once)."""
+    if spark is not None:
+        files = (t.file.file_path for t in tasks)
+        storage, why = choose_storage_path(spark, scan.io, [scan.metadata.location, *files])
+        if storage == "python":
+            return "python", why
     formats = {t.file.file_format for t in tasks} - {FileFormat.PARQUET}
     if formats:  # the pip pyspark has no Avro reader, and Spark's ORC reader no field ids
         return "python", f"files in {', '.join(sorted(formats))}"
@@ -187,7 +197,7 @@ def read_tasks(
     ``_file`` as Spark reports it (``_metadata.file_path``, see
     :func:`~icepark.spark._common.spark_reported_path`) instead of joining the table's form in,
     which is cheaper; the python path always gives the table's form."""
-    chosen, deleted = resolve_path(scan, tasks, path)
+    chosen, deleted = resolve_path(scan, tasks, path, spark=spark)
     return read_resolved(spark, scan, tasks, chosen, deleted, spark_file_paths=spark_file_paths)
 
 
@@ -215,11 +225,16 @@ def read_resolved(
 
 
 def resolve_path(
-    scan: DataScan, tasks: Sequence[FileScanTask], path: ReadPath = "auto"
+    scan: DataScan,
+    tasks: Sequence[FileScanTask],
+    path: ReadPath = "auto",
+    *,
+    spark: SparkSession,
 ) -> tuple[Literal["native", "python"], DeletedPositions | None]:
-    """The path that reads ``tasks`` (``path`` unless it is ``auto``) and, for the native
-    path, the positions deleted by position deletes and DVs (see :func:`read_tasks`)."""
-    chosen, why = choose_path(scan, tasks)
+    """The path that reads ``tasks`` in ``spark`` (``path`` unless it is ``auto``) and, for
+    the native path, the positions deleted by position deletes and DVs (see
+    :func:`read_tasks`)."""
+    chosen, why = choose_path(scan, tasks, spark=spark)
     if path == "native" and chosen == "python":
         raise ValidationError(f"Cannot read natively: {why}")
     if path == "python" or chosen == "python":

@@ -119,7 +119,7 @@ class _Target:
         )
         whole = [replace(t, residual=AlwaysTrue()) for t in tasks]
         # one path for every read of this change, so that ``_file`` has one form
-        self.path, deleted = resolve_path(scan, whole, self.path or "auto")
+        self.path, deleted = resolve_path(scan, whole, self.path or "auto", spark=spark)
         return read_resolved(spark, scan, whole, self.path, deleted, spark_file_paths=True)
 
     def commit(

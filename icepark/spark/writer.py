@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -60,6 +60,7 @@ from icepark.spark._common import (
 )
 from icepark.spark.filters import quote_column
 from icepark.spark.session import prepare_session
+from icepark.spark.storage import choose_storage_path
 from icepark.spark.transforms import transform_column
 from icepark.spark.types import FIELD_ID_KEY, to_spark_type
 from icepark.spec import properties as P
@@ -130,8 +131,17 @@ def _native_type(t: IcebergType) -> bool:
     return isinstance(t, _NATIVE_TYPES)
 
 
-def choose_write_path(metadata: TableMetadata) -> tuple[WritePath, str]:
-    """``("native" | "python", why)`` for writing into a table."""
+def choose_write_path(
+    metadata: TableMetadata, *, spark: SparkSession | None = None, io: FileIO | None = None
+) -> tuple[WritePath, str]:
+    """``("native" | "python", why)`` for writing into a table. With ``spark`` and the
+    table's ``io``, first whether Spark's file systems can write where the table's data goes
+    (:func:`choose_storage_path`; this also checks the bucket once)."""
+    if spark is not None and io is not None:
+        locations = [metadata.location, data_location(metadata.location, metadata.properties)]
+        storage, why = choose_storage_path(spark, io, locations)
+        if storage == "python":
+            return "python", why
     schema = metadata.schema()
     for f in schema.fields:
         if not _native_type(f.field_type):
@@ -438,7 +448,7 @@ def write_files(df: DataFrame, table: Table, *, path: WritePath = "auto") -> lis
     """Write ``df`` as data files of ``table`` (executors write, nothing is committed) and
     return their entries; if the job fails the files it wrote are deleted."""
     prepare_session(df.sparkSession)
-    chosen, why = choose_write_path(table.metadata)
+    chosen, why = choose_write_path(table.metadata, spark=df.sparkSession, io=table.io)
     if path == "native" and chosen == "python":
         raise ValidationError(f"Cannot write natively: {why}")
     write_uuid = str(uuid.uuid4())
