@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import pickle
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
@@ -87,6 +87,7 @@ from icepark.table import Table
 from icepark.table.operations import AppendAction, OverwriteAction, ReplacePartitionsAction
 
 __all__ = [
+    "Cluster",
     "write",
     "write_files",
     "WriteMode",
@@ -97,6 +98,11 @@ __all__ = [
 
 WriteMode = Literal["append", "overwrite", "overwrite-partitions"]
 WritePath = Literal["auto", "native", "python"]
+Cluster = Callable[[DataFrame, list[Column], list[Column]], DataFrame]
+"""Lays rows out before they are written: given the DataFrame (table columns plus the
+partition columns), its partition columns and the sort order's columns, returns it
+distributed and sorted within each Spark partition (partition columns first). The default
+follows ``write.distribution-mode`` and sorts by partition and sort order."""
 
 _NATIVE_TYPES = (
     BooleanType,
@@ -244,20 +250,34 @@ def _distribute(
     return df
 
 
+def _default_cluster(metadata: TableMetadata) -> Cluster:
+    def cluster(df: DataFrame, partition: list[Column], sort: list[Column]) -> DataFrame:
+        clustered = _distribute(df, metadata, partition, sort)
+        if partition or sort:
+            clustered = clustered.sortWithinPartitions(*partition, *sort)
+        return clustered
+
+    return cluster
+
+
 # -- native -----------------------------------------------------------------------------------
 
 
-def _write_native(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile]:
-    metadata = table.metadata
+def _write_native(
+    df: DataFrame,
+    table: Table,
+    write_uuid: str,
+    metadata: TableMetadata,
+    cluster: Cluster | None = None,
+    max_records_per_file: int | None = None,
+) -> list[DataFile]:
     schema, spec, order = metadata.schema(), metadata.spec(), metadata.sort_order()
     aligned = align_to_schema(df, schema, with_ids=True)
     hidden = _partition_columns(schema, spec)
     sort, complete = _sort_columns(schema, order)
     with_parts = aligned.select("*", *[expr.alias(name) for name, expr in hidden])
     part_refs = [F.col(quote_column(name)) for name, _ in hidden]
-    clustered = _distribute(with_parts, metadata, part_refs, sort)
-    if part_refs or sort:
-        clustered = clustered.sortWithinPartitions(*part_refs, *sort)
+    clustered = (cluster or _default_cluster(metadata))(with_parts, part_refs, sort)
     props = metadata.properties
     codec = _SPARK_CODECS[P.PARQUET_COMPRESSION.get(props)]
     out = f"{data_location(metadata.location, props)}/{write_uuid}"
@@ -270,6 +290,8 @@ def _write_native(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile
     row_group = P.PARQUET_ROW_GROUP_SIZE_BYTES.raw(props)
     if row_group:
         writer = writer.option("parquet.block.size", row_group)
+    if max_records_per_file:
+        writer = writer.option("maxRecordsPerFile", str(max_records_per_file))
     if hidden:
         writer = writer.partitionBy(*[name for name, _ in hidden])
     settings = {
@@ -353,8 +375,13 @@ class _TaskWriter:
         )
 
 
-def _write_python(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile]:
-    metadata = table.metadata
+def _write_python(
+    df: DataFrame,
+    table: Table,
+    write_uuid: str,
+    metadata: TableMetadata,
+    cluster: Cluster | None = None,
+) -> list[DataFile]:
     schema, spec, order = metadata.schema(), metadata.spec(), metadata.sort_order()
     aligned = align_to_schema(df, schema, with_ids=False)
     hidden = _partition_columns(schema, spec)
@@ -366,9 +393,7 @@ def _write_python(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile
                 hidden.append((f"src{pf.source_id}", _source_column(schema, pf.source_id)))
     sort, _ = _sort_columns(schema, order)
     parts = [expr for _, expr in hidden]
-    clustered = _distribute(aligned, metadata, parts, sort)
-    if parts or sort:
-        clustered = clustered.sortWithinPartitions(*parts, *sort)
+    clustered = (cluster or _default_cluster(metadata))(aligned, parts, sort)
     writer = _TaskWriter(table.io, metadata, write_uuid)
     try:
         rows = clustered.mapInArrow(
@@ -432,17 +457,31 @@ def _action(
     raise ValidationError(f"Unknown write mode {mode!r} (append, overwrite, overwrite-partitions)")
 
 
-def write_files(df: DataFrame, table: Table, *, path: WritePath = "auto") -> list[DataFile]:
+def write_files(
+    df: DataFrame,
+    table: Table,
+    *,
+    path: WritePath = "auto",
+    metadata: TableMetadata | None = None,
+    cluster: Cluster | None = None,
+    max_records_per_file: int | None = None,
+) -> list[DataFile]:
     """Write ``df`` as data files of ``table`` (executors write, nothing is committed) and
-    return their entries; if the job fails the files it wrote are deleted."""
-    chosen, why = choose_write_path(table.metadata)
+    return their entries; if the job fails the files it wrote are deleted.
+
+    ``metadata`` (default: the table's) gives the schema, spec, sort order and properties to
+    write with (a rewrite passes its output spec); ``cluster`` lays the rows out (see
+    :data:`Cluster`); ``max_records_per_file`` caps the rows of a file on the native path
+    (the python path rolls files at ``write.target-file-size-bytes``)."""
+    metadata = metadata or table.metadata
+    chosen, why = choose_write_path(metadata)
     if path == "native" and chosen == "python":
         raise ValidationError(f"Cannot write natively: {why}")
     write_uuid = str(uuid.uuid4())
     if path == "python" or chosen == "python":
-        files = _write_python(df, table, write_uuid)
+        files = _write_python(df, table, write_uuid, metadata, cluster)
     else:
-        files = _write_native(df, table, write_uuid)
+        files = _write_native(df, table, write_uuid, metadata, cluster, max_records_per_file)
     for f in files:
         if f.record_count == 0:  # Spark writes a schema-only file for an empty input
             _delete_quietly(table.io, f.file_path)
