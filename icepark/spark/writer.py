@@ -14,7 +14,7 @@ schema (``spark.sql.parquet.fieldId.write.enabled``), microsecond timestamps, th
 compression codec, and ``partitionBy`` hidden columns holding the exact partition values
 (computed by Spark functions, :mod:`icepark.spark.transforms`), into a folder of its own under
 the table's data location. The driver then reads the footers of the files written and makes
-their manifest entries (:mod:`icepark.spark.footer`). Used when every column is a
+their manifest entries (:mod:`icepark.arrow.footer`). Used when every column is a
 boolean, int, long, float, double, decimal, date, timestamp(tz), string or binary (structs of
 them included) and every partition transform is identity, year, month, day, hour, void or
 truncate of an int, long, string or binary.
@@ -44,6 +44,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from icepark.arrow.footer import data_file_from_footer
 from icepark.arrow.metrics import MetricsConfig
 from icepark.arrow.writer import data_location
 from icepark.errors import ValidationError
@@ -58,7 +59,6 @@ from icepark.spark._common import (
     write_task_files,
 )
 from icepark.spark.filters import quote_column
-from icepark.spark.footer import data_file_from_footer
 from icepark.spark.transforms import transform_column
 from icepark.spark.types import FIELD_ID_KEY, to_spark_type
 from icepark.spec import properties as P

@@ -256,6 +256,22 @@ class Table:
 
         return UpdateSpec(self, case_sensitive=case_sensitive)
 
+    def rewrite_manifests(
+        self, spec_id: int | None = None, cluster_by: Sequence[str] | None = None
+    ) -> Any:
+        """Regroup the manifests of a spec by partition to ``commit.manifest.target-size-bytes``
+        (one ``replace`` snapshot); see :mod:`icepark.table.rewrite_manifests`."""
+        from icepark.table.rewrite_manifests import rewrite_manifests
+
+        return rewrite_manifests(self, spec_id, cluster_by)
+
+    def add_files(self, paths: str | Sequence[str], check_duplicate_files: bool = True) -> Any:
+        """Register existing Parquet files (or folders of them) without rewriting them; see
+        :mod:`icepark.table.add_files`."""
+        from icepark.table.add_files import add_files
+
+        return add_files(self, paths, check_duplicate_files)
+
     def replace_sort_order(self, *terms: str, case_sensitive: bool = True) -> ReplaceSortOrder:
         """With terms (``"id"``, ``"ts desc nulls last"``) commits at once; without, returns
         a context manager: ``with table.replace_sort_order() as u: u.asc("id")``."""

@@ -1,4 +1,5 @@
-"""Data file entries for Parquet files written by Spark's own writer, from their footers.
+"""Data file entries for Parquet files from their footers: files written by Spark's own
+writer, and existing files registered with ``add_files``.
 
 Java computes the metrics of Parquet files from their footers too (``ParquetUtil``): per
 column the compressed size, the value and null counts and the bounds from each row group's
@@ -9,12 +10,18 @@ Spark's writer records no NaN counts, so none are reported (which Iceberg allows
 The partition tuple of a file is computed from the statistics of the partition source
 columns: Spark's writer got rows of a single Iceberg partition per file (see
 :mod:`icepark.spark.writer`), so ``transform(min) == transform(max)`` is the partition
-value; this is checked.
+value; this is checked. Values known otherwise (an imported file's Hive-style path) can be
+given instead.
+
+Files without field ids are read through a name mapping. Timestamp statistics in
+milliseconds or nanoseconds are scaled to microseconds; INT96 timestamps (legacy writers)
+have no usable statistics, so they get no bounds.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -30,12 +37,13 @@ from icepark.arrow.metrics import (
     truncate_string_max,
     truncate_string_min,
 )
-from icepark.arrow.schema import field_id_of
+from icepark.arrow.schema import apply_name_mapping, field_id_of
 from icepark.errors import ValidationError
 from icepark.io import FileIO
 from icepark.manifest import DataFile
 from icepark.spec.conversions import to_bytes
 from icepark.spec.manifests import FileContent, FileFormat
+from icepark.spec.name_mapping import NameMapping
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import SortOrder
@@ -64,6 +72,7 @@ class _Column:
     high: Any = None
     stats_ok: bool = True
     seen: list[Any] = field(default_factory=list)
+    scale: tuple[int, int] = (1, 1)  # (multiply, divide) raw statistics into the table's unit
 
 
 def _leaf_ids(arrow_schema: pa.Schema) -> list[tuple[int | None, str]]:
@@ -84,12 +93,38 @@ def _leaf_ids(arrow_schema: pa.Schema) -> list[tuple[int | None, str]]:
     return out
 
 
+def _leaf_types(arrow_schema: pa.Schema) -> list[pa.DataType]:
+    out: list[pa.DataType] = []
+
+    def walk(f: pa.Field) -> None:
+        if pa.types.is_struct(f.type):
+            for i in range(f.type.num_fields):
+                walk(f.type.field(i))
+        else:
+            out.append(f.type)
+
+    for f in arrow_schema:
+        walk(f)
+    return out
+
+
 def _decimal(unscaled: int, scale: int) -> Decimal:
     return Decimal(unscaled).scaleb(-scale)
 
 
-def _value(t: PrimitiveType, raw: Any) -> Any:
+def _scale(arrow_type: pa.DataType) -> tuple[int, int]:
+    """How to bring a timestamp's raw value to microseconds."""
+    if pa.types.is_timestamp(arrow_type):
+        return {"s": (1_000_000, 1), "ms": (1000, 1), "us": (1, 1), "ns": (1, 1000)}.get(
+            arrow_type.unit, (1, 1)
+        )
+    return (1, 1)
+
+
+def _value(t: PrimitiveType, raw: Any, scale: tuple[int, int] = (1, 1)) -> Any:
     """A Parquet physical statistics value in icepark's internal representation."""
+    if scale != (1, 1) and isinstance(raw, int):
+        return raw * scale[0] // scale[1]
     if isinstance(t, StringType):
         return bytes(raw).decode("utf-8") if not isinstance(raw, str) else raw
     if isinstance(t, DecimalType):
@@ -136,15 +171,26 @@ def _read_footer(io: FileIO, location: str) -> pq.FileMetaData:
         return pq.ParquetFile(stream).metadata
 
 
-def _scan_columns(md: pq.FileMetaData, schema: Schema) -> tuple[dict[int, _Column], list[int]]:
-    leaves = _leaf_ids(md.schema.to_arrow_schema())
+def _scan_columns(
+    md: pq.FileMetaData, schema: Schema, location: str, name_mapping: NameMapping | None = None
+) -> tuple[dict[int, _Column], list[int]]:
+    arrow_schema = md.schema.to_arrow_schema()
+    if name_mapping is not None:
+        arrow_schema = apply_name_mapping(arrow_schema, name_mapping)
+    leaves = _leaf_ids(arrow_schema)
+    types = _leaf_types(arrow_schema)
     columns: dict[int, _Column] = {}
     index: list[int] = []
-    for field_id, path in leaves:
+    for c, (field_id, path) in enumerate(leaves):
         f = schema.field_or_none(field_id) if field_id is not None else None
         if f is None or not isinstance(f.field_type, PrimitiveType):
-            raise ValidationError(f"Parquet column {path} has no field id of the table schema")
-        columns[f.field_id] = _Column(f.field_id, f.field_type, path)
+            raise ValidationError(
+                f"Parquet column {path} of {location} has no field id of the table schema"
+            )
+        column = _Column(f.field_id, f.field_type, path, scale=_scale(types[c]))
+        if md.schema.column(c).physical_type == "INT96":
+            column.stats_ok = False  # legacy timestamps: statistics are not comparable
+        columns[f.field_id] = column
         index.append(f.field_id)
     offsets = []
     for r in range(md.num_row_groups):
@@ -163,9 +209,9 @@ def _scan_columns(md: pq.FileMetaData, schema: Schema) -> tuple[dict[int, _Colum
                 continue
             if col.nulls is not None:
                 col.nulls += stats.null_count
-            if stats.has_min_max:
-                low = _value(col.field_type, stats.min_raw)
-                high = _value(col.field_type, stats.max_raw)
+            if stats.has_min_max and col.stats_ok:
+                low = _value(col.field_type, stats.min_raw, col.scale)
+                high = _value(col.field_type, stats.max_raw, col.scale)
                 col.low = low if col.low is None else min(col.low, low)
                 col.high = high if col.high is None else max(col.high, high)
             elif stats.null_count != chunk.num_values:
@@ -187,9 +233,15 @@ def _partition_value(
             return None
         if table.column(0).null_count:
             raise ValidationError(f"{location} holds null and non-null values of {col.path}")
+        scale = (1, 1)
+        if pa.types.is_timestamp(values.type):
+            scale = _scale(values.type)
+            values = values.cast(pa.int64())
+        elif pa.types.is_date(values.type):
+            values = values.cast(pa.int32())
         mm = pc.min_max(values)
-        low = _value(col.field_type, mm["min"].as_py())
-        high = _value(col.field_type, mm["max"].as_py())
+        low = _value(col.field_type, mm["min"].as_py(), scale)
+        high = _value(col.field_type, mm["max"].as_py(), scale)
     elif col.nulls:
         raise ValidationError(f"{location} holds null and non-null values of {col.path}")
     fn = transform.bind(source)
@@ -211,10 +263,15 @@ def data_file_from_footer(
     spec: PartitionSpec,
     sort_order: SortOrder | None,
     config: MetricsConfig,
+    name_mapping: NameMapping | None = None,
+    partition_values: Mapping[int, Any] | None = None,
 ) -> DataFile:
-    """The entry of a Parquet data file (structs and primitives only) written with field ids."""
+    """The entry of a Parquet data file (structs and primitives only), its columns matched to
+    ``schema`` by field id (or through ``name_mapping`` for columns without one). Partition
+    values come from ``partition_values`` (by partition field id) where given, else from the
+    statistics of their source columns."""
     md = _read_footer(io, location)
-    columns, offsets = _scan_columns(md, schema)
+    columns, offsets = _scan_columns(md, schema, location, name_mapping)
     rows = md.num_rows
     sizes: dict[int, int] = {}
     values: dict[int, int] = {}
@@ -237,6 +294,9 @@ def data_file_from_footer(
                 upper[field_id] = hi
     partition: list[Any] = []
     for pf in spec.fields:
+        if partition_values is not None and pf.field_id in partition_values:
+            partition.append(partition_values[pf.field_id])
+            continue
         if pf.transform.is_void:
             partition.append(None)
             continue
