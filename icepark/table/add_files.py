@@ -130,13 +130,13 @@ def find_files(
     found: list[FoundFile] = []
     for given in paths:
         root = given.rstrip("/")
+        single = io.new_input(root)
+        if single.exists():
+            found.append(FoundFile(root, single.length(), {}))
+            continue
         entries = io.list_prefix(root)
         if not entries:
-            f = io.new_input(root)
-            if not f.exists():
-                raise ValidationError(f"Cannot add files: {given} does not exist")
-            found.append(FoundFile(root, f.length(), {}))
-            continue
+            raise ValidationError(f"Cannot add files: {given} does not exist or is empty")
         for e in entries:
             rel = _relative(root, e.location)
             parts = rel.split("/")

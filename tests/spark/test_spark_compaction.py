@@ -433,3 +433,78 @@ def test_rewrite_position_delete_files_v3_makes_one_dv_per_file(
         len(t.delete_files) <= 1 and all(d.file_format == FileFormat.PUFFIN for d in t.delete_files)
         for t in tasks
     )
+
+
+def test_remove_dangling_deletes(
+    spark: Any, refspark: RefEngine, warehouse: Path, fs_catalog: FileSystemCatalog
+) -> None:
+    table = _table(spark, fs_catalog, appends=3)
+    delete(spark, table, "id = 2 or id = 3")
+    fs_catalog.load_table("db.t").delete("category = 'c1'")  # c1's delete file now dangles
+    table = fs_catalog.load_table("db.t")
+    result = rewrite_data_files(
+        spark, table, options={"min-input-files": "2", "remove-dangling-deletes": "true"}
+    )
+    assert result.rewritten_data_files_count == 3
+    assert result.removed_delete_files_count == 2  # c0's with its files, c1's dangling
+    ref = _ref(refspark, warehouse)
+    assert _count(refspark, f"SELECT count(*) FROM {ref}.delete_files") == 0
+    assert _operations(refspark, ref)[-2:] == ["replace", "replace"]
+    assert sorted(r[0] for r in refspark.rows(f"SELECT id FROM {ref}")) == [
+        i for i in range(0, 60, 2) if i != 2
+    ]
+
+
+# -- manifests and existing files -----------------------------------------------------------------
+
+
+def test_rewrite_manifests_read_by_the_reference(
+    spark: Any, refspark: RefEngine, warehouse: Path, fs_catalog: FileSystemCatalog
+) -> None:
+    table = _table(spark, fs_catalog, appends=5)
+    table.set_properties({"commit.manifest-merge.enabled": "false"})
+    for i in range(5, 8):
+        write(
+            spark.sql(SOURCE.format(start=i * 20, end=(i + 1) * 20)), fs_catalog.load_table("db.t")
+        )
+    table = fs_catalog.load_table("db.t")
+    ref = _ref(refspark, warehouse)
+    entries = (
+        f"SELECT data_file.file_path, snapshot_id, sequence_number, file_sequence_number "
+        f"FROM {ref}.entries"
+    )
+    before_entries = sorted(refspark.rows(entries))
+    before = _theirs(refspark, ref)
+    assert _count(refspark, f"SELECT count(*) FROM {ref}.manifests") > 1
+    result = table.rewrite_manifests()
+    assert result.added_manifests_count == 1
+    ref = _ref(refspark, warehouse)
+    assert _count(refspark, f"SELECT count(*) FROM {ref}.manifests") == 1
+    assert sorted(refspark.rows(entries)) == before_entries
+    assert _theirs(refspark, ref) == before
+    assert _operations(refspark, ref)[-1] == "replace"
+
+
+def test_add_files_of_a_spark_written_hive_folder(
+    spark: Any, refspark: RefEngine, warehouse: Path, fs_catalog: FileSystemCatalog, tmp_path: Path
+) -> None:
+    from icepark.spark import add_files
+
+    source = spark.sql(SOURCE.format(start=0, end=40))
+    folder = tmp_path / "hive"
+    source.repartition(2).write.partitionBy("category").parquet(str(folder))  # no field ids
+    schema = spark_schema_to_arrow(source.schema)
+    table = fs_catalog.create_table("db.t", schema, partition_by=["category"])
+    result = add_files(spark, table, str(folder))
+    parquet_files = [p for p in folder.rglob("*.parquet")]
+    assert result.added_files_count == len(parquet_files)
+    assert result.changed_partition_count == 2
+    ref = _ref(refspark, warehouse)
+    source.createOrReplaceTempView("hive_source")
+    expected = sorted([list(r) for r in spark.sql(ROWS.format(t="hive_source")).collect()])
+    assert _theirs(refspark, ref) == expected
+    assert _ours(spark, fs_catalog.load_table("db.t")) == expected
+    assert _count(refspark, f"SELECT count(*) FROM {ref}.files") == len(parquet_files)
+    assert _count(refspark, f"SELECT count(*) FROM {ref} WHERE category = 'c1'") == 20
+    with pytest.raises(ValidationError, match="already referenced"):
+        add_files(spark, fs_catalog.load_table("db.t"), str(folder))
