@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from icepark.cli.commands_catalog import namespaces_command, tables_command
+from icepark.cli.commands_compact import compact_commands
 from icepark.cli.commands_files import avro_command, metadata_command
 from icepark.cli.commands_scan import scan_command
 from icepark.cli.commands_table import describe_command, snapshots_command
@@ -77,6 +78,7 @@ for _command in (
     metadata_command,
     avro_command,
     scan_command,
+    *compact_commands,
 ):
     cli.add_command(_command)
 
