@@ -27,7 +27,18 @@ def test_demo_end_to_end(
     assert "skipped by partition" in out and "done in" in out
     table = load_catalog().load_table("demo.events")
     operations = [s.summary["operation"] for s in table.snapshots() if s.summary]
-    assert operations == ["append", "append", "append", "delete", "overwrite", "overwrite"]
+    assert operations == [
+        "append",
+        "append",
+        "append",
+        "delete",
+        "overwrite",
+        "overwrite",
+        "replace",
+    ]
+    assert "full scan" in out and "files rewritten into" in out
+    tasks = table.scan().plan_files()
+    assert not any(t.delete_files for t in tasks)  # compaction applied every delete
     assert table.scan(filter="kind = 'late'").count() == 1_000
     assert table.scan(filter="kind = 'view' and ts < '2024-01-02T00:00:00+00:00'").count() == 0
     # idempotent: a re-run starts the table over
