@@ -590,8 +590,6 @@ def main(argv: list[str] | None = None) -> None:
     write_rows = 1_000_000 if args.small else 5_000_000
     merge_rows = 20_000 if args.small else 100_000
     mode = "small" if args.small else "full"
-    if sections == {"compaction"}:
-        rows = 0  # only bench.many is needed (make_tables skips bench.wide)
     warehouse = Path(
         args.warehouse or Path(tempfile.gettempdir()) / "icepark-bench" / f"{mode}-{rows}-{files}"
     )

@@ -59,7 +59,7 @@ class _Describe:
 def _describer(spark: SparkSession, table: Table) -> Any:
     def describe(
         metadata: TableMetadata, found: list[FoundFile], mapping: NameMapping
-    ) -> list[DataFile]:
+    ) -> list[tuple[DataFile, bool]]:
         chunks = [found[i : i + _PER_TASK] for i in range(0, len(found), _PER_TASK)]
         rows = [(i, pickle.dumps(c)) for i, c in enumerate(chunks)]
         rdd = spark.sparkContext.parallelize(rows, len(rows))

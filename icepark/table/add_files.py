@@ -8,10 +8,12 @@ Java's ``add_files`` procedure (``SparkTableUtil.importSparkTable``). How it flo
    give partition values: a segment whose key is a partition field's name (or, for an
    identity field, its source column's) is parsed as that field's human string
    (``__HIVE_DEFAULT_PARTITION__`` is null).
-2. **Ensure a name mapping** (``schema.name-mapping.default``), as Java's procedure does: files
-   written without Iceberg field ids are read by column name through it. The table's own
-   mapping is kept when it has one; otherwise one is made from the current schema
-   (:func:`~icepark.spec.name_mapping.create_name_mapping`) and committed with the files.
+2. **A name mapping** (``schema.name-mapping.default``): files written without Iceberg field
+   ids are read by column name through it. The table's own mapping is used when it has one;
+   otherwise one is made from the current schema
+   (:func:`~icepark.spec.name_mapping.create_name_mapping`) and committed with the files when
+   one of them lacks field ids (Java's procedure always commits it; files with ids do not
+   need it, and icepark's Spark reads take a slower path for tables with a mapping).
 3. **Describe each file from its footer** (:func:`describe_file`): every column must map to a
    table column of the same type or one it may be promoted to, every required column must be
    present (or be an identity partition source given by the path); partition values not given
@@ -91,8 +93,9 @@ __all__ = [
 
 _HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 
-Describe = Callable[[TableMetadata, list["FoundFile"], NameMapping], list[DataFile]]
-"""Reads the footers of found files into data file entries (e.g. in Spark tasks)."""
+Describe = Callable[[TableMetadata, list["FoundFile"], NameMapping], list[tuple[DataFile, bool]]]
+"""Reads the footers of found files (e.g. in Spark tasks): each file's entry, and whether the
+file lacks field ids (so that the table needs the name mapping)."""
 
 
 @dataclass(frozen=True)
@@ -336,10 +339,12 @@ def _check_fits(
 
 def describe_file(
     io: FileIO, metadata: TableMetadata, found: FoundFile, mapping: NameMapping
-) -> DataFile:
-    """The data file entry of ``found`` (see the module docstring, step 3)."""
+) -> tuple[DataFile, bool]:
+    """The data file entry of ``found`` (see the module docstring, step 3), and whether the
+    file lacks field ids."""
     schema, spec = metadata.schema(), metadata.spec()
     md = _read_footer(io, found.location)
+    lacks_ids = any(field_id_of(f) is None for f in md.schema.to_arrow_schema())
     held = _check_fits(found.location, md, schema, spec, mapping, found.path_values)
     # values the file can show are computed from its statistics and checked against the path
     given = {
@@ -385,7 +390,7 @@ def describe_file(
                     f"Cannot add file {found.location}: its rows have {pf.name}="
                     f"{data_file.partition[i]!r}, its folder says {from_path!r}"
                 )
-    return data_file
+    return data_file, lacks_ids
 
 
 # -- committing --------------------------------------------------------------------------------
@@ -510,13 +515,17 @@ def add_files(
             )
     if describe is None:
         with ThreadPoolExecutor(max_workers=8) as pool:
-            files = list(pool.map(lambda f: describe_file(table.io, metadata, f, mapping), found))
+            described = list(
+                pool.map(lambda f: describe_file(table.io, metadata, f, mapping), found)
+            )
     else:
-        files = describe(metadata, found, mapping)
+        described = describe(metadata, found, mapping)
+    files = [f for f, _ in described]
+    needs_mapping = new_mapping and any(lacks for _, lacks in described)
     return commit_added_files(
         table,
         files,
-        mapping if new_mapping else None,
+        mapping if needs_mapping else None,
         check_duplicate_files=check_duplicate_files,
         branch=branch,
     )

@@ -219,3 +219,14 @@ def test_add_files_refuses_files_that_do_not_fit(catalog: Catalog, tmp_path: Pat
     table.add_files(str(tmp_path / "narrow.parquet"))
     assert _ids(table) == list(range(6))
     assert sorted(table.scan().to_arrow().column("value").to_pylist()) == [0, 1, 2, 3, 10, 20]
+
+
+def test_add_files_with_field_ids_needs_no_name_mapping(catalog: Catalog) -> None:
+    source = catalog.create_table("db.s", SCHEMA, partition_by=["category"])
+    source.append(_rows(range(12)))
+    files = [t.file.file_path for t in source.scan().plan_files()]
+    table = catalog.create_table("db.t", SCHEMA, partition_by=["category"])
+    assert table.add_files(files).added_files_count == 3
+    assert table.metadata.name_mapping() is None
+    assert _ids(table) == list(range(12))
+    assert sorted(t.file.partition for t in table.scan().plan_files()) == [("a",), ("b",), ("c",)]
