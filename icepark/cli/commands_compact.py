@@ -113,7 +113,7 @@ def compact_command(
     json_output: bool,
 ) -> None:
     """Compact the data files of TABLE on Spark (Java's rewrite_data_files)."""
-    from icepark.spark.rewrite_data_files import rewrite_data_files
+    from icepark.spark import rewrite_data_files
 
     table = open_table(cli, table_name)
     parsed = _options(options)

@@ -15,7 +15,7 @@ copy-on-write or merge-on-read; see :mod:`icepark.spark.row_level`)::
     ispark.merge(spark, "db.events", updates_df, on="id",
                  when_matched_update="*", when_not_matched_insert="*")
 
-Compaction and maintenance (Java's procedures; see :mod:`icepark.spark.rewrite_data_files`)::
+Compaction and maintenance (Java's procedures; see :mod:`icepark.spark.rewrite_data_files_action`)::
 
     ispark.rewrite_data_files(spark, "db.events", strategy="sort", sort_order="zorder(id, ts)")
     ispark.rewrite_position_delete_files(spark, "db.events")
@@ -46,10 +46,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from icepark.spark._common import prepare_session, resolve_table
-from icepark.spark.add_files import add_files
+from icepark.spark.add_files_action import add_files
 from icepark.spark.reader import ReadPath, choose_path, read, read_scan
-from icepark.spark.rewrite_data_files import rewrite_data_files
-from icepark.spark.rewrite_position_delete_files import rewrite_position_delete_files
+from icepark.spark.rewrite_data_files_action import rewrite_data_files
+from icepark.spark.rewrite_position_deletes_action import rewrite_position_delete_files
 from icepark.spark.row_level import delete, merge, update
 from icepark.spark.source import IcebergDataSource, register, register_tables
 from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
