@@ -8,7 +8,10 @@ concurrent groups each have their own settings; adaptive execution off, as in Ja
 
 * it reads the group's files with icepark's read path (:func:`icepark.spark.reader.read_tasks`:
   Spark's Parquet reader with the position deletes and DVs dropped by a bitmap filter, or
-  icepark's reader in Python tasks where equality deletes apply);
+  icepark's reader in Python tasks where equality deletes apply). A group of small files
+  (under ``SMALL_FILE_BYTES`` on average) is read in Python tasks: Spark's reader lists every
+  file on the driver and pays a few milliseconds per file, icepark's reader opens files from
+  the manifests' sizes (measured: 1,000 files of 2.7 KB rewrite about twice as fast);
 * **binpack**: Spark packs the files into read splits of the group's split size (files open
   for free, no minimum number of partitions), each split becomes one file; rows are sorted
   within a split by the table's sort order, and moved by a shuffle only when the group's files
@@ -66,13 +69,14 @@ from icepark.table.rewrite_data_files import (
 from icepark.table.rewrite_planner import RewriteFileGroup, RewriteOptions
 from icepark.table.scan import DataScan
 
-__all__ = ["rewrite_data_files", "STRATEGIES"]
+__all__ = ["rewrite_data_files", "SMALL_FILE_BYTES", "STRATEGIES"]
 
 STRATEGIES = ("binpack", "sort")
 SHUFFLE_PARTITIONS_PER_FILE = "shuffle-partitions-per-file"
 MAX_OUTPUT_SIZE = "max-output-size"
 VAR_LENGTH_CONTRIBUTION = "var-length-contribution"
 _Z_COLUMN = "__icepark_zvalue__"
+SMALL_FILE_BYTES = 1024 * 1024
 _ZORDER = re.compile(r"^\s*zorder\s*\((?P<cols>.*)\)\s*$", re.IGNORECASE)
 
 
@@ -228,7 +232,8 @@ class _Runner:
                 P.SPLIT_OPEN_FILE_COST.name: "0",
             },
         )
-        df = read_tasks(session, scan, group.tasks)
+        small = group.input_size < SMALL_FILE_BYTES * group.input_file_count
+        df = read_tasks(session, scan, group.tasks, path="python" if small else "auto")
         target = self._target_metadata(group)
         files = write_files(
             df,

@@ -99,10 +99,22 @@ def _operations(refspark: RefEngine, table: str) -> list[str]:
     return [r[0] for r in rows]
 
 
+@pytest.mark.parametrize("read_path", ["native", "python"])
 @pytest.mark.parametrize("version", [2, 3])
 def test_binpack_with_deletes(
-    spark: Any, refspark: RefEngine, warehouse: Path, fs_catalog: FileSystemCatalog, version: int
+    spark: Any,
+    refspark: RefEngine,
+    warehouse: Path,
+    fs_catalog: FileSystemCatalog,
+    version: int,
+    read_path: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from icepark.spark import rewrite_data_files_action
+
+    # groups of small files are read in Python tasks; 0 makes every group read natively
+    small = 0 if read_path == "native" else 1 << 40
+    monkeypatch.setattr(rewrite_data_files_action, "SMALL_FILE_BYTES", small)
     table = _table(spark, fs_catalog, version=version)
     delete(spark, table, "id >= 10 and id < 14")
     delete(spark, fs_catalog.load_table("db.t"), "id = 70 or id = 71")
