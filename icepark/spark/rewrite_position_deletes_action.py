@@ -25,8 +25,8 @@ from icepark.manifest import DataFile
 from icepark.spark._common import resolve_table
 from icepark.spec.metadata import TableMetadata
 from icepark.table import Table
-from icepark.table.rewrite_planner import PositionDeletesGroup
 from icepark.table.rewrite_position_deletes import (
+    PositionDeletesGroup,
     RewritePositionDeleteFiles,
     RewritePositionDeleteFilesResult,
     rewrite_group,

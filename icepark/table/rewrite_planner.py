@@ -34,10 +34,8 @@ from typing import Any, TypeVar
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression
 from icepark.io import FileIO
-from icepark.manifest import DataFile, FileContent, ManifestContent
-from icepark.planning.matching import FileMatcher
+from icepark.manifest import DataFile, FileContent
 from icepark.planning.planner import FileScanTask, plan_files
-from icepark.planning.walk import live_entries
 from icepark.spec import properties as P
 from icepark.spec.conversions import from_bytes
 from icepark.spec.metadata import TableMetadata
@@ -50,14 +48,14 @@ __all__ = [
     "FileGroupInfo",
     "FileRewritePlan",
     "PartitionKey",
-    "PositionDeletesGroup",
     "RewriteFileGroup",
     "RewriteOptions",
     "SizeThresholds",
     "job_order",
+    "order_groups",
     "output_spec_id",
+    "pack_groups",
     "plan_data_file_groups",
-    "plan_position_delete_groups",
     "referenced_data_file",
     "JOB_ORDERS",
 ]
@@ -235,7 +233,7 @@ class SizeThresholds:
         return size > self.max
 
 
-def _pack(items: Sequence[T], weight: Callable[[T], int], target: int) -> list[list[T]]:
+def pack_groups(items: Sequence[T], weight: Callable[[T], int], target: int) -> list[list[T]]:
     """Java's ``BinPacking.ListPacker(target, lookback 1, largestBinFirst false)``: items in
     order, a new group whenever the next item does not fit in the open one."""
     groups: list[list[T]] = []
@@ -346,7 +344,7 @@ class FileRewritePlan:
         return sum(self.groups_in_partition.values())
 
 
-def _ordered(groups: list[Any], order: str) -> list[Any]:
+def order_groups(groups: list[Any], order: str) -> list[Any]:
     if order == "bytes-asc":
         return sorted(groups, key=lambda g: g.input_size)
     if order == "bytes-desc":
@@ -442,7 +440,7 @@ def plan_data_file_groups(
     rewriting = 0
     for key, part_tasks in by_partition.items():
         chosen = part_tasks if sizes.rewrite_all else [t for t in part_tasks if candidate(t)]
-        packed = _pack(chosen, lambda t: t.file.file_size_in_bytes, sizes.max_group_size)
+        packed = pack_groups(chosen, lambda t: t.file.file_size_in_bytes, sizes.max_group_size)
         if not sizes.rewrite_all:
             packed = [g for g in packed if keep(g)]
         if not packed:
@@ -466,7 +464,7 @@ def plan_data_file_groups(
                     expected,
                 )
             )
-    return FileRewritePlan(_ordered(groups, order), in_partition)
+    return FileRewritePlan(order_groups(groups, order), in_partition)
 
 
 def _whole(task: FileScanTask) -> FileScanTask:
@@ -482,135 +480,3 @@ def _whole(task: FileScanTask) -> FileScanTask:
         task.start,
         task.length,
     )
-
-
-# -- position delete files -----------------------------------------------------------------------
-
-
-@dataclass
-class PositionDeletesGroup:
-    """Position delete files of one partition rewritten together (Java's
-    ``RewritePositionDeletesGroup``); ``deletes`` pairs each file with its data sequence
-    number. On v3 tables a group is a whole partition, rewritten into one deletion vector
-    per data file (``to_dvs``). Before the rewrite runs, ``live_paths`` (v2: the live data
-    files of the partition) or ``data_tasks`` (v3: the partition's scan tasks with their
-    position deletes) say which deletes still apply."""
-
-    info: FileGroupInfo
-    deletes: list[tuple[DataFile, int]]
-    max_output_file_size: int
-    expected_output_files: int
-    to_dvs: bool = False
-    added_files: list[DataFile] = field(default_factory=list)
-    live_paths: frozenset[str] = frozenset()
-    data_tasks: list[FileScanTask] = field(default_factory=list)
-
-    @property
-    def rewritten_files(self) -> list[DataFile]:
-        return [d for d, _ in self.deletes]
-
-    @property
-    def input_file_count(self) -> int:
-        return len(self.deletes)
-
-    @property
-    def input_size(self) -> int:
-        return sum(_delete_size(d) for d, _ in self.deletes)
-
-    @property
-    def max_rewritten_sequence_number(self) -> int:
-        return max(seq for _, seq in self.deletes)
-
-
-def _delete_size(d: DataFile) -> int:
-    if d.file_format.name == "PUFFIN" and d.content_size_in_bytes is not None:
-        return d.content_size_in_bytes
-    return d.file_size_in_bytes
-
-
-def plan_position_delete_groups(
-    io: FileIO,
-    metadata: TableMetadata,
-    snapshot: Snapshot | None,
-    options: RewriteOptions,
-    row_filter: BooleanExpression | None = None,
-    *,
-    case_sensitive: bool = True,
-) -> FileRewritePlan:
-    """Java's ``BinPackRewritePositionDeletePlanner.plan``: live position delete files whose
-    partition may match ``row_filter``, by partition and size (default target
-    ``write.delete.target-file-size-bytes``). On v3 tables, the partitions where a data file
-    has more than one position delete source (v2 files or DVs) are planned whole, to become
-    one DV per data file."""
-    sizes = SizeThresholds.from_options(
-        options, P.DELETE_TARGET_FILE_SIZE_BYTES.get(metadata.properties)
-    )
-    order = job_order(options)
-    if snapshot is None or metadata.format_version < 2:
-        return FileRewritePlan([], {})
-    matcher = FileMatcher(
-        metadata.schema(),
-        metadata.specs(),
-        row_filter if row_filter is not None else AlwaysTrue(),
-        case_sensitive,
-    )
-    by_partition: dict[PartitionKey, list[tuple[DataFile, int]]] = {}
-    for _, entries in live_entries(io, metadata, snapshot, matcher, ManifestContent.DELETES):
-        for e in entries:
-            f = e.data_file
-            if f.content == FileContent.POSITION_DELETES:
-                key = (f.spec_id or 0, tuple(f.partition))
-                by_partition.setdefault(key, []).append((f, e.sequence_number or 0))
-    groups: list[PositionDeletesGroup] = []
-    in_partition: dict[PartitionKey, int] = {}
-    for key, files in by_partition.items():
-        if metadata.format_version >= 3:
-            if _needs_dv_rewrite(files):
-                in_partition[key] = 1
-                groups.append(
-                    PositionDeletesGroup(
-                        FileGroupInfo(len(groups) + 1, 1, key), files, sizes.max, 1, to_dvs=True
-                    )
-                )
-            continue
-        chosen = (
-            files
-            if sizes.rewrite_all
-            else [f for f in files if sizes.outside_range(f[0].file_size_in_bytes)]
-        )
-        packed = _pack(chosen, lambda f: f[0].file_size_in_bytes, sizes.max_group_size)
-        if not sizes.rewrite_all:
-            packed = [
-                g
-                for g in packed
-                if sizes.enough_input_files(len(g))
-                or sizes.enough_content(len(g), sum(f.file_size_in_bytes for f, _ in g))
-                or sizes.too_much_content(sum(f.file_size_in_bytes for f, _ in g))
-            ]
-        if not packed:
-            continue
-        in_partition[key] = len(packed)
-        for number, group in enumerate(packed, 1):
-            size = sum(f.file_size_in_bytes for f, _ in group)
-            groups.append(
-                PositionDeletesGroup(
-                    FileGroupInfo(len(groups) + 1, number, key),
-                    group,
-                    sizes.write_max_file_size,
-                    sizes.expected_output_files(size),
-                )
-            )
-    return FileRewritePlan(_ordered(groups, order), in_partition)
-
-
-def _needs_dv_rewrite(files: Sequence[tuple[DataFile, int]]) -> bool:
-    """On v3: any v2 position delete file, or a data file with several DVs."""
-    referenced: set[str] = set()
-    for f, _ in files:
-        if f.file_format.name != "PUFFIN":
-            return True
-        target = f.referenced_data_file or ""
-        if target in referenced:
-            return True
-        referenced.add(target)
-    return False

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -39,23 +39,31 @@ from icepark.errors import CommitFailedError, CommitStateUnknownError, Validatio
 from icepark.expressions import AlwaysTrue, BooleanExpression
 from icepark.io import FileIO
 from icepark.manifest import DataFile, FileContent, ManifestContent
-from icepark.planning.planner import plan_files
+from icepark.planning.matching import FileMatcher
+from icepark.planning.planner import FileScanTask, plan_files
 from icepark.planning.walk import live_entries
+from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
-from icepark.spec.snapshots import MAIN_BRANCH
+from icepark.spec.snapshots import MAIN_BRANCH, Snapshot
 from icepark.table.rewrite_files import RewriteFilesAction
 from icepark.table.rewrite_planner import (
     POSITION_DELETE_PLANNER_OPTIONS,
+    FileGroupInfo,
     FileRewritePlan,
-    PositionDeletesGroup,
+    PartitionKey,
     RewriteOptions,
-    plan_position_delete_groups,
+    SizeThresholds,
+    order_groups,
+    pack_groups,
+    job_order,
 )
 from icepark.table.row_delta import deleted_positions
 from icepark.table.table import Table
 
 __all__ = [
     "GroupsRunner",
+    "PositionDeletesGroup",
+    "plan_position_delete_groups",
     "RewritePositionDeleteFiles",
     "RewritePositionDeleteFilesResult",
     "prepare_groups",
@@ -70,7 +78,7 @@ _OPTIONS = POSITION_DELETE_PLANNER_OPTIONS | {
     "partial-progress.max-commits",
 }
 
-GroupsRunner = Callable[[TableMetadata, Sequence[PositionDeletesGroup]], list[list[DataFile]]]
+GroupsRunner = Callable[[TableMetadata, Sequence["PositionDeletesGroup"]], list[list[DataFile]]]
 """Runs :func:`rewrite_group` for each group (e.g. as Spark tasks); the files of each."""
 
 
@@ -92,6 +100,138 @@ class RewritePositionDeleteFilesResult:
             f"{n} {'long' if n.endswith('bytes_count') else 'int'}" for n in self.to_dict()
         )
         return spark.createDataFrame([tuple(self.to_dict().values())], schema)
+
+
+# -- planning ------------------------------------------------------------------------------------
+
+
+@dataclass
+class PositionDeletesGroup:
+    """Position delete files of one partition rewritten together (Java's
+    ``RewritePositionDeletesGroup``); ``deletes`` pairs each file with its data sequence
+    number. On v3 tables a group is a whole partition, rewritten into one deletion vector
+    per data file (``to_dvs``). Before the rewrite runs, ``live_paths`` (v2: the live data
+    files of the partition) or ``data_tasks`` (v3: the partition's scan tasks with their
+    position deletes) say which deletes still apply."""
+
+    info: FileGroupInfo
+    deletes: list[tuple[DataFile, int]]
+    max_output_file_size: int
+    expected_output_files: int
+    to_dvs: bool = False
+    added_files: list[DataFile] = field(default_factory=list)
+    live_paths: frozenset[str] = frozenset()
+    data_tasks: list[FileScanTask] = field(default_factory=list)
+
+    @property
+    def rewritten_files(self) -> list[DataFile]:
+        return [d for d, _ in self.deletes]
+
+    @property
+    def input_file_count(self) -> int:
+        return len(self.deletes)
+
+    @property
+    def input_size(self) -> int:
+        return sum(_delete_size(d) for d, _ in self.deletes)
+
+    @property
+    def max_rewritten_sequence_number(self) -> int:
+        return max(seq for _, seq in self.deletes)
+
+
+def _delete_size(d: DataFile) -> int:
+    if d.file_format.name == "PUFFIN" and d.content_size_in_bytes is not None:
+        return d.content_size_in_bytes
+    return d.file_size_in_bytes
+
+
+def plan_position_delete_groups(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot | None,
+    options: RewriteOptions,
+    row_filter: BooleanExpression | None = None,
+    *,
+    case_sensitive: bool = True,
+) -> FileRewritePlan:
+    """Java's ``BinPackRewritePositionDeletePlanner.plan``: live position delete files whose
+    partition may match ``row_filter``, by partition and size (default target
+    ``write.delete.target-file-size-bytes``). On v3 tables, the partitions where a data file
+    has more than one position delete source (v2 files or DVs) are planned whole, to become
+    one DV per data file."""
+    sizes = SizeThresholds.from_options(
+        options, P.DELETE_TARGET_FILE_SIZE_BYTES.get(metadata.properties)
+    )
+    order = job_order(options)
+    if snapshot is None or metadata.format_version < 2:
+        return FileRewritePlan([], {})
+    matcher = FileMatcher(
+        metadata.schema(),
+        metadata.specs(),
+        row_filter if row_filter is not None else AlwaysTrue(),
+        case_sensitive,
+    )
+    by_partition: dict[PartitionKey, list[tuple[DataFile, int]]] = {}
+    for _, entries in live_entries(io, metadata, snapshot, matcher, ManifestContent.DELETES):
+        for e in entries:
+            f = e.data_file
+            if f.content == FileContent.POSITION_DELETES:
+                key = (f.spec_id or 0, tuple(f.partition))
+                by_partition.setdefault(key, []).append((f, e.sequence_number or 0))
+    groups: list[PositionDeletesGroup] = []
+    in_partition: dict[PartitionKey, int] = {}
+    for key, files in by_partition.items():
+        if metadata.format_version >= 3:
+            if _needs_dv_rewrite(files):
+                in_partition[key] = 1
+                groups.append(
+                    PositionDeletesGroup(
+                        FileGroupInfo(len(groups) + 1, 1, key), files, sizes.max, 1, to_dvs=True
+                    )
+                )
+            continue
+        chosen = (
+            files
+            if sizes.rewrite_all
+            else [f for f in files if sizes.outside_range(f[0].file_size_in_bytes)]
+        )
+        packed = pack_groups(chosen, lambda f: f[0].file_size_in_bytes, sizes.max_group_size)
+        if not sizes.rewrite_all:
+            packed = [
+                g
+                for g in packed
+                if sizes.enough_input_files(len(g))
+                or sizes.enough_content(len(g), sum(f.file_size_in_bytes for f, _ in g))
+                or sizes.too_much_content(sum(f.file_size_in_bytes for f, _ in g))
+            ]
+        if not packed:
+            continue
+        in_partition[key] = len(packed)
+        for number, group in enumerate(packed, 1):
+            size = sum(f.file_size_in_bytes for f, _ in group)
+            groups.append(
+                PositionDeletesGroup(
+                    FileGroupInfo(len(groups) + 1, number, key),
+                    group,
+                    sizes.write_max_file_size,
+                    sizes.expected_output_files(size),
+                )
+            )
+    return FileRewritePlan(order_groups(groups, order), in_partition)
+
+
+def _needs_dv_rewrite(files: Sequence[tuple[DataFile, int]]) -> bool:
+    """On v3: any v2 position delete file, or a data file with several DVs."""
+    referenced: set[str] = set()
+    for f, _ in files:
+        if f.file_format.name != "PUFFIN":
+            return True
+        target = f.referenced_data_file or ""
+        if target in referenced:
+            return True
+        referenced.add(target)
+    return False
 
 
 def prepare_groups(

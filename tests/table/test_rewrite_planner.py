@@ -15,7 +15,7 @@ from icepark.spec.types import StringType
 from icepark.table.rewrite_planner import (
     RewriteOptions,
     SizeThresholds,
-    _pack,
+    pack_groups,
     referenced_data_file,
 )
 
@@ -55,7 +55,7 @@ def test_expected_output_files_rounds_as_java() -> None:
 
 @given(st.lists(st.integers(1, 300), max_size=40), st.integers(1, 500))
 def test_pack_keeps_order_and_respects_the_target(weights: list[int], target: int) -> None:
-    groups = _pack(weights, lambda w: w, target)
+    groups = pack_groups(weights, lambda w: w, target)
     assert [w for g in groups for w in g] == weights
     for g in groups:
         assert sum(g) <= target or len(g) == 1
