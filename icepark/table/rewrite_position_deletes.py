@@ -53,9 +53,9 @@ from icepark.table.rewrite_planner import (
     PartitionKey,
     RewriteOptions,
     SizeThresholds,
+    job_order,
     order_groups,
     pack_groups,
-    job_order,
 )
 from icepark.table.row_delta import deleted_positions
 from icepark.table.table import Table
