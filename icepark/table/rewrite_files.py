@@ -54,6 +54,10 @@ from icepark.table.producers import SnapshotProducer
 
 __all__ = ["RewriteFilesAction", "DeleteKey", "delete_key", "validate_rewrite"]
 
+# Java's VALIDATE_ADDED_DELETE_FILES_OPERATIONS: a ``replace`` (rewritten position deletes)
+# deletes no new row
+_ADDS_DELETES = (Operation.OVERWRITE, Operation.DELETE)
+
 DeleteKey = tuple[str, int | None]
 """A delete file's identity: its path and (for a deletion vector) its content offset."""
 
@@ -122,7 +126,7 @@ def validate_rewrite(
                     f"{f.file_path} was removed by concurrent snapshot {change.snapshot_id} "
                     f"({where})"
                 )
-        elif base.format_version >= 2:
+        elif base.format_version >= 2 and change.snapshot.operation in _ADDS_DELETES:
             added_deletes.add(f, change.entry.sequence_number or 0)
             added_by[delete_key(f)] = change.snapshot_id
     if not added_deletes.is_empty and rewritten_data:

@@ -9,9 +9,12 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from icepark.catalog import Catalog, SqlCatalog
 from icepark.errors import ValidationError
+from icepark.expressions import parse_filter
 from icepark.manifest import DataFile, FileContent
 from icepark.planning.planner import FileScanTask
 from icepark.spec.builder import MetadataBuilder
@@ -351,3 +354,96 @@ def test_output_spec_id_and_files_of_an_older_spec(catalog: Catalog) -> None:
         RewriteDataFiles(
             table, _runner(table, table.metadata), options={"output-spec-id": "7"}
         ).execute()
+
+
+# -- property: whatever fails, nothing referenced is deleted and no row changes ----------------
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    fail_groups=st.sets(st.sampled_from(["a", "b"])),
+    conflict=st.sampled_from([None, "a", "b"]),
+    partial=st.booleans(),
+)
+def test_a_failing_rewrite_never_loses_a_row_or_a_referenced_file(
+    tmp_path_factory: pytest.TempPathFactory,
+    fail_groups: set[str],
+    conflict: str | None,
+    partial: bool,
+) -> None:
+    root = tmp_path_factory.mktemp("prop")
+    catalog = SqlCatalog("p", uri=f"sqlite:///{root}/c.db", warehouse=str(root / "wh"))
+    catalog.create_namespace("db")
+    table = _table(catalog)
+    for i in range(4):
+        table.append(_rows(range(i * 10, i * 10 + 10)))
+    table.delete("id in (1, 2, 13)")
+    metadata = table.metadata
+    expected = [i for i in range(40) if i not in (1, 2, 13)]
+    conflict_id = {"a": 20, "b": 21}
+    injected: list[int] = []
+
+    def runner(group: RewriteFileGroup) -> list[DataFile]:
+        files = _runner(table, metadata)(group)
+        category = group.info.partition[1][0]
+        if category in fail_groups:
+            for f in files:
+                table.io.delete(f.file_path)
+            raise RuntimeError(f"group {category} failed")
+        if conflict == category:
+            try:
+                catalog.load_table("db.t").delete(f"id = {conflict_id[category]}")
+            except BaseException:
+                for f in files:  # a runner that fails leaves nothing behind
+                    table.io.delete(f.file_path)
+                raise
+            injected.append(conflict_id[category])
+        return files
+
+    options = {"min-input-files": "2", "partial-progress.enabled": str(partial).lower()}
+    try:
+        RewriteDataFiles(table, runner, options=options).execute()
+    except (RuntimeError, ValidationError):
+        pass
+    table = catalog.load_table("db.t")
+    for deleted in injected:
+        expected.remove(deleted)
+    assert _ids(table) == expected
+    for task in table.scan().plan_files():
+        for f in (task.file, *task.delete_files):
+            assert table.io.new_input(f.file_path).exists(), f.file_path
+    referenced = {t.file.file_path for t in table.scan().plan_files()}
+    on_disk = {
+        e.location
+        for e in table.io.list_prefix(f"{table.location}/data")
+        if "deletes" not in e.location
+    }
+    written_by_history = {
+        t.file.file_path
+        for s in table.snapshots()
+        for t in table.scan(snapshot_id=s.snapshot_id).plan_files()
+    }
+    assert referenced <= on_disk
+    assert on_disk <= written_by_history  # files of failed groups were deleted
+
+
+def test_a_delete_planned_before_a_compaction_commits_after_it(catalog: Catalog) -> None:
+    """A ``replace`` adds no rows: a serializable delete is not in conflict with it (Java
+    validates added files of ``append`` and ``overwrite`` snapshots only)."""
+    table = _table(catalog)
+    for i in range(6):
+        table.append(_rows(range(i * 10, i * 10 + 10)))
+    stale = catalog.load_table("db.t")  # plans the delete against the snapshot before
+    result = RewriteDataFiles(
+        table,
+        _runner(table, table.metadata),
+        where=parse_filter("category = 'a'"),
+        options={"min-input-files": "2"},
+    ).execute()
+    assert result.added_data_files_count == 1
+    stale.delete("id = 21")  # in partition b: its files were not rewritten
+    table.refresh()
+    assert [s.operation.value for s in table.snapshots()][-2:] == ["replace", "delete"]
+    assert _ids(table) == [i for i in range(60) if i != 21]
