@@ -57,10 +57,12 @@ def _reference(
     args = [warehouse, runs, point, write_rows, merge_rows, ",".join(sorted(sections))]
     done = subprocess.run(
         [str(REF_PYTHON), str(script), *[str(a) for a in args]],
-        check=True,
         capture_output=True,
         text=True,
     )
+    if done.returncode != 0:  # show why: the last lines Java printed
+        errors = [line for line in done.stderr.splitlines() if "WARN" not in line]
+        sys.exit("reference engine failed:\n" + "\n".join(errors[-30:]))
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     return dict(json.loads(lines[-1]))
 
