@@ -11,11 +11,14 @@ concurrent groups each have their own settings; adaptive execution off, as in Ja
   icepark's reader in Python tasks where equality deletes apply). A group of small files
   (under ``SMALL_FILE_BYTES`` on average) is read in Python tasks: Spark's reader lists every
   file on the driver and pays a few milliseconds per file, icepark's reader opens files from
-  the manifests' sizes (measured: 1,000 files of 2.7 KB rewrite about twice as fast);
+  the manifests' sizes (measured: 1,000 files of 2.7 KB rewrite about twice as fast). When
+  its files are tiny (under ``SPREAD_FILE_BYTES`` on average), every core reads part of it
+  and a shuffle gathers the rows into the output files: opening the files costs more than
+  moving their few bytes;
 * **binpack**: Spark packs the files into read splits of the group's split size (files open
   for free, no minimum number of partitions), each split becomes one file; rows are sorted
   within a split by the table's sort order, and moved by a shuffle only when the group's files
-  are of another spec than the output spec;
+  are of another spec than the output spec (or are tiny, above);
 * **sort**: rows are range-partitioned into the group's expected number of output files by the
   output spec's partition and the sort order (the table's, or ``sort_order="id desc nulls
   last, ts"``), and sorted within each;
@@ -46,7 +49,7 @@ from icepark.expressions import AlwaysTrue, BooleanExpression, bind, parse_filte
 from icepark.manifest import DataFile
 from icepark.spark._common import resolve_table
 from icepark.spark.filters import quote_column
-from icepark.spark.reader import read_tasks
+from icepark.spark.reader import ReadPath, read_tasks
 from icepark.spark.writer import Cluster, write_files
 from icepark.spec import properties as P
 from icepark.spec.builder import MetadataBuilder
@@ -69,7 +72,7 @@ from icepark.table.rewrite_data_files import (
 from icepark.table.rewrite_planner import RewriteFileGroup, RewriteOptions
 from icepark.table.scan import DataScan
 
-__all__ = ["rewrite_data_files", "SMALL_FILE_BYTES", "STRATEGIES"]
+__all__ = ["rewrite_data_files", "SMALL_FILE_BYTES", "SPREAD_FILE_BYTES", "STRATEGIES"]
 
 STRATEGIES = ("binpack", "sort")
 SHUFFLE_PARTITIONS_PER_FILE = "shuffle-partitions-per-file"
@@ -77,6 +80,7 @@ MAX_OUTPUT_SIZE = "max-output-size"
 VAR_LENGTH_CONTRIBUTION = "var-length-contribution"
 _Z_COLUMN = "__icepark_zvalue__"
 SMALL_FILE_BYTES = 1024 * 1024
+SPREAD_FILE_BYTES = 64 * 1024
 _ZORDER = re.compile(r"^\s*zorder\s*\((?P<cols>.*)\)\s*$", re.IGNORECASE)
 
 
@@ -227,13 +231,10 @@ class _Runner:
             ref=None if self.branch == MAIN_BRANCH else self.branch,
             case_sensitive=self.case_sensitive,
             use_snapshot_schema=False,
-            options={
-                P.SPLIT_SIZE.name: str(group.input_split_size),
-                P.SPLIT_OPEN_FILE_COST.name: "0",
-            },
+            options=self._split_options(group),
         )
-        small = group.input_size < SMALL_FILE_BYTES * group.input_file_count
-        df = read_tasks(session, scan, group.tasks, path="python" if small else "auto")
+        path: ReadPath = "python" if self._small(group) else "auto"
+        df = read_tasks(session, scan, group.tasks, path=path)
         target = self._target_metadata(group)
         files = write_files(
             df,
@@ -247,6 +248,26 @@ class _Runner:
             f if f.sort_order_id in known or f.sort_order_id is None else _unsorted(f)
             for f in files
         ]
+
+    def _small(self, group: RewriteFileGroup) -> bool:
+        return group.input_size < SMALL_FILE_BYTES * group.input_file_count
+
+    def _spread(self, group: RewriteFileGroup) -> bool:
+        """Whether the group is read by every core and shuffled into its output files: for
+        many tiny files, where what each file costs to open outweighs moving the bytes."""
+        cores = self.spark.sparkContext.defaultParallelism
+        return (
+            self._small(group)
+            and group.input_size < SPREAD_FILE_BYTES * group.input_file_count
+            and group.input_file_count >= 2 * cores > 2
+        )
+
+    def _split_options(self, group: RewriteFileGroup) -> dict[str, str]:
+        """Read splits (python path): one per output file, or one per core when spread."""
+        split = group.input_split_size
+        if self._spread(group):
+            split = group.input_size // self.spark.sparkContext.defaultParallelism + 1
+        return {P.SPLIT_SIZE.name: str(split), P.SPLIT_OPEN_FILE_COST.name: "0"}
 
     def _conf(self, group: RewriteFileGroup) -> dict[str, str]:
         return {
@@ -284,10 +305,13 @@ class _Runner:
 
     def _cluster(self, group: RewriteFileGroup) -> Cluster:
         repartition = self._repartitions(group)
+        spread = self._spread(group)
 
         def cluster(df: DataFrame, partition: list[Column], sort: list[Column]) -> DataFrame:
             if repartition and partition:
                 df = df.repartition(*partition)
+            elif spread:
+                df = df.repartition(group.expected_output_files)
             if partition or sort:
                 df = df.sortWithinPartitions(*partition, *sort)
             return df
@@ -332,6 +356,9 @@ class _Shuffling(_Runner):
 
     def _conf(self, group: RewriteFileGroup) -> dict[str, str]:
         return {"spark.sql.adaptive.enabled": "false"}
+
+    def _split_options(self, group: RewriteFileGroup) -> dict[str, str]:
+        return {}  # the table's read splits: the rows are shuffled anyway
 
     def _keys(self, df: DataFrame, sort: list[Column]) -> tuple[DataFrame, list[Column], list[str]]:
         """The DataFrame with any extra sort columns, the sort columns, the extra names."""
