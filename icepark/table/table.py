@@ -18,6 +18,7 @@ from icepark.spec.updates import TableRequirement, TableUpdate
 
 if TYPE_CHECKING:
     from icepark.expressions import BooleanExpression
+    from icepark.table.inspect import InspectTable
     from icepark.table.scan import DataScan
     from icepark.table.transaction import Transaction
     from icepark.table.update_schema import UpdateSchema
@@ -140,6 +141,13 @@ class Table:
 
     def history(self) -> list[Any]:
         return list(self.metadata.snapshot_log)
+
+    @property
+    def inspect(self) -> InspectTable:
+        """The metadata tables (``table.inspect.files()``, ``.snapshots()``, ...) as Arrow."""
+        from icepark.table.inspect import InspectTable
+
+        return InspectTable(self)
 
     # -- changes ---------------------------------------------------------------------------
 
