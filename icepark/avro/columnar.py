@@ -45,7 +45,10 @@ __all__ = ["ColumnarDecoder", "avro_arrow_type", "compile_decoder", "decode_vari
 _PAD = bytes(16)  # read past the end by placeholders of null fixed-size values
 _LONG_KINDS = ("int", "long")
 # values whose nulls go into their own list: None for numbers, position -1 for the others
-_INLINE_NULLS = frozenset({"int", "long", "enum", "string", "bytes", "fixed", "float", "double"})
+_INLINE_NULLS = frozenset(
+    {"int", "long", "enum", "string", "bytes", "fixed", "float", "double"}
+    | {"array", "map", "varints", "flat"}  # a count of -1
+)
 
 
 def _fail(what: str) -> None:
@@ -111,20 +114,25 @@ class _Builder:
             symbols = list(avro.get("symbols", [])) if kind == "enum" else []
             return _Node(kind, self.lists(1), symbols=symbols)
         if kind in ("string", "bytes"):
-            return _Node(kind, self.lists(2))
+            return _Node(kind, self.lists(1))
         if kind == "fixed":
             return _Node(kind, self.lists(1), size=int(avro["size"]))
         if kind == "record":
             fields = avro.get("fields", [])
             children = [self.node(f["type"]) for f in fields]
-            return _Node(kind, [], children, names=[str(f["name"]) for f in fields])
+            # a record without fields counts its values in a list of its own
+            lists = [] if fields else self.lists(1)
+            return _Node(kind, lists, children, names=[str(f["name"]) for f in fields])
         if kind == "array":
             items = avro["items"]
             if _varint_only(items, self.named):
                 return self._varints(items)
+            flat = self._flat(items)
+            if flat is not None:
+                return flat
             return _Node("array", self.lists(1), [self.node(items)])
         if kind == "map":
-            key = _Node("string", self.lists(2))
+            key = _Node("string", self.lists(1))
             return _Node("map", self.lists(1), [key, self.node(avro["values"])])
         raise UnsupportedAvroError(f"Avro type {kind!r}")
 
@@ -135,6 +143,30 @@ class _Builder:
         leaf = self._varint_leaves(items)
         width = sum(1 for _ in _leaves(leaf))
         return _Node("varints", lists, [leaf], size=width)
+
+    def _flat(self, items: Any) -> _Node | None:
+        """An array of records of ints, longs, strings and bytes only (a metric bounds map):
+        phase one keeps where each item starts, phase two reads the fields of all items at
+        once. None for other items."""
+        record = resolve_named(items, self.named)
+        if not isinstance(record, dict) or record.get("type") != "record":
+            return None
+        kinds = []
+        for f in record.get("fields", []):
+            t = resolve_named(f["type"], self.named)
+            kind = t.get("type") if isinstance(t, dict) else t
+            if not isinstance(kind, str) or kind not in ("int", "long", "string", "bytes"):
+                return None
+            kinds.append(kind)
+        if not kinds:
+            return None
+        leaf = _Node(
+            "record",
+            [],
+            [_Node(k) for k in kinds],
+            names=[str(f["name"]) for f in record["fields"]],
+        )
+        return _Node("flat", self.lists(2), [leaf])  # counts, item starts
 
     def _varint_leaves(self, avro: Any) -> _Node:
         avro = resolve_named(avro, self.named)
@@ -185,8 +217,20 @@ class _Gen:
         self.emit(indent + 1, "b = (b & 0x7F) | (data[pos + 1] << 7)")
         self.emit(indent + 1, f"{target} = (b >> 1) ^ -(b & 1)")
         self.emit(indent + 1, "pos += 2")
-        self.emit(indent, "else:")
-        self.emit(indent + 1, f"{target}, pos = read_long(data, pos)")
+        self.emit(indent, "else:")  # longer: a loop here costs less than a call
+        self.emit(indent + 1, "u = b & 0x7F")
+        self.emit(indent + 1, "s = 7")
+        self.emit(indent + 1, "pos += 1")
+        self.emit(indent + 1, "while True:")
+        self.emit(indent + 2, "b = data[pos]")
+        self.emit(indent + 2, "pos += 1")
+        self.emit(indent + 2, "u |= (b & 0x7F) << s")
+        self.emit(indent + 2, "if b < 0x80:")
+        self.emit(indent + 3, "break")
+        self.emit(indent + 2, "s += 7")
+        self.emit(indent + 2, "if s > 63:")
+        self.emit(indent + 3, "_fail('a varint longer than ten bytes')")
+        self.emit(indent + 1, f"{target} = (u >> 1) ^ -(u & 1)")
 
     def value(self, indent: int, node: _Node) -> None:
         """Code reading one value of ``node`` at ``pos`` into its columns."""
@@ -203,22 +247,14 @@ class _Gen:
             self.emit(indent, f"A{ls[0]}(pos)")
             self.emit(indent, f"pos += {4 if kind == 'float' else 8}")
         elif kind in ("string", "bytes"):
-            self.emit(indent, "b = data[pos]")
-            self.emit(indent, "if b < 0x80 and not b & 1:")  # a short length: one byte
-            self.emit(indent + 1, "pos += 1")
-            self.emit(indent + 1, f"A{ls[0]}(pos)")
-            self.emit(indent + 1, "pos += b >> 1")
-            self.emit(indent, "else:")
-            self.emit(indent + 1, "n, pos = read_long(data, pos)")
-            self.emit(indent + 1, "if n < 0:")
-            self.emit(indent + 2, "_fail('negative length')")
-            self.emit(indent + 1, f"A{ls[0]}(pos)")
-            self.emit(indent + 1, "pos += n")
-            self.emit(indent, f"A{ls[1]}(pos)")
+            self.emit(indent, f"A{ls[0]}(pos)")  # where the length is: phase two reads it
+            self.skip_bytes(indent)
         elif kind == "fixed":
             self.emit(indent, f"A{ls[0]}(pos)")
             self.emit(indent, f"pos += {node.size}")
         elif kind == "record":
+            if ls:
+                self.emit(indent, f"A{ls[0]}(0)")
             for child in node.children:
                 self.value(indent, child)
         elif kind == "nullable":
@@ -239,10 +275,33 @@ class _Gen:
             self.emit(indent + 1, "pass")
             self.emit(indent, "else:")
             self.emit(indent + 1, "_fail('union branch out of range')")
-        elif kind in ("array", "map", "varints"):
+        elif kind in ("array", "map", "varints", "flat"):
             self.blocks(indent, node)
         else:  # pragma: no cover - the builder makes no other kinds
             raise UnsupportedAvroError(kind)
+
+    def skip_bytes(self, indent: int) -> None:
+        self.emit(indent, "b = data[pos]")
+        self.emit(indent, "if b < 0x80 and not b & 1:")  # a short length: one byte
+        self.emit(indent + 1, "pos += 1 + (b >> 1)")
+        self.emit(indent, "elif b & 0x80 and data[pos + 1] < 0x80:")
+        self.emit(indent + 1, "b = (b & 0x7F) | (data[pos + 1] << 7)")
+        self.emit(indent + 1, "if b & 1:")
+        self.emit(indent + 2, "_fail('negative length')")
+        self.emit(indent + 1, "pos += 2 + (b >> 1)")
+        self.emit(indent, "else:")
+        self.emit(indent + 1, "n, pos = read_long(data, pos)")
+        self.emit(indent + 1, "if n < 0:")
+        self.emit(indent + 2, "_fail('negative length')")
+        self.emit(indent + 1, "pos += n")
+
+    def skip_varint(self, indent: int) -> None:
+        self.emit(indent, "if data[pos] < 0x80:")
+        self.emit(indent + 1, "pos += 1")
+        self.emit(indent, "else:")
+        self.emit(indent + 1, "while data[pos] >= 0x80:")
+        self.emit(indent + 2, "pos += 1")
+        self.emit(indent + 1, "pos += 1")
 
     def blocks(self, indent: int, node: _Node) -> None:
         if node.kind == "varints":
@@ -259,8 +318,16 @@ class _Gen:
         self.read_long(indent + 2, "v")
         self.emit(indent + 1, f"{total} += {items}")
         self.emit(indent + 1, f"for _ in range({items}):")
-        for child in node.children:
-            self.value(indent + 2, child)
+        if node.kind == "flat":
+            self.emit(indent + 2, f"A{node.lists[1]}(pos)")
+            for leaf in node.children[0].children:
+                if leaf.kind in ("string", "bytes"):
+                    self.skip_bytes(indent + 2)
+                else:
+                    self.skip_varint(indent + 2)
+        else:
+            for child in node.children:
+                self.value(indent + 2, child)
         self.emit(indent, f"A{node.lists[0]}({total})")
 
     def varint_blocks(self, indent: int, node: _Node) -> None:
@@ -310,9 +377,8 @@ class _Gen:
         ls = node.lists
         if node.kind in ("int", "long", "enum"):
             self.emit(indent, f"A{ls[0]}(None)")
-        else:  # a position of -1 (and an end of -1: no bytes)
-            for i in ls:
-                self.emit(indent, f"A{i}(-1)")
+        else:  # a position or a count of -1
+            self.emit(indent, f"A{ls[0]}(-1)")
 
     def placeholder(self, indent: int, node: _Node) -> None:
         """Code appending a null's stand-in to the columns of ``node``."""
@@ -322,9 +388,10 @@ class _Gen:
         elif kind in ("float", "double", "fixed"):
             self.emit(indent, f"A{ls[0]}(0)")
         elif kind in ("string", "bytes"):
-            self.emit(indent, f"A{ls[0]}(0)")
-            self.emit(indent, f"A{ls[1]}(0)")
+            self.emit(indent, f"A{ls[0]}(-1)")
         elif kind == "record":
+            if ls:
+                self.emit(indent, f"A{ls[0]}(0)")
             for child in node.children:
                 self.placeholder(indent, child)
         elif kind == "nullable" and node.inline:
@@ -332,7 +399,7 @@ class _Gen:
         elif kind == "nullable":
             self.emit(indent, f"A{ls[0]}(False)")
             self.placeholder(indent, node.children[0])
-        elif kind in ("array", "map", "varints"):
+        elif kind in ("array", "map", "varints", "flat"):
             self.emit(indent, f"A{ls[0]}(0)")
 
 
@@ -386,6 +453,36 @@ def decode_varints(data: np.ndarray) -> np.ndarray:
     return ((raw >> one) ^ (np.uint64(0) - (raw & one))).view(np.int64)
 
 
+def _varints_at(buf: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The zig-zag varints that start at positions ``at`` of ``buf`` and their widths."""
+    raw = (buf[at] & 0x7F).astype(np.uint64)
+    width = np.ones(at.size, dtype=np.int64)
+    more = np.flatnonzero(buf[at] >= 0x80)
+    shift = 7
+    while more.size:
+        if shift > 63:
+            raise UnsupportedAvroError("a varint longer than ten bytes")
+        b = buf[at[more] + width[more]]
+        raw[more] |= (b & 0x7F).astype(np.uint64) << np.uint64(shift)
+        width[more] += 1
+        more = more[b >= 0x80]
+        shift += 7
+    one = np.uint64(1)
+    return ((raw >> one) ^ (np.uint64(0) - (raw & one))).view(np.int64), width
+
+
+def _bytes_at(buf: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The byte ranges of the strings or bytes whose lengths start at ``at`` (-1: none)."""
+    present = at >= 0
+    safe = np.where(present, at, 0)
+    lengths, width = _varints_at(buf, safe)
+    starts = np.where(present, safe + width, 0)
+    ends = np.where(present, starts + lengths, 0)
+    if (ends < starts).any():
+        raise UnsupportedAvroError("negative length")
+    return starts, ends
+
+
 def _gather(buf: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The bytes of ranges ``[starts, ends)`` back to back, and the offsets of each range."""
     lengths = ends - starts
@@ -404,6 +501,16 @@ def _with_nulls(mask: np.ndarray | None, positions: np.ndarray) -> np.ndarray | 
     if not nulls.any():
         return mask
     return nulls if mask is None else (mask | nulls)
+
+
+def _null_counts(
+    counts: np.ndarray, mask: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Counts with the inline nulls (-1) made empty, and ``mask`` with them added."""
+    nulls = counts < 0
+    if not nulls.any():
+        return counts, mask
+    return np.where(nulls, 0, counts), nulls if mask is None else (mask | nulls)
 
 
 def _validity(mask: np.ndarray | None) -> pa.Buffer | None:
@@ -428,9 +535,8 @@ class _Columns:
             inner_mask = ~valid if mask is None else (mask | ~valid)
             return self.array(node.children[0], inner_mask)
         if kind in _LONG_KINDS:
-            return pa.array(
-                self.lists[ls[0]], pa.int32() if kind == "int" else pa.int64(), mask=mask
-            )
+            arrow_type = pa.int32() if kind == "int" else pa.int64()
+            return pa.array(self.lists[ls[0]], arrow_type, mask=mask)
         if kind == "boolean":
             return pa.array(np.array(self.lists[ls[0]], dtype=np.uint8) != 0, mask=mask)
         if kind == "enum":
@@ -443,28 +549,10 @@ class _Columns:
             values = raw.view("<f4" if width == 4 else "<f8")
             return pa.array(values, mask=mask)
         if kind in ("string", "bytes"):
-            starts = np.array(self.lists[ls[0]], dtype=np.int64)
-            ends = np.array(self.lists[ls[1]], dtype=np.int64)
-            mask = _with_nulls(mask, starts)
-            data, offsets = _gather(self.buf, starts, ends)
-            arrow_type = pa.large_binary() if offsets[-1] >= 2**31 else pa.binary()
-            offset_type = np.int64 if arrow_type == pa.large_binary() else np.int32
-            arr = pa.Array.from_buffers(
-                arrow_type,
-                starts.size,
-                [
-                    _validity(mask),
-                    pa.py_buffer(offsets.astype(offset_type)),
-                    pa.py_buffer(data),
-                ],
-            )
-            if kind == "string":
-                target = pa.large_string() if arrow_type == pa.large_binary() else pa.string()
-                try:
-                    return arr.cast(target)  # validates UTF-8
-                except pa.ArrowInvalid as exc:
-                    raise UnsupportedAvroError(f"invalid UTF-8 in a string: {exc}") from exc
-            return arr
+            at = np.array(self.lists[ls[0]], dtype=np.int64)
+            mask = _with_nulls(mask, at)
+            starts, ends = _bytes_at(self.buf, at)
+            return self.binary(kind, starts, ends, mask)
         if kind == "fixed":
             pos = np.array(self.lists[ls[0]], dtype=np.int64)
             mask = _with_nulls(mask, pos)
@@ -478,16 +566,62 @@ class _Columns:
             return self.record(node, mask)
         if kind == "array":
             counts = np.array(self.lists[ls[0]], dtype=np.int64)
+            counts, mask = _null_counts(counts, mask)
             items = self.array(node.children[0], None)
             return pa.ListArray.from_arrays(_offsets(counts), items, mask=_mask_array(mask))
         if kind == "map":
             counts = np.array(self.lists[ls[0]], dtype=np.int64)
+            counts, mask = _null_counts(counts, mask)
             keys = self.array(node.children[0], None)
             values = self.array(node.children[1], None)
             return pa.MapArray.from_arrays(_offsets(counts), keys, values, mask=_mask_array(mask))
         if kind == "varints":
             return self.varints(node, mask)
+        if kind == "flat":
+            return self.flat(node, mask)
         raise UnsupportedAvroError(kind)  # pragma: no cover
+
+    def binary(
+        self, kind: str, starts: np.ndarray, ends: np.ndarray, mask: np.ndarray | None
+    ) -> pa.Array:
+        """Strings or bytes from the byte ranges ``[starts, ends)`` of the buffer."""
+        data, offsets = _gather(self.buf, starts, ends)
+        arrow_type = pa.large_binary() if offsets[-1] >= 2**31 else pa.binary()
+        offset_type = np.int64 if arrow_type == pa.large_binary() else np.int32
+        arr = pa.Array.from_buffers(
+            arrow_type,
+            starts.size,
+            [_validity(mask), pa.py_buffer(offsets.astype(offset_type)), pa.py_buffer(data)],
+        )
+        if kind == "string":
+            target = pa.large_string() if arrow_type == pa.large_binary() else pa.string()
+            try:
+                return arr.cast(target)  # validates UTF-8
+            except pa.ArrowInvalid as exc:
+                raise UnsupportedAvroError(f"invalid UTF-8 in a string: {exc}") from exc
+        return arr
+
+    def flat(self, node: _Node, mask: np.ndarray | None) -> pa.Array:
+        """The items of a flat array, read field by field for all items at once."""
+        counts = np.array(self.lists[node.lists[0]], dtype=np.int64)
+        counts, mask = _null_counts(counts, mask)
+        at = np.array(self.lists[node.lists[1]], dtype=np.int64)
+        record = node.children[0]
+        children = []
+        for leaf in record.children:
+            values, width = _varints_at(self.buf, at)
+            at = at + width
+            if leaf.kind in ("string", "bytes"):
+                if (values < 0).any():
+                    raise UnsupportedAvroError("negative length")
+                children.append(self.binary(leaf.kind, at, at + values, None))
+                at = at + values
+            elif leaf.kind == "int":
+                children.append(pa.array(values.astype(np.int32)))
+            else:
+                children.append(pa.array(values))
+        items = pa.StructArray.from_arrays(children, record.names)
+        return pa.ListArray.from_arrays(_offsets(counts), items, mask=_mask_array(mask))
 
     def _enum(self, node: _Node, index: pa.Array, mask: np.ndarray | None) -> pa.Array:
         symbols = pa.array(node.symbols, pa.string())
@@ -500,13 +634,18 @@ class _Columns:
 
     def record(self, node: _Node, mask: np.ndarray | None, length: int | None = None) -> pa.Array:
         if not node.children:
-            n = length if length is not None else (0 if mask is None else len(mask))
-            return pa.array([{}] * n, pa.struct([]))
+            n = length if length is not None else len(self.lists[node.lists[0]])
+            return (
+                pa.StructArray.from_arrays([], fields=[], mask=None)
+                if n == 0
+                else pa.array([{}] * n, pa.struct([]), mask=None if mask is None else mask)
+            )
         arrays = [self.array(child, None) for child in node.children]
         return pa.StructArray.from_arrays(arrays, node.names, mask=_mask_array(mask))
 
     def varints(self, node: _Node, mask: np.ndarray | None) -> pa.Array:
         counts = np.array(self.lists[node.lists[0]], dtype=np.int64)
+        counts, mask = _null_counts(counts, mask)
         starts = np.array(self.lists[node.lists[1]], dtype=np.int64)
         ends = np.array(self.lists[node.lists[2]], dtype=np.int64)
         data, _ = _gather(self.buf, starts, ends)
@@ -604,7 +743,7 @@ def _node_type(node: _Node) -> pa.DataType:
         return _node_type(node.children[0])
     if kind == "record":
         return pa.struct([pa.field(n, _node_type(c)) for n, c in zip(node.names, node.children)])
-    if kind in ("array", "varints"):
+    if kind in ("array", "varints", "flat"):
         return pa.list_(_node_type(node.children[0]))
     if kind == "map":
         return pa.map_(pa.string(), _node_type(node.children[1]))
