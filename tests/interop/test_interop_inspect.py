@@ -10,12 +10,12 @@ wrote (equality deletes, DVs). Time travel is compared where Java allows it.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from inspect_compare import assert_same
 from refengine import RefEngine
 
 from icepark.catalog import FileSystemCatalog
@@ -26,77 +26,6 @@ from icepark.table.inspect import METADATA_TABLES
 pytestmark = pytest.mark.interop
 
 ALL = list(METADATA_TABLES)
-
-
-# -- normalising both sides to one form --------------------------------------------------------
-
-
-def _timestamp_text(value: dt.datetime) -> str:
-    if value.tzinfo is not None:
-        value = value.astimezone(dt.UTC).replace(tzinfo=None)
-    return value.isoformat()
-
-
-def ours(value: Any, t: pa.DataType) -> Any:
-    """An Arrow value (``to_pylist`` form) in the reference client's JSON form."""
-    if value is None:
-        return None
-    if pa.types.is_struct(t):
-        return [ours(value[f.name], f.type) for f in t]
-    if pa.types.is_map(t):
-        return {str(k): ours(v, t.item_type) for k, v in value}
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return [ours(v, t.value_type) for v in value]
-    if pa.types.is_timestamp(t):
-        return _timestamp_text(value)
-    if pa.types.is_date(t):
-        return value.isoformat()
-    if pa.types.is_decimal(t):
-        return str(value)
-    if pa.types.is_binary(t) or pa.types.is_fixed_size_binary(t):
-        return bytes(value).hex()
-    if isinstance(t, pa.UuidType):
-        return str(value)
-    return _path(value)
-
-
-def _path(value: Any) -> Any:
-    """A location with or without ``file:``: the current metadata file is spelled as the
-    catalog spells it (the reference's Hadoop catalog qualifies it, icepark's does not)."""
-    if isinstance(value, str) and value.startswith("file:/"):
-        return value[len("file:") :]
-    return value
-
-
-def theirs(value: Any, t: pa.DataType) -> Any:
-    """A value of the reference client's JSON (structs as lists, timestamps as local time)."""
-    if value is None:
-        return None
-    if pa.types.is_struct(t):
-        return [theirs(v, f.type) for v, f in zip(value, t)]
-    if pa.types.is_map(t):
-        return {str(k): theirs(v, t.item_type) for k, v in value.items()}
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return [theirs(v, t.value_type) for v in value]
-    if pa.types.is_timestamp(t):
-        # pyspark turns TimestampType into naive local time of the reference's process
-        local = dt.datetime.fromisoformat(value)
-        return _timestamp_text(local.astimezone(dt.UTC))
-    return _path(value)
-
-
-def _key(row: list[Any]) -> str:
-    return json.dumps(row, sort_keys=True, default=str)
-
-
-def assert_same(table: pa.Table, reference: dict[str, Any], what: str) -> None:
-    assert reference["columns"] == table.column_names, what
-    types = [f.type for f in table.schema]
-    mine = sorted(
-        _key([ours(v, t) for v, t in zip(row.values(), types)]) for row in table.to_pylist()
-    )
-    refs = sorted(_key([theirs(v, t) for v, t in zip(row, types)]) for row in reference["rows"])
-    assert mine == refs, what
 
 
 def compare(

@@ -59,6 +59,7 @@ __all__ = [
     "InspectContext",
     "InspectTable",
     "MetadataTableKind",
+    "check_time_travel",
     "metadata_table",
     "metadata_table_schema",
 ]
@@ -158,19 +159,32 @@ def metadata_table(
     """Metadata table ``name`` of the table ``ctx`` describes, at a snapshot where Java
     allows one (see the module docstring)."""
     kind = _kind(ctx, name)
-    at = {"snapshot_id": snapshot_id, "ref": ref, "as_of": as_of}
-    asked = any(v is not None for v in at.values())
     build = _BUILDERS[kind.name]
     if kind.time_travel == "snapshot":
-        return build(ctx, **at)
-    if asked and kind.time_travel == "refused":
+        return build(ctx, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+    check_time_travel(ctx, name, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+    return build(ctx)
+
+
+def check_time_travel(
+    ctx: InspectContext,
+    name: str,
+    snapshot_id: int | None = None,
+    *,
+    ref: str | None = None,
+    as_of: Timestamp | None = None,
+) -> None:
+    """Raise what reading metadata table ``name`` at a snapshot would raise: an unknown
+    table, snapshot, ref or time, or a snapshot given to an ``all_`` table."""
+    kind = _kind(ctx, name)
+    if snapshot_id is None and ref is None and as_of is None:
+        return
+    if kind.time_travel == "refused":
         raise UnsupportedOperationError(
             f"Cannot select a snapshot in metadata table {ctx.name}.{kind.name}: "
             "it covers every snapshot of the table"
         )
-    if asked:
-        ctx.snapshot(snapshot_id, as_of, ref)  # must exist, as in Java; the table ignores it
-    return build(ctx)
+    ctx.snapshot(snapshot_id, as_of, ref)  # must exist, as in Java
 
 
 def metadata_table_schema(ctx: InspectContext, name: str) -> Schema:

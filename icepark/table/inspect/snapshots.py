@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pyarrow as pa
 
 from icepark.arrow.schema import schema_to_arrow
@@ -18,7 +20,7 @@ from icepark.table.inspect.schemas import (
 __all__ = ["history_table", "metadata_log_entries_table", "refs_table", "snapshots_table"]
 
 
-def _table(columns: dict[str, list[object]], schema: pa.Schema) -> pa.Table:
+def _table(columns: dict[str, Any], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pydict(columns, schema=schema)
 
 
