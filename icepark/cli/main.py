@@ -13,6 +13,7 @@ import click
 
 from icepark.cli.commands_catalog import namespaces_command, tables_command
 from icepark.cli.commands_files import avro_command, metadata_command
+from icepark.cli.commands_inspect import inspect_command
 from icepark.cli.commands_scan import scan_command
 from icepark.cli.commands_table import describe_command, snapshots_command
 from icepark.cli.context import CliContext
@@ -77,6 +78,7 @@ for _command in (
     metadata_command,
     avro_command,
     scan_command,
+    inspect_command,
 ):
     cli.add_command(_command)
 
