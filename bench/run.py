@@ -28,7 +28,7 @@ MAKE_TABLES = SHARED / "bench-tables" / "make_tables.py"
 COLS = """id, TIMESTAMP '2024-01-01 00:00:00' + make_interval(0,0,0,0,0,0, id % (30*86400)) AS ts,
   concat('cat-', CAST(id % 100 AS STRING)) AS category, CAST(id % 1000 AS DOUBLE) / 7 AS amount,
   CAST(id % 97 AS INT) AS qty, id % 3 = 0 AS flag, sha2(CAST(id AS STRING), 256) AS note"""
-SECTIONS = {"reads", "writes", "row-level"}
+SECTIONS = {"reads", "writes", "row-level", "inspect"}
 DAY_5, DAY_7 = 1704412800000000, 1704585600000000  # 2024-01-05 and 2024-01-07, UTC micros
 
 
@@ -208,6 +208,10 @@ def _measure(
             shutil.rmtree(scratch, ignore_errors=True)
     if "row-level" in sections:
         out.update(_measure_row_level(spark, schema, runs, write_rows, merge_rows))
+    if "inspect" in sections:
+        from bench.inspect_bench import measure_inspect
+
+        out.update(measure_inspect(warehouse, runs, _time, CHECKS))
     return out
 
 
@@ -422,6 +426,10 @@ def main(argv: list[str] | None = None) -> None:
         args.warehouse or Path(tempfile.gettempdir()) / "icepark-bench" / f"{mode}-{rows}-{files}"
     )
     _ensure_tables(warehouse, rows, files, commits)
+    if "inspect" in sections:
+        from bench.inspect_bench import ensure_large_files_table
+
+        ensure_large_files_table(warehouse)
     point = files * 10 // 2 + 7
     ref: dict[str, list[float]] = {}
     if not args.no_reference:

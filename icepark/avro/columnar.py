@@ -344,11 +344,11 @@ class _Gen:
         self.emit(indent + 1, "m = None")
         self.emit(indent + 1, "if b < 0x80 and not b & 1:")
         self.emit(indent + 2, f"m = {short}[b >> 1](data, pos + 1)")
-        self.emit(indent + 2, "if m is not None and data[m.end()] == 0:")
+        self.emit(indent + 2, "e = -1 if m is None else m.end()")
+        self.emit(indent + 2, "if e >= 0 and data[e] == 0:")
         self.emit(indent + 3, f"A{ls[1]}(pos + 1)")
-        self.emit(indent + 3, "pos = m.end()")
-        self.emit(indent + 3, f"A{ls[2]}(pos)")
-        self.emit(indent + 3, "pos += 1")
+        self.emit(indent + 3, f"A{ls[2]}(e)")
+        self.emit(indent + 3, "pos = e + 1")
         self.emit(indent + 3, f"A{ls[0]}(b >> 1)")
         self.emit(indent + 2, "else:")
         self.emit(indent + 3, "m = None")
@@ -522,9 +522,10 @@ def _validity(mask: np.ndarray | None) -> pa.Buffer | None:
 class _Columns:
     """Builds the Arrow arrays of a tree of nodes from the lists phase one filled."""
 
-    def __init__(self, lists: list[list[Any]], buf: np.ndarray) -> None:
+    def __init__(self, lists: list[list[Any]], buf: np.ndarray, data: pa.Buffer) -> None:
         self.lists = lists
         self.buf = buf
+        self.data = data
 
     def array(self, node: _Node, mask: np.ndarray | None) -> pa.Array:
         kind, ls = node.kind, node.lists
@@ -584,17 +585,38 @@ class _Columns:
     def binary(
         self, kind: str, starts: np.ndarray, ends: np.ndarray, mask: np.ndarray | None
     ) -> pa.Array:
-        """Strings or bytes from the byte ranges ``[starts, ends)`` of the buffer."""
-        data, offsets = _gather(self.buf, starts, ends)
-        arrow_type = pa.large_binary() if offsets[-1] >= 2**31 else pa.binary()
-        offset_type = np.int64 if arrow_type == pa.large_binary() else np.int32
-        arr = pa.Array.from_buffers(
+        """Strings or bytes from the byte ranges ``[starts, ends)`` of the buffer (in buffer
+        order; ranges of nulls may be anything).
+
+        The ranges are cut out by Arrow, not by an index per byte: the whole buffer becomes a
+        binary array whose elements alternate between the gap before a range and the range
+        itself (the ranges are in order and do not overlap, so the offsets ascend), and
+        taking every second element copies just the values."""
+        n = starts.size
+        valid = ends >= starts if mask is None else (~mask & (ends >= starts))
+        if not valid.all():  # nulls become empty ranges where the previous one ended
+            last_end = np.maximum.accumulate(np.where(valid, ends, 0))
+            before = np.concatenate([[0], last_end[:-1]])
+            starts = np.where(valid, starts, before)
+            ends = np.where(valid, ends, before)
+        offsets = np.empty(2 * n + 1, dtype=np.int64)
+        offsets[0] = 0
+        offsets[1::2] = starts
+        offsets[2::2] = ends
+        if n and (np.diff(offsets) < 0).any():
+            raise UnsupportedAvroError("string ranges out of order")
+        large = offsets[-1] >= 2**31 if n else False
+        arrow_type = pa.large_binary() if large else pa.binary()
+        whole = pa.Array.from_buffers(
             arrow_type,
-            starts.size,
-            [_validity(mask), pa.py_buffer(offsets.astype(offset_type)), pa.py_buffer(data)],
+            2 * n,
+            [None, pa.py_buffer(offsets.astype(np.int64 if large else np.int32)), self.data],
         )
+        taken = whole.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int64)))
+        buffers = taken.buffers()
+        arr = pa.Array.from_buffers(arrow_type, n, [_validity(mask), buffers[1], buffers[2]])
         if kind == "string":
-            target = pa.large_string() if arrow_type == pa.large_binary() else pa.string()
+            target = pa.large_string() if large else pa.string()
             try:
                 return arr.cast(target)  # validates UTF-8
             except pa.ArrowInvalid as exc:
@@ -711,8 +733,9 @@ class ColumnarDecoder:
         end = self._decode(data, count, lists)
         if end != len(data):
             raise UnsupportedAvroError(f"{len(data) - end} bytes left after the last record")
-        buf = np.frombuffer(data + _PAD, dtype=np.uint8)
-        arr = _Columns(lists, buf).record(self._root, None, count)
+        padded = data + _PAD
+        buf = np.frombuffer(padded, dtype=np.uint8)
+        arr = _Columns(lists, buf, pa.py_buffer(padded)).record(self._root, None, count)
         assert isinstance(arr, pa.StructArray)
         return arr
 

@@ -20,7 +20,6 @@ into the same Arrow shape, so the result never depends on the path taken.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -133,10 +132,7 @@ def read_entries_columnar(
         if blocks is None:
             groups.setdefault(("fastavro", m.location), []).append((index, None))
             continue
-        key = (
-            json.dumps(blocks.writer_schema, sort_keys=True),
-            blocks.metadata.get("format-version", ""),
-        )
+        key = (blocks.metadata.get("avro.schema", ""), blocks.metadata.get("format-version", ""))
         groups.setdefault(key, []).append((index, blocks))
     parts: list[_Part] = []
     for members in groups.values():
@@ -185,15 +181,14 @@ def _read_group(
     first = members[0][1]
     if first is not None:
         try:
-            decoder = _columnar(
-                json.dumps(first.writer_schema, sort_keys=True), first.writer_schema, first.named
-            )
+            schema_text = first.metadata.get("avro.schema", "")
+            decoder = _columnar(schema_text, first.writer_schema, first.named)
             blocks = [b for _, ab in members for b in ab.block_data()]
             raw = decoder.decode(blocks)
             decoded = [
                 _Decoded(
                     manifests[i],
-                    _entry_decoder(manifests[i], ab.writer_schema, ab.metadata, specs),
+                    _entry_decoder(manifests[i], ab.writer_schema, ab.metadata, specs, ab.named),
                     sum(c for c, _ in ab.block_data()),
                 )
                 for i, ab in members
@@ -216,9 +211,10 @@ def _entry_decoder(
     writer_schema: Any,
     metadata: dict[str, str],
     specs: Mapping[int, PartitionSpec],
+    named: dict[str, Any] | None = None,
 ) -> EntryDecoder:
     spec = specs.get(m.manifest.partition_spec_id) if m.manifest is not None else None
-    return EntryDecoder(m.location, writer_schema, metadata, m.manifest, spec)
+    return EntryDecoder(m.location, writer_schema, metadata, m.manifest, spec, named)
 
 
 def _read_one_fastavro(

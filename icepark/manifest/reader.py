@@ -179,10 +179,11 @@ class EntryDecoder:
         metadata: dict[str, str],
         manifest: ManifestFile | None,
         spec: PartitionSpec | None,
+        named: dict[str, Any] | None = None,
     ) -> None:
         self.location = location
         self.manifest = manifest
-        named = named_avro_types(writer_schema)
+        named = named_avro_types(writer_schema) if named is None else named
         top = _record_type(writer_schema, named)
         if top is None:
             raise InvalidAvroFileError(f"Not a manifest (no record schema): {location}")
