@@ -6,11 +6,15 @@ data files of ``bench.many`` appended again and again under new paths through ic
 ``Transaction.append_files`` (metadata only: the copies have no data behind them, which a
 files table never reads). Both libraries open the table from the same metadata file; each
 variant runs once to warm up (PyIceberg and icepark both keep manifest lists they have
-read), then in alternating rounds. A check compares the two results (same rows, by path).
+read), then in rounds with the order rotating, as the other sections run. Each row is
+reported twice: wall time, and CPU time of the process (both libraries run on one core
+here, whatever their threads do), which other jobs on a shared machine disturb less. A
+check compares the two results (same rows, by path).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -64,11 +68,27 @@ def ensure_large_files_table(warehouse: Path, entries: int = LARGE_ENTRIES) -> N
     marker.write_text("ok\n")
 
 
+def _time_both(
+    fns: dict[str, Callable[[], Any]], runs: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall and CPU seconds of each function: once to warm up, then ``runs`` rounds with
+    the order rotating."""
+    for fn in fns.values():
+        fn()
+    wall: dict[str, list[float]] = {name: [] for name in fns}
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
+    names = list(fns)
+    for r in range(runs):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            start, start_cpu = time.perf_counter(), time.process_time()
+            fns[name]()
+            cpu[name].append(time.process_time() - start_cpu)
+            wall[name].append(time.perf_counter() - start)
+    return wall, cpu
+
+
 def measure_inspect(
-    warehouse: Path,
-    runs: int,
-    time_fn: Callable[[dict[str, Callable[[], Any]], int], dict[str, list[float]]],
-    checks: dict[str, str],
+    warehouse: Path, runs: int, checks: dict[str, str]
 ) -> dict[str, dict[str, list[float]]]:
     """``inspect.files()`` on ``bench.many`` and ``bench.files100k``, icepark and PyIceberg."""
     from pyiceberg.table import StaticTable
@@ -91,7 +111,9 @@ def measure_inspect(
         )
         if not same:
             print(f"CHECK FAILED: {label}: icepark and PyIceberg list different files")
-        out[label] = time_fn(
+        wall, cpu = _time_both(
             {"icepark": table.inspect.files, "pyiceberg": theirs.inspect.files}, runs
         )
+        out[label] = wall
+        out[f"{label}, CPU time"] = cpu
     return out

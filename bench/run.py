@@ -211,7 +211,7 @@ def _measure(
     if "inspect" in sections:
         from bench.inspect_bench import measure_inspect
 
-        out.update(measure_inspect(warehouse, runs, _time, CHECKS))
+        out.update(measure_inspect(warehouse, runs, CHECKS))
     return out
 
 

@@ -238,8 +238,8 @@ class _Gen:
         if kind == "null":
             return
         if kind in _LONG_KINDS or kind == "enum":
-            self.read_long(indent, "v")
-            self.emit(indent, f"A{ls[0]}(v)")
+            self.emit(indent, f"A{ls[0]}(pos)")  # where it is: phase two decodes them all
+            self.skip_varint(indent)
         elif kind == "boolean":
             self.emit(indent, f"A{ls[0]}(data[pos])")
             self.emit(indent, "pos += 1")
@@ -375,15 +375,14 @@ class _Gen:
     def inline_null(self, indent: int, node: _Node) -> None:
         """Code appending a null to the list of an inline-null value."""
         ls = node.lists
-        if node.kind in ("int", "long", "enum"):
-            self.emit(indent, f"A{ls[0]}(None)")
-        else:  # a position or a count of -1
-            self.emit(indent, f"A{ls[0]}(-1)")
+        self.emit(indent, f"A{ls[0]}(-1)")  # a position or a count of -1
 
     def placeholder(self, indent: int, node: _Node) -> None:
         """Code appending a null's stand-in to the columns of ``node``."""
         kind, ls = node.kind, node.lists
-        if kind in ("boolean", "enum", *_LONG_KINDS):
+        if kind in ("enum", *_LONG_KINDS):
+            self.emit(indent, f"A{ls[0]}(-1)")
+        elif kind == "boolean":
             self.emit(indent, f"A{ls[0]}(0)")
         elif kind in ("float", "double", "fixed"):
             self.emit(indent, f"A{ls[0]}(0)")
@@ -536,12 +535,17 @@ class _Columns:
             inner_mask = ~valid if mask is None else (mask | ~valid)
             return self.array(node.children[0], inner_mask)
         if kind in _LONG_KINDS:
-            arrow_type = pa.int32() if kind == "int" else pa.int64()
-            return pa.array(self.lists[ls[0]], arrow_type, mask=mask)
+            values = self.varints_at(ls[0], mask)
+            if kind == "int":
+                return pa.array(values[0].astype(np.int32), mask=values[1])
+            return pa.array(values[0], mask=values[1])
         if kind == "boolean":
             return pa.array(np.array(self.lists[ls[0]], dtype=np.uint8) != 0, mask=mask)
         if kind == "enum":
-            return self._enum(node, pa.array(self.lists[ls[0]], pa.int32()), mask)
+            index, nulls = self.varints_at(ls[0], mask)
+            if nulls is not None:
+                index = np.where(nulls, 0, index)
+            return self._enum(node, pa.array(index.astype(np.int32)), nulls)
         if kind in ("float", "double"):
             width = 4 if kind == "float" else 8
             pos = np.array(self.lists[ls[0]], dtype=np.int64)
@@ -581,6 +585,13 @@ class _Columns:
         if kind == "flat":
             return self.flat(node, mask)
         raise UnsupportedAvroError(kind)  # pragma: no cover
+
+    def varints_at(self, list_index: int, mask: np.ndarray | None) -> tuple[Any, Any]:
+        """The ints at the positions in a list (-1: null) and the nulls, ``mask`` added."""
+        at = np.array(self.lists[list_index], dtype=np.int64)
+        mask = _with_nulls(mask, at)
+        values, _ = _varints_at(self.buf, np.where(at < 0, 0, at))
+        return values, mask
 
     def binary(
         self, kind: str, starts: np.ndarray, ends: np.ndarray, mask: np.ndarray | None
@@ -647,7 +658,7 @@ class _Columns:
 
     def _enum(self, node: _Node, index: pa.Array, mask: np.ndarray | None) -> pa.Array:
         symbols = pa.array(node.symbols, pa.string())
-        if len(index) and (pc.max(index).as_py() >= len(symbols)):
+        if len(index) and (pc.max(index).as_py() >= len(symbols) or pc.min(index).as_py() < 0):
             raise UnsupportedAvroError("enum index out of range")
         taken = symbols.take(index)
         if mask is None or not mask.any():
