@@ -163,7 +163,7 @@ def _empty(data_file_type: pa.StructType) -> pa.Table:
             "snapshot_id": pa.array([], pa.int64()),
             "sequence_number": pa.array([], pa.int64()),
             "file_sequence_number": pa.array([], pa.int64()),
-            "data_file": pa.array([], data_file_type),
+            "data_file": pa.nulls(0, data_file_type),
         }
     )
 

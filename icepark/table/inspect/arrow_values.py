@@ -18,7 +18,12 @@ from icepark.spec.types import (
     UUIDType,
 )
 
-__all__ = ["internal_to_arrow"]
+__all__ = ["empty_table", "internal_to_arrow"]
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """A table of no rows (``schema.empty_table()`` fails for nested extension types)."""
+    return pa.Table.from_arrays([pa.nulls(0, f.type) for f in schema], schema=schema)
 
 
 def internal_to_arrow(values: Sequence[Any], t: IcebergType, arrow_type: pa.DataType) -> pa.Array:

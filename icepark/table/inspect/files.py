@@ -77,7 +77,7 @@ def _metrics(ctx: InspectContext, data_file: pa.StructArray, arrow_schema: pa.Sc
 def _struct(column: pa.ChunkedArray, arrow_type: pa.DataType) -> pa.StructArray:
     arr = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     if len(arr) == 0:
-        arr = pa.array([], arrow_type)
+        arr = pa.nulls(0, arrow_type)
     assert isinstance(arr, pa.StructArray)
     return arr
 

@@ -21,6 +21,7 @@ from icepark.arrow._rows import hashable
 from icepark.arrow.schema import schema_to_arrow, type_to_arrow
 from icepark.planning.walk import manifests_of, read_entries_table
 from icepark.spec.manifests import FileContent
+from icepark.table.inspect.arrow_values import empty_table
 from icepark.table.inspect.context import InspectContext
 from icepark.table.inspect.schemas import data_file_struct, partitions_schema, table_partition_type
 
@@ -49,7 +50,7 @@ def partitions_table(ctx: InspectContext, snapshot_id: int | None = None, **kw: 
     )
     n = entries.num_rows
     if n == 0:
-        return schema.empty_table()
+        return empty_table(schema)
     data_file = entries.column("data_file").combine_chunks()
     content = data_file.field("content").to_numpy(zero_copy_only=False)
     records = data_file.field("record_count").to_numpy(zero_copy_only=False)

@@ -23,6 +23,7 @@ from icepark.manifest import ManifestContent
 from icepark.planning.walk import manifests_of, parallel_map, read_entries_table
 from icepark.spec.manifests import DataFile, FileContent, FileFormat
 from icepark.spec.schema import Schema
+from icepark.table.inspect.arrow_values import empty_table
 from icepark.table.inspect.context import InspectContext
 from icepark.table.inspect.schemas import (
     data_file_struct,
@@ -49,7 +50,7 @@ def position_deletes_table(
     entries = read_entries_table(ctx.io, manifests, arrow_type, struct, ctx.specs, live_only=True)
     files = entries.column("data_file").combine_chunks() if entries.num_rows else None
     if files is None:
-        return arrow_schema.empty_table()
+        return empty_table(arrow_schema)
     rows = files.to_pylist()
     wanted = [i for i, r in enumerate(rows) if r["content"] == int(FileContent.POSITION_DELETES)]
     file_schema = Schema(
@@ -84,7 +85,7 @@ def position_deletes_table(
                 column = column.combine_chunks()
             arrays.append(column if column.type.equals(f.type) else column.cast(f.type))
         tables.append(pa.Table.from_arrays(arrays, schema=arrow_schema))
-    return pa.concat_tables(tables) if tables else arrow_schema.empty_table()
+    return pa.concat_tables(tables) if tables else empty_table(arrow_schema)
 
 
 def _read_one(
