@@ -113,7 +113,7 @@ def _kind(ctx: InspectContext, name: str) -> MetadataTableKind:
 def _files_of(content: ManifestContent | None, every: bool) -> Callable[..., pa.Table]:
     def build(ctx: InspectContext, **at: Any) -> pa.Table:
         if every:
-            return _files.files_table(ctx, _files.all_manifests(ctx, content))
+            return _files.files_table(ctx, _files.reachable_manifests(ctx, content))
         return _files.files_table(ctx, _files.snapshot_manifests(ctx, ctx.snapshot(**at), content))
 
     return build
@@ -122,7 +122,7 @@ def _files_of(content: ManifestContent | None, every: bool) -> Callable[..., pa.
 def _entries_of(every: bool) -> Callable[..., pa.Table]:
     def build(ctx: InspectContext, **at: Any) -> pa.Table:
         if every:
-            return _files.entries_table(ctx, _files.all_manifests(ctx, None))
+            return _files.entries_table(ctx, _files.reachable_manifests(ctx, None))
         return _files.entries_table(ctx, _files.snapshot_manifests(ctx, ctx.snapshot(**at), None))
 
     return build

@@ -35,7 +35,7 @@ from icepark.table.inspect.schemas import (
     table_partition_type,
 )
 
-__all__ = ["entries_table", "files_table", "snapshot_manifests", "all_manifests"]
+__all__ = ["entries_table", "files_table", "snapshot_manifests", "reachable_manifests"]
 
 _MAPS = (
     "column_sizes",
@@ -54,7 +54,7 @@ def snapshot_manifests(
     return manifests_of(ctx.io, snapshot, content)
 
 
-def all_manifests(ctx: InspectContext, content: ManifestContent | None) -> list[ManifestFile]:
+def reachable_manifests(ctx: InspectContext, content: ManifestContent | None) -> list[ManifestFile]:
     """The manifests of every snapshot of the table, each once (Java's reachable manifests)."""
     found = unique_manifests(ctx.io, ctx.metadata.snapshots)
     return [m for m in found if content is None or m.content == content]
