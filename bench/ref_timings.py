@@ -175,6 +175,17 @@ def main() -> None:
         out.update(upkeep.reference(spark, Path(sys.argv[7]), int(sys.argv[8]), int(runs)))
     if "avro" in sections:
         out.update(_avro(spark, int(runs), int(write_rows)))
+    if "inspect" in sections:  # the files metadata table, every column materialised
+        for table in ("ref.bench.many", "ref.bench.files100k"):
+            n = spark.sql(f"SELECT count(*) FROM {table}.files").collect()[0][0]
+            sql = f"SELECT * FROM {table}.files"
+            spark.sql(sql).write.format("noop").mode("overwrite").save()  # warm-up
+            times = []
+            for _ in range(int(runs)):
+                start = time.perf_counter()
+                spark.sql(sql).write.format("noop").mode("overwrite").save()
+                times.append(time.perf_counter() - start)
+            out[f"inspect.files() ({n:,} files)"] = times
     print(json.dumps(out), flush=True)
     spark.stop()
 

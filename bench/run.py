@@ -30,7 +30,7 @@ MAKE_TABLES = SHARED / "bench-tables" / "make_tables.py"
 COLS = """id, TIMESTAMP '2024-01-01 00:00:00' + make_interval(0,0,0,0,0,0, id % (30*86400)) AS ts,
   concat('cat-', CAST(id % 100 AS STRING)) AS category, CAST(id % 1000 AS DOUBLE) / 7 AS amount,
   CAST(id % 97 AS INT) AS qty, id % 3 = 0 AS flag, sha2(CAST(id AS STRING), 256) AS note"""
-SECTIONS = {"reads", "writes", "row-level", "upkeep", "avro"}
+SECTIONS = {"reads", "writes", "row-level", "upkeep", "avro", "inspect"}
 # sections that build tables of their own (the standard tables are not needed for them)
 _OWN_TABLES = {"upkeep", "avro"}
 DAY_5, DAY_7 = 1704412800000000, 1704585600000000  # 2024-01-05 and 2024-01-07, UTC micros
@@ -225,6 +225,10 @@ def _measure(
         out.update(_measure_row_level(spark, schema, runs, write_rows, merge_rows))
     if "avro" in sections:
         out.update(measure_avro(spark, warehouse, runs, write_rows, _time, _check))
+    if "inspect" in sections:
+        from bench.inspect_bench import measure_inspect
+
+        out.update(measure_inspect(warehouse, runs, CHECKS))
     return out
 
 
@@ -446,6 +450,10 @@ def main(argv: list[str] | None = None) -> None:
     upkeep_root = warehouse.parent / f"upkeep-{snapshots}"
     if "upkeep" in sections:
         upkeep.build(upkeep_root, snapshots)
+    if "inspect" in sections:
+        from bench.inspect_bench import ensure_large_files_table
+
+        ensure_large_files_table(warehouse)
     point = files * 10 // 2 + 7
     ref: dict[str, list[float]] = {}
     if not args.no_reference:

@@ -15,6 +15,7 @@ from icepark.cli.commands_catalog import namespaces_command, tables_command
 from icepark.cli.commands_data_files import files_command
 from icepark.cli.commands_explain import explain_command
 from icepark.cli.commands_files import avro_command, metadata_command
+from icepark.cli.commands_inspect import inspect_command
 from icepark.cli.commands_scan import scan_command
 from icepark.cli.commands_table import describe_command, snapshots_command
 from icepark.cli.commands_upkeep import UPKEEP_COMMANDS
@@ -82,6 +83,7 @@ for _command in (
     scan_command,
     explain_command,
     files_command,
+    inspect_command,
     *UPKEEP_COMMANDS,
 ):
     cli.add_command(_command)

@@ -243,12 +243,8 @@ def _history(table: Table, console: Console) -> None:
 
 def _partitions(table: Table, console: Console, limit: int = 8) -> None:
     """The ``partitions`` metadata table (``table.inspect.partitions()``: rows, files and
-    delete files per partition), where the metadata tables are available."""
-    inspect = getattr(table, "inspect", None)
-    if inspect is None or not hasattr(inspect, "partitions"):
-        console.print("  [dim](partitions table: needs the metadata tables, table.inspect)[/dim]")
-        return
-    rows = inspect.partitions()
+    delete files per partition)."""
+    rows = table.inspect.partitions()
     out = RichTable(title=f"partitions ({rows.num_rows}, first {min(limit, rows.num_rows)})")
     for name in rows.column_names:
         out.add_column(name)

@@ -24,6 +24,7 @@ from icepark.spec.updates import (
 )
 from icepark.table import manage_snapshots
 from icepark.table.expire_snapshots import ExpireSnapshotsResult, expire_snapshots
+from icepark.table.inspect import InspectTable
 from icepark.table.remove_orphan_files import RemoveOrphanFilesResult, remove_orphan_files
 from icepark.table.scan import DataScan
 from icepark.table.transaction import Transaction
@@ -147,6 +148,11 @@ class Table:
 
     def history(self) -> list[Any]:
         return list(self.metadata.snapshot_log)
+
+    @property
+    def inspect(self) -> InspectTable:
+        """The metadata tables (``table.inspect.files()``, ``.snapshots()``, ...) as Arrow."""
+        return InspectTable(self)
 
     # -- changes ---------------------------------------------------------------------------
 
