@@ -13,6 +13,7 @@ import click
 
 from icepark.cli.commands_catalog import namespaces_command, tables_command
 from icepark.cli.commands_data_files import files_command
+from icepark.cli.commands_doctor import doctor_command
 from icepark.cli.commands_explain import explain_command
 from icepark.cli.commands_files import avro_command, metadata_command
 from icepark.cli.commands_inspect import inspect_command
@@ -82,6 +83,7 @@ for _command in (
     avro_command,
     scan_command,
     explain_command,
+    doctor_command,
     files_command,
     inspect_command,
     *UPKEEP_COMMANDS,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -496,11 +496,29 @@ class Table:
         snapshot_ids: Sequence[int] | None = None,
         clean_expired_metadata: bool = False,
         dry_run: bool = False,
-        **kw: Any,
+        *,
+        progress: Callable[[int, int], None] | None = None,
     ) -> ExpireSnapshotsResult:
-        """Expire old snapshots and refs, then delete the files only they reached."""
+        """Expire snapshots, then delete the files that only they reached, as Java's
+        ``expire_snapshots``: snapshots older than ``older_than`` (default: the table's
+        ``history.expire.max-snapshot-age-ms``, 5 days) beyond the last ``retain_last``
+        (default ``history.expire.min-snapshots-to-keep``, 1) of each branch, or exactly
+        ``snapshot_ids``; refs past their ``max-ref-age-ms`` go too. The metadata is committed
+        first; data, delete, manifest, manifest-list and statistics files no retained
+        snapshot reaches are then deleted in parallel (a failed delete is reported in the
+        result, never raised). ``dry_run`` commits and deletes nothing. Returns Java's six
+        counts and the files (``progress(done, total)`` follows the deletes).
+
+        >>> table.expire_snapshots(retain_last=10)  # doctest: +SKIP
+        """
         return expire_snapshots(
-            self, older_than, retain_last, snapshot_ids, clean_expired_metadata, dry_run, **kw
+            self,
+            older_than,
+            retain_last,
+            snapshot_ids,
+            clean_expired_metadata,
+            dry_run,
+            progress=progress,
         )
 
     def remove_orphan_files(
@@ -511,10 +529,17 @@ class Table:
         equal_schemes: dict[str, str] | None = None,
         equal_authorities: dict[str, str] | None = None,
         prefix_mismatch_mode: str = "error",
-        **kw: Any,
+        *,
+        allow_recent: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> RemoveOrphanFilesResult:
-        """Delete files under the table's location that no metadata references (default:
-        older than 3 days)."""
+        """Delete the files under the table's location (or ``location`` inside it) that no
+        metadata file, snapshot, manifest or ref references and that are older than
+        ``older_than`` (default: 3 days ago; less than 24 hours ago is refused unless
+        ``allow_recent``, as an in-flight write's files look orphaned). ``equal_schemes``
+        and ``equal_authorities`` extend Java's equivalences (``s3a``/``s3n`` = ``s3``);
+        ``prefix_mismatch_mode`` is ``error``, ``ignore`` or ``delete``. ``dry_run`` only
+        lists them. On Spark, ``icepark.spark.remove_orphan_files`` lists in parallel."""
         return remove_orphan_files(
             self,
             older_than,
@@ -523,5 +548,6 @@ class Table:
             equal_schemes,
             equal_authorities,
             prefix_mismatch_mode,
-            **kw,
+            allow_recent=allow_recent,
+            progress=progress,
         )
