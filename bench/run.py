@@ -30,7 +30,7 @@ MAKE_TABLES = SHARED / "bench-tables" / "make_tables.py"
 COLS = """id, TIMESTAMP '2024-01-01 00:00:00' + make_interval(0,0,0,0,0,0, id % (30*86400)) AS ts,
   concat('cat-', CAST(id % 100 AS STRING)) AS category, CAST(id % 1000 AS DOUBLE) / 7 AS amount,
   CAST(id % 97 AS INT) AS qty, id % 3 = 0 AS flag, sha2(CAST(id AS STRING), 256) AS note"""
-SECTIONS = {"reads", "writes", "row-level", "upkeep", "avro", "inspect"}
+SECTIONS = {"reads", "writes", "row-level", "upkeep", "avro", "inspect", "local"}
 # sections that build tables of their own (the standard tables are not needed for them)
 _OWN_TABLES = {"upkeep", "avro"}
 DAY_5, DAY_7 = 1704412800000000, 1704585600000000  # 2024-01-05 and 2024-01-07, UTC micros
@@ -229,6 +229,10 @@ def _measure(
         from bench.inspect_bench import measure_inspect
 
         out.update(measure_inspect(warehouse, runs, CHECKS))
+    if "local" in sections:
+        from bench.local_reads import measure_local
+
+        out.update(measure_local(warehouse, runs, point, CHECKS))
     return out
 
 
@@ -486,6 +490,16 @@ def main(argv: list[str] | None = None) -> None:
         f"{mode}: {rows:,} rows, {files:,} small files, {write_rows:,} rows written;"
         f" {merge_rows:,} rows merged; local[2]; median of {args.runs} runs after a warm-up",
     )
+    if "local" in sections:  # appends under contention, after Spark has stopped
+        from bench.local_reads import contention
+
+        print("appends under contention (single-row appends, each process loads the table once)")
+        for r in contention(50 if not args.small else 20):
+            print(
+                f"  {r['engine']:10} {r['catalog']:10} {r['writers']} writers: "
+                f"{r['landed']}/{r['appends']} landed, exact rows: {r['rows_exact']}, "
+                f"{r['commits_per_s']} commits/s, p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms"
+            )
 
 
 if __name__ == "__main__":
