@@ -31,9 +31,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, TypeVar
 
 from icepark.errors import ValidationError
 from icepark.io import FileIO
@@ -45,13 +43,15 @@ from icepark.manifest import (
     read_manifest,
     read_manifest_list,
 )
-from icepark.manifest.columnar import ManifestBytes, read_entries_columnar
 from icepark.manifest.pruned import read_manifest_pruned
 from icepark.planning.matching import FileMatcher
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.snapshots import Operation, Snapshot
 from icepark.spec.types import StructType
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "ChangedEntry",
@@ -211,6 +211,8 @@ def read_entries_table(
     sequence numbers and a ``data_file`` struct of ``data_file_type``, the Arrow form of
     ``data_file_struct``; see :func:`~icepark.manifest.columnar.read_entries_columnar`), in
     manifest order. The files are read in parallel, then decoded together."""
+    # imported here: the columnar decoder builds Arrow columns, which planning never needs
+    from icepark.manifest.columnar import ManifestBytes, read_entries_columnar
 
     def fetch(manifest: ManifestFile) -> ManifestBytes:
         data = io.new_input(manifest.manifest_path).read_bytes()

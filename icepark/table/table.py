@@ -1,11 +1,17 @@
-"""`Table`: a handle on one Iceberg table, its current metadata and its FileIO."""
+"""`Table`: a handle on one Iceberg table, its current metadata and its FileIO.
+
+What changes a table (transactions and writers, schema and spec updates, snapshot management,
+expiry, orphan removal) and the metadata tables are imported when first used: loading a table
+and planning a scan then need neither Arrow nor the writers, which halves a fresh process's
+start-up.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from icepark.errors import IceparkError, InvalidMetadataError, ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
@@ -22,15 +28,16 @@ from icepark.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
-from icepark.table import manage_snapshots
-from icepark.table.expire_snapshots import ExpireSnapshotsResult, expire_snapshots
-from icepark.table.inspect import InspectTable
-from icepark.table.remove_orphan_files import RemoveOrphanFilesResult, remove_orphan_files
 from icepark.table.scan import DataScan
-from icepark.table.transaction import Transaction
-from icepark.table.update_schema import UpdateSchema
-from icepark.table.update_sort_order import ReplaceSortOrder
-from icepark.table.update_spec import UpdateSpec
+
+if TYPE_CHECKING:
+    from icepark.table.expire_snapshots import ExpireSnapshotsResult
+    from icepark.table.inspect import InspectTable
+    from icepark.table.remove_orphan_files import RemoveOrphanFilesResult
+    from icepark.table.transaction import Transaction
+    from icepark.table.update_schema import UpdateSchema
+    from icepark.table.update_sort_order import ReplaceSortOrder
+    from icepark.table.update_spec import UpdateSpec
 
 __all__ = ["CommitResult", "TableCommitter", "Table", "ReadOnlyTableError", "read_table_metadata"]
 
@@ -152,6 +159,8 @@ class Table:
     @property
     def inspect(self) -> InspectTable:
         """The metadata tables (``table.inspect.files()``, ``.snapshots()``, ...) as Arrow."""
+        from icepark.table.inspect import InspectTable
+
         return InspectTable(self)
 
     # -- changes ---------------------------------------------------------------------------
@@ -186,6 +195,8 @@ class Table:
 
     def transaction(self) -> Transaction:
         """``with table.transaction() as tx:`` commits only when the block exits cleanly."""
+        from icepark.table.transaction import Transaction
+
         return Transaction(self)
 
     def append(
@@ -342,6 +353,8 @@ class Table:
         self, allow_incompatible_changes: bool = False, case_sensitive: bool = True
     ) -> UpdateSchema:
         """``with table.update_schema() as u:`` commits the changes on a clean exit."""
+        from icepark.table.update_schema import UpdateSchema
+
         return UpdateSchema(
             self,
             allow_incompatible_changes=allow_incompatible_changes,
@@ -350,6 +363,8 @@ class Table:
 
     def update_spec(self, case_sensitive: bool = True) -> UpdateSpec:
         """``with table.update_spec() as u:`` commits the new default spec on a clean exit."""
+        from icepark.table.update_spec import UpdateSpec
+
         return UpdateSpec(self, case_sensitive=case_sensitive)
 
     def replace_sort_order(self, *terms: str, case_sensitive: bool = True) -> Table:
@@ -366,6 +381,8 @@ class Table:
     def update_sort_order(self, case_sensitive: bool = True) -> ReplaceSortOrder:
         """``with table.update_sort_order() as u: u.asc("id").desc("ts")`` replaces the
         default sort order with the one built in the block, committed on a clean exit."""
+        from icepark.table.update_sort_order import ReplaceSortOrder
+
         return ReplaceSortOrder(self, case_sensitive=case_sensitive)
 
     def scan(
@@ -442,34 +459,50 @@ class Table:
 
     def rollback_to_snapshot(self, snapshot_id: int) -> Table:
         """Make ``snapshot_id``, an ancestor of the current snapshot, current again."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.rollback_to_snapshot(self, snapshot_id)
 
     def rollback_to_timestamp(self, timestamp: int | dt.datetime | dt.date) -> Table:
         """Make current the newest ancestor committed before ``timestamp`` (ms or datetime)."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.rollback_to_timestamp(self, timestamp)
 
     def set_current_snapshot(self, snapshot_id: int | None = None, ref: str | None = None) -> Table:
         """Make ``snapshot_id`` (or branch or tag ``ref``'s snapshot) current."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.set_current_snapshot(self, snapshot_id, ref)
 
     def cherrypick_snapshot(self, snapshot_id: int) -> Table:
         """Apply a snapshot's changes (append, dynamic overwrite or fast-forward) to main."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.cherrypick_snapshot(self, snapshot_id)
 
     def publish_changes(self, wap_id: str) -> Table:
         """Cherry-pick the snapshot staged under ``wap_id`` (write-audit-publish)."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.publish_changes(self, wap_id)
 
     def fast_forward(self, branch: str, to: str) -> Table:
         """Move ``branch`` forward to ref ``to``'s snapshot (a descendant of the branch's)."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.fast_forward(self, branch, to)
 
     def replace_branch(self, name: str, to: int | str) -> Table:
         """Point branch ``name`` at snapshot id ``to`` or at ref ``to``'s snapshot."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.replace_branch(self, name, to)
 
     def replace_tag(self, name: str, snapshot_id: int) -> Table:
         """Point tag ``name`` at ``snapshot_id``."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.replace_tag(self, name, snapshot_id)
 
     def set_ref_retention(
@@ -481,6 +514,8 @@ class Table:
         max_ref_age_ms: int | None = None,
     ) -> Table:
         """Set a branch's or tag's retention (what expiry keeps)."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.set_ref_retention(
             self,
             name,
@@ -511,6 +546,8 @@ class Table:
 
         >>> table.expire_snapshots(retain_last=10)  # doctest: +SKIP
         """
+        from icepark.table.expire_snapshots import expire_snapshots
+
         return expire_snapshots(
             self,
             older_than,
@@ -540,6 +577,8 @@ class Table:
         and ``equal_authorities`` extend Java's equivalences (``s3a``/``s3n`` = ``s3``);
         ``prefix_mismatch_mode`` is ``error``, ``ignore`` or ``delete``. ``dry_run`` only
         lists them. On Spark, ``icepark.spark.remove_orphan_files`` lists in parallel."""
+        from icepark.table.remove_orphan_files import remove_orphan_files
+
         return remove_orphan_files(
             self,
             older_than,
