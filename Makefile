@@ -10,7 +10,7 @@ SHARED ?= ../shared
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.icepark-installed
 
-.PHONY: test demo install reference lint typecheck pytest bench clean
+.PHONY: test demo install reference lint typecheck pytest plain-install bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,7 +40,12 @@ PYTEST_ARGS ?= -n 2 --dist loadfile
 pytest: $(STAMP) reference
 	PYTHONHASHSEED=0 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-test: lint typecheck pytest
+# The wheel installed without extras into a fresh venv: the CLI and a one-machine
+# create/append/scan work there (every runtime import is a declared dependency).
+plain-install: $(STAMP)
+	bash scripts/check_plain_install.sh $(BIN)/python
+
+test: lint typecheck plain-install pytest
 
 demo: $(STAMP)
 	$(BIN)/python -m icepark.spark.demo

@@ -1,7 +1,7 @@
 """The reference engine's timings for the benchmark queries (run with .venv-ref's python).
 
   .venv-ref/bin/python bench/ref_timings.py WAREHOUSE RUNS POINT_ID WRITE_ROWS \
-      [MERGE_ROWS [SECTIONS]]
+      [MERGE_ROWS [SECTIONS [UPKEEP_ROOT SNAPSHOTS]]]
 
 Prints one JSON object {query: [seconds, ...]} on its last line; keys starting with
 ``check:`` hold the row-level benchmarks' results (counts, sums) instead of timings.
@@ -165,6 +165,28 @@ def _compaction(spark, runs: int, write_rows: int) -> dict[str, list]:
     return out
 
 
+def _avro(spark, runs: int, write_rows: int) -> dict[str, list[float]]:
+    """Build ref.bench.avro (the bench schema in Avro data files, WRITE_ROWS rows; kept for
+    later runs) and time the aggregate over it."""
+    name = "ref.bench.avro"
+    try:
+        have = spark.sql(f"SELECT count(*) FROM {name}").collect()[0][0]
+    except Exception:
+        have = None
+    if have != write_rows:
+        spark.sql("CREATE NAMESPACE IF NOT EXISTS ref.bench")
+        spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+        spark.sql(
+            f"CREATE TABLE {name} (id bigint, ts timestamp, category string, amount double,"
+            " qty int, flag boolean, note string) USING iceberg PARTITIONED BY (days(ts))"
+            " TBLPROPERTIES ('format-version'='2', 'write.format.default'='avro')"
+        )
+        spark.sql(f"INSERT INTO {name} SELECT {COLS} FROM range({write_rows}) ORDER BY ts")
+    sql = AGG.format(name)
+    spark.sql(sql).collect()  # warm-up
+    return {"Avro full-scan aggregate (Spark)": [_timed(spark, sql) for _ in range(runs)]}
+
+
 def merge_name(merge_rows: int) -> str:
     return f"MoR merge {merge_rows // 1000}k (half updates, half inserts)"
 
@@ -212,6 +234,25 @@ def main() -> None:
         out.update(_row_level(spark, int(runs), int(write_rows), merge_rows))
     if "compaction" in sections:
         out.update(_compaction(spark, int(runs), int(write_rows)))
+    if "upkeep" in sections:
+        from pathlib import Path
+
+        import upkeep
+
+        out.update(upkeep.reference(spark, Path(sys.argv[7]), int(sys.argv[8]), int(runs)))
+    if "avro" in sections:
+        out.update(_avro(spark, int(runs), int(write_rows)))
+    if "inspect" in sections:  # the files metadata table, every column materialised
+        for table in ("ref.bench.many", "ref.bench.files100k"):
+            n = spark.sql(f"SELECT count(*) FROM {table}.files").collect()[0][0]
+            sql = f"SELECT * FROM {table}.files"
+            spark.sql(sql).write.format("noop").mode("overwrite").save()  # warm-up
+            times = []
+            for _ in range(int(runs)):
+                start = time.perf_counter()
+                spark.sql(sql).write.format("noop").mode("overwrite").save()
+                times.append(time.perf_counter() - start)
+            out[f"inspect.files() ({n:,} files)"] = times
     print(json.dumps(out), flush=True)
     spark.stop()
 

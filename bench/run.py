@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench import upkeep
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("ICEPARK_SHARED", ROOT.parent / "shared"))
 REF_PYTHON = Path(os.environ.get("ICEPARK_REF_VENV", ROOT / ".venv-ref")) / "bin" / "python"
@@ -28,7 +30,9 @@ MAKE_TABLES = SHARED / "bench-tables" / "make_tables.py"
 COLS = """id, TIMESTAMP '2024-01-01 00:00:00' + make_interval(0,0,0,0,0,0, id % (30*86400)) AS ts,
   concat('cat-', CAST(id % 100 AS STRING)) AS category, CAST(id % 1000 AS DOUBLE) / 7 AS amount,
   CAST(id % 97 AS INT) AS qty, id % 3 = 0 AS flag, sha2(CAST(id AS STRING), 256) AS note"""
-SECTIONS = {"reads", "writes", "row-level", "compaction"}
+SECTIONS = {"reads", "writes", "row-level", "upkeep", "avro", "inspect", "local", "compaction"}
+# sections that build tables of their own (the standard tables are not needed for them)
+_OWN_TABLES = {"upkeep", "avro"}
 DAY_5, DAY_7 = 1704412800000000, 1704585600000000  # 2024-01-05 and 2024-01-07, UTC micros
 
 
@@ -51,10 +55,18 @@ def _ensure_tables(warehouse: Path, rows: int, files: int, commits: int) -> None
 
 
 def _reference(
-    warehouse: Path, runs: int, point: int, write_rows: int, merge_rows: int, sections: set[str]
+    warehouse: Path,
+    runs: int,
+    point: int,
+    write_rows: int,
+    merge_rows: int,
+    sections: set[str],
+    upkeep_root: Path,
+    snapshots: int,
 ) -> dict[str, list[float]]:
     script = Path(__file__).with_name("ref_timings.py")
     args = [warehouse, runs, point, write_rows, merge_rows, ",".join(sorted(sections))]
+    args += [upkeep_root, snapshots]
     done = subprocess.run(
         [str(REF_PYTHON), str(script), *[str(a) for a in args]],
         capture_output=True,
@@ -111,15 +123,18 @@ def _measure(
 ) -> dict[str, dict[str, list[float]]]:
     from pyspark.sql import functions as F
 
+    from bench.avro_bench import measure as measure_avro
     from icepark.catalog import FileSystemCatalog
     from icepark.spark import read, write
     from icepark.spark._common import to_spark_location
 
+    if sections == {"avro"}:  # needs only its own table
+        return measure_avro(spark, warehouse, runs, write_rows, _time, _check)
     catalog = FileSystemCatalog("bench", warehouse=str(warehouse))
     out: dict[str, dict[str, list[float]]] = {}
     if "compaction" in sections:
         out.update(_measure_compaction(spark, catalog, runs, write_rows))
-    if not sections & {"reads", "writes", "row-level"}:
+    if sections <= {"compaction"}:
         return out
     wide = catalog.load_table("bench.wide")
     many = catalog.load_table("bench.many")
@@ -214,6 +229,16 @@ def _measure(
             shutil.rmtree(scratch, ignore_errors=True)
     if "row-level" in sections:
         out.update(_measure_row_level(spark, schema, runs, write_rows, merge_rows))
+    if "avro" in sections:
+        out.update(measure_avro(spark, warehouse, runs, write_rows, _time, _check))
+    if "inspect" in sections:
+        from bench.inspect_bench import measure_inspect
+
+        out.update(measure_inspect(warehouse, runs, CHECKS))
+    if "local" in sections:
+        from bench.local_reads import measure_local
+
+        out.update(measure_local(warehouse, runs, point, CHECKS))
     return out
 
 
@@ -595,18 +620,44 @@ def main(argv: list[str] | None = None) -> None:
     warehouse = Path(
         args.warehouse or Path(tempfile.gettempdir()) / "icepark-bench" / f"{mode}-{rows}-{files}"
     )
-    _ensure_tables(warehouse, rows, files, commits)
+    if sections - _OWN_TABLES:
+        _ensure_tables(warehouse, rows, files, commits)
+    else:
+        warehouse.mkdir(parents=True, exist_ok=True)
+    snapshots = 100 if args.small else 1_000
+    upkeep_root = warehouse.parent / f"upkeep-{snapshots}"
+    if "upkeep" in sections:
+        upkeep.build(upkeep_root, snapshots)
+    if "inspect" in sections:
+        from bench.inspect_bench import ensure_large_files_table
+
+        ensure_large_files_table(warehouse)
     if "compaction" in sections:
         prepare_many_copy(warehouse)
     point = files * 10 // 2 + 7
     ref: dict[str, list[float]] = {}
     if not args.no_reference:
         print("timing the reference engine ...", flush=True)
-        ref = _reference(warehouse, args.runs, point, write_rows, merge_rows, sections)
+        ref = _reference(
+            warehouse,
+            args.runs,
+            point,
+            write_rows,
+            merge_rows,
+            sections,
+            upkeep_root,
+            snapshots,
+        )
     print("timing icepark and native Spark ...", flush=True)
     spark = _session()
+    results: dict[str, dict[str, list[float]]] = {}
     try:
-        results = _measure(spark, warehouse, args.runs, point, write_rows, merge_rows, sections)
+        if sections - {"upkeep"}:
+            results = _measure(spark, warehouse, args.runs, point, write_rows, merge_rows, sections)
+        if "upkeep" in sections:
+            timed, checks = upkeep.measure(spark, upkeep_root, snapshots, args.runs)
+            results.update(timed)
+            CHECKS.update(checks)
     finally:
         spark.stop()
     _print(
@@ -615,6 +666,16 @@ def main(argv: list[str] | None = None) -> None:
         f"{mode}: {rows:,} rows, {files:,} small files, {write_rows:,} rows written;"
         f" {merge_rows:,} rows merged; local[2]; median of {args.runs} runs after a warm-up",
     )
+    if "local" in sections:  # appends under contention, after Spark has stopped
+        from bench.local_reads import contention
+
+        print("appends under contention (single-row appends, each process loads the table once)")
+        for r in contention(50 if not args.small else 20):
+            print(
+                f"  {r['engine']:10} {r['catalog']:10} {r['writers']} writers: "
+                f"{r['landed']}/{r['appends']} landed, exact rows: {r['rows_exact']}, "
+                f"{r['commits_per_s']} commits/s, p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms"
+            )
 
 
 if __name__ == "__main__":

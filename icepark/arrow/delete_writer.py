@@ -1,9 +1,10 @@
 """Writing delete files: position delete files (v2), deletion vectors (v3) and equality
 delete files.
 
-* A position delete file is Parquet with the reserved ``file_path`` (2147483546) and ``pos``
+* A position delete file holds the reserved ``file_path`` (2147483546) and ``pos``
   (2147483545) columns, sorted by path then position, in the partition of the data files it
-  references; its bounds on ``file_path`` let readers skip it for other files.
+  references; its bounds on ``file_path`` let readers skip it for other files. It is Parquet,
+  Avro or ORC, as ``write.delete.format.default`` (else ``write.format.default``) says.
 * Deletion vectors for several data files go into one Puffin file, one
   ``deletion-vector-v1`` blob each (snapshot id and sequence number -1, properties
   ``referenced-data-file`` and ``cardinality``, no compression); each becomes its own
@@ -25,7 +26,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from icepark.arrow.writer import data_location, write_data_files
+from icepark.arrow.avro_writer import AvroOpenFile
+from icepark.arrow.metrics import MetricsCollector, MetricsConfig
+from icepark.arrow.orc_writer import OrcOpenFile
+from icepark.arrow.writer import data_file_format, data_location, write_data_files
 from icepark.io.fileio import FileIO
 from icepark.puffin.dv import serialize_deletion_vector
 from icepark.puffin.file import DELETION_VECTOR_V1, PuffinWriter
@@ -37,8 +41,9 @@ from icepark.spec.metadata_columns import (
     DELETE_FILE_POS_FIELD_ID,
     POS_FIELD_ID,
 )
+from icepark.spec.schema import Schema
 from icepark.spec.sorting import UNSORTED_ORDER
-from icepark.spec.types import LongType, StringType
+from icepark.spec.types import LongType, NestedField, StringType
 
 __all__ = [
     "write_position_delete_file",
@@ -62,6 +67,36 @@ _POSITION_SCHEMA = pa.schema(
         ),
     ]
 )
+
+
+_POSITION_ICEBERG_SCHEMA = Schema(
+    NestedField(DELETE_FILE_PATH_FIELD_ID, "file_path", StringType(), required=True),
+    NestedField(DELETE_FILE_POS_FIELD_ID, "pos", LongType(), required=True),
+)
+
+
+def _write_rows(
+    io: FileIO, location: str, file_format: FileFormat, table: pa.Table, props: Mapping[str, str]
+) -> int:
+    """Write the position delete rows as one file of ``file_format``; its size."""
+    if file_format == FileFormat.PARQUET:
+        with io.new_output(location).create() as stream:
+            pq.write_table(table, stream, compression="zstd")
+        return io.new_input(location).length()
+    out: AvroOpenFile | OrcOpenFile
+    if file_format == FileFormat.AVRO:
+        out = AvroOpenFile(io, location, _POSITION_ICEBERG_SCHEMA, props)
+    else:
+        config = MetricsConfig.from_properties(props, _POSITION_ICEBERG_SCHEMA, UNSORTED_ORDER)
+        collector = MetricsCollector(_POSITION_ICEBERG_SCHEMA, config)
+        out = OrcOpenFile(io, location, _POSITION_ICEBERG_SCHEMA, props, collector)
+    try:
+        out.write(table)
+    except BaseException:
+        out.abort()
+        raise
+    closed = out.close()
+    return closed if isinstance(closed, int) else closed[0]
 
 
 def _folder(metadata: TableMetadata, spec_id: int, partition: tuple[Any, ...]) -> str:
@@ -92,17 +127,17 @@ def write_position_delete_file(
         ],
         schema=_POSITION_SCHEMA,
     )
-    location = f"{_folder(metadata, spec_id, partition)}/{uuid.uuid4()}-deletes.parquet"
-    with io.new_output(location).create() as stream:
-        pq.write_table(table, stream, compression="zstd")
-    size = io.new_input(location).length()
+    file_format = data_file_format(metadata.properties, delete=True)
+    extension = file_format.value.lower()
+    location = f"{_folder(metadata, spec_id, partition)}/{uuid.uuid4()}-deletes.{extension}"
+    size = _write_rows(io, location, file_format, table, metadata.properties)
     n = table.num_rows
     lo, hi = int(min(int(p[0]) for p in positions)), int(max(int(p[-1]) for p in positions))
     ids = (DELETE_FILE_PATH_FIELD_ID, DELETE_FILE_POS_FIELD_ID)
     return DataFile(
         content=FileContent.POSITION_DELETES,
         file_path=location,
-        file_format=FileFormat.PARQUET,
+        file_format=file_format,
         partition=tuple(partition),
         record_count=n,
         file_size_in_bytes=size,
@@ -189,6 +224,7 @@ def write_equality_delete_files(
         data=rows.select(tops),
         write_uuid=f"{uuid.uuid4()}-eq-deletes",
         task_id=0,
+        file_format=data_file_format(metadata.properties, delete=True),
     )
     return [
         dataclasses.replace(

@@ -44,10 +44,17 @@ from icepark.spec.metadata_columns import (
     IS_DELETED_FIELD_ID,
     POS_FIELD_ID,
 )
-from icepark.spec.name_mapping import NameMapping
+from icepark.spec.name_mapping import NameMapping, create_name_mapping
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
-from icepark.spec.types import DoubleType, FloatType, PrimitiveType
+from icepark.spec.types import (
+    DoubleType,
+    FloatType,
+    LongType,
+    NestedField,
+    PrimitiveType,
+    StringType,
+)
 
 __all__ = ["DeleteCache", "read_task", "equality_delete_may_match", "live_row_count"]
 
@@ -146,15 +153,32 @@ def _column_by_id(table: pa.Table, field_id: int, default: str) -> pa.ChunkedArr
     raise ValidationError(f"Position delete file has no {default!r} column (field id {field_id})")
 
 
+_POSITION_SCHEMA = Schema(
+    NestedField(DELETE_FILE_PATH_FIELD_ID, "file_path", StringType(), required=True),
+    NestedField(DELETE_FILE_POS_FIELD_ID, "pos", LongType(), required=True),
+)
+_POSITION_MAPPING = create_name_mapping(_POSITION_SCHEMA)
+
+
 def _load_position_file(io: FileIO, f: DataFile) -> dict[str, np.ndarray]:
-    if f.file_format != FileFormat.PARQUET:
-        raise UnsupportedOperationError(
-            f"Cannot read {f.file_format} position delete file {f.file_path}: only Parquet"
+    if f.file_format == FileFormat.PARQUET:
+        with io.new_input(f.file_path).open() as stream:
+            table = pq.read_table(stream)
+        paths = _column_by_id(table, DELETE_FILE_PATH_FIELD_ID, "file_path").combine_chunks()
+        pos = _column_by_id(table, DELETE_FILE_POS_FIELD_ID, "pos").to_numpy().astype(np.int64)
+    else:  # Avro and ORC through the one data file reader
+        batches = read_data_file(
+            io,
+            f,
+            projected_schema=_POSITION_SCHEMA,
+            table_schema=_POSITION_SCHEMA,
+            partition_spec=None,
+            row_filter=None,
+            name_mapping=_POSITION_MAPPING,
         )
-    with io.new_input(f.file_path).open() as stream:
-        table = pq.read_table(stream)
-    paths = _column_by_id(table, DELETE_FILE_PATH_FIELD_ID, "file_path").combine_chunks()
-    pos = _column_by_id(table, DELETE_FILE_POS_FIELD_ID, "pos").to_numpy().astype(np.int64)
+        table = pa.Table.from_batches(list(batches), schema=schema_to_arrow(_POSITION_SCHEMA))
+        paths = table.column(0).combine_chunks()
+        pos = table.column(1).to_numpy().astype(np.int64)
     encoded = pc.dictionary_encode(paths)
     indices = encoded.indices.to_numpy(zero_copy_only=False)
     out: dict[str, np.ndarray] = {}

@@ -1,27 +1,27 @@
-"""Data file entries for Parquet files from their footers: files written by Spark's own
-writer, and existing files registered with ``add_files``.
+"""What a Parquet file's footer tells about its columns: leaf columns by field id, column
+chunk sizes and row-group offsets, and (for files icepark did not write itself) the metrics
+and partition values of a whole data file, as Java's ``ParquetUtil.fileMetrics`` reads them.
 
-Java computes the metrics of Parquet files from their footers too (``ParquetUtil``): per
-column the compressed size, the value and null counts and the bounds from each row group's
-statistics (truncated per the table's metrics config); a column whose statistics are missing
-from a row group gets no null count and no bounds, floats whose statistics hold NaN no bounds.
-Spark's writer records no NaN counts, so none are reported (which Iceberg allows).
-
-The partition tuple of a file is computed from the statistics of the partition source
-columns: Spark's writer got rows of a single Iceberg partition per file (see
-:mod:`icepark.spark.writer`), so ``transform(min) == transform(max)`` is the partition
-value; this is checked. Values known otherwise (an imported file's Hive-style path) can be
-given instead.
-
-Files without field ids are read through a name mapping. Timestamp statistics in
-milliseconds or nanoseconds are scaled to microseconds; INT96 timestamps (legacy writers)
-have no usable statistics, so they get no bounds.
+* :func:`parquet_leaves` walks a file's Arrow schema (with ``PARQUET:field_id``) to its leaf
+  columns in file order: structs by their fields, list elements, map keys then values.
+* :func:`sizes_and_offsets` gives the compressed size of each leaf column (summed over row
+  groups) and the split offsets (row-group starts): the writer's metrics use it for the files
+  it writes.
+* :func:`data_file_from_footer` makes the manifest entry of a file written by another writer
+  (Spark's native Parquet writer through icepark, or files added to a table) from its footer
+  alone: per column the value and null counts and the bounds from each row group's
+  statistics, truncated per the table's metrics config; a column whose statistics are missing
+  from a row group gets no null count and no bounds, floats whose statistics hold NaN no
+  bounds, and no NaN counts are reported (footers have none; Iceberg allows that); zero
+  bounds of floats are read as parquet-java reads them (lower -0.0, upper +0.0). The
+  partition tuple is computed from the statistics of the partition source columns: a file
+  holds rows of one partition when ``transform(min) == transform(max)``, which is checked.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -30,19 +30,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icepark.arrow.metrics import (
-    MetricsConfig,
-    truncate_binary_max,
-    truncate_binary_min,
-    truncate_string_max,
-    truncate_string_min,
-)
+from icepark.arrow.metrics_config import MetricsConfig, MetricsMode, truncate_bounds
 from icepark.arrow.schema import apply_name_mapping, field_id_of
 from icepark.errors import ValidationError
 from icepark.io import FileIO
-from icepark.manifest import DataFile
 from icepark.spec.conversions import to_bytes
-from icepark.spec.manifests import FileContent, FileFormat
+from icepark.spec.manifests import DataFile, FileContent, FileFormat
 from icepark.spec.name_mapping import NameMapping
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
@@ -57,7 +50,67 @@ from icepark.spec.types import (
     StringType,
 )
 
-__all__ = ["data_file_from_footer"]
+__all__ = ["chunk_start", "data_file_from_footer", "parquet_leaves", "sizes_and_offsets"]
+
+
+def parquet_leaves(arrow_schema: pa.Schema) -> list[tuple[int | None, str, bool]]:
+    """``(field id, dotted path, repeated)`` of each leaf column in file order; ``repeated``
+    when the leaf is inside a list or a map (Java keeps only its column size)."""
+    out: list[tuple[int | None, str, bool]] = []
+
+    def walk(f: pa.Field, path: str, repeated: bool) -> None:
+        t = f.type
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(t.field(i), f"{path}.{t.field(i).name}", repeated)
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            walk(t.value_field, f"{path}.element", True)
+        elif pa.types.is_map(t):
+            walk(t.key_field, f"{path}.key", True)
+            walk(t.item_field, f"{path}.value", True)
+        else:
+            out.append((field_id_of(f), path, repeated))
+
+    for f in arrow_schema:
+        walk(f, f.name, False)
+    return out
+
+
+def chunk_start(chunk: Any) -> int:
+    """Where a column chunk starts: its dictionary page, else its first data page."""
+    if chunk.has_dictionary_page and chunk.dictionary_page_offset:
+        return int(min(chunk.dictionary_page_offset, chunk.data_page_offset))
+    return int(chunk.data_page_offset)
+
+
+def sizes_and_offsets(
+    metadata: pq.FileMetaData,
+    keep: Callable[[int], bool],
+    arrow_schema: pa.Schema | None = None,
+) -> tuple[dict[int, int], tuple[int, ...] | None]:
+    """Compressed size per leaf column (those whose field id ``keep`` accepts) and the
+    row groups' start offsets, sorted. ``arrow_schema``: the file's schema with field ids
+    (when a name mapping gave them), else the footer's."""
+    leaves = parquet_leaves(arrow_schema or metadata.schema.to_arrow_schema())
+    if metadata.num_columns != len(leaves):
+        raise ValidationError(
+            f"Parquet footer lists {metadata.num_columns} columns but its schema has "
+            f"{len(leaves)} leaves"
+        )
+    sizes: dict[int, int] = {}
+    offsets: list[int] = []
+    for r in range(metadata.num_row_groups):
+        rg = metadata.row_group(r)
+        for c, (field_id, _, _) in enumerate(leaves):
+            chunk = rg.column(c)
+            if c == 0:
+                offsets.append(chunk_start(chunk))
+            if field_id is not None and keep(field_id):
+                sizes[field_id] = sizes.get(field_id, 0) + chunk.total_compressed_size
+    return sizes, (tuple(sorted(offsets)) if offsets else None)
+
+
+# -- metrics of a file written elsewhere -----------------------------------------------------
 
 
 @dataclass
@@ -65,59 +118,20 @@ class _Column:
     field_id: int
     field_type: PrimitiveType
     path: str
-    size: int = 0
     values: int = 0
     nulls: int | None = 0
     low: Any = None
     high: Any = None
     stats_ok: bool = True
     seen: list[Any] = field(default_factory=list)
-    scale: tuple[int, int] = (1, 1)  # (multiply, divide) raw statistics into the table's unit
-
-
-def _leaf_ids(arrow_schema: pa.Schema) -> list[tuple[int | None, str]]:
-    out: list[tuple[int | None, str]] = []
-
-    def walk(f: pa.Field, prefix: str) -> None:
-        path = f"{prefix}{f.name}"
-        if pa.types.is_struct(f.type):
-            for i in range(f.type.num_fields):
-                walk(f.type.field(i), path + ".")
-        elif pa.types.is_list(f.type) or pa.types.is_map(f.type) or pa.types.is_large_list(f.type):
-            raise ValidationError(f"Cannot compute footer metrics of nested column {path}")
-        else:
-            out.append((field_id_of(f), path))
-
-    for f in arrow_schema:
-        walk(f, "")
-    return out
-
-
-def _leaf_types(arrow_schema: pa.Schema) -> list[pa.DataType]:
-    out: list[pa.DataType] = []
-
-    def walk(f: pa.Field) -> None:
-        if pa.types.is_struct(f.type):
-            for i in range(f.type.num_fields):
-                walk(f.type.field(i))
-        else:
-            out.append(f.type)
-
-    for f in arrow_schema:
-        walk(f)
-    return out
-
-
-def _decimal(unscaled: int, scale: int) -> Decimal:
-    return Decimal(unscaled).scaleb(-scale)
+    scale: tuple[int, int] = (1, 1)  # (multiply, divide) raw statistics into microseconds
 
 
 def _scale(arrow_type: pa.DataType) -> tuple[int, int]:
     """How to bring a timestamp's raw value to microseconds."""
     if pa.types.is_timestamp(arrow_type):
-        return {"s": (1_000_000, 1), "ms": (1000, 1), "us": (1, 1), "ns": (1, 1000)}.get(
-            arrow_type.unit, (1, 1)
-        )
+        units = {"s": (1_000_000, 1), "ms": (1000, 1), "us": (1, 1), "ns": (1, 1000)}
+        return units.get(arrow_type.unit, (1, 1))
     return (1, 1)
 
 
@@ -129,8 +143,8 @@ def _value(t: PrimitiveType, raw: Any, scale: tuple[int, int] = (1, 1)) -> Any:
         return bytes(raw).decode("utf-8") if not isinstance(raw, str) else raw
     if isinstance(t, DecimalType):
         if isinstance(raw, bytes | bytearray):
-            return _decimal(int.from_bytes(raw, "big", signed=True), t.scale)
-        return _decimal(int(raw), t.scale)
+            return Decimal(int.from_bytes(raw, "big", signed=True)).scaleb(-t.scale)
+        return Decimal(int(raw)).scaleb(-t.scale)
     if isinstance(t, BinaryType):
         return bytes(raw)
     if isinstance(t, FloatType | DoubleType):
@@ -138,69 +152,61 @@ def _value(t: PrimitiveType, raw: Any, scale: tuple[int, int] = (1, 1)) -> Any:
     return raw
 
 
-def _bounds(t: PrimitiveType, mode: Any, low: Any, high: Any) -> tuple[bytes | None, bytes | None]:
+def _bounds(
+    t: PrimitiveType, mode: MetricsMode, low: Any, high: Any
+) -> tuple[bytes | None, bytes | None]:
     if isinstance(t, FloatType | DoubleType) and (math.isnan(low) or math.isnan(high)):
         return None, None
-    lower: Any = low
-    upper: Any = high
-    if mode.kind == "truncate":
-        if isinstance(t, StringType):
-            lower, upper = (
-                truncate_string_min(low, mode.length),
-                truncate_string_max(high, mode.length),
-            )
-        elif isinstance(t, BinaryType):
-            lower, upper = (
-                truncate_binary_min(low, mode.length),
-                truncate_binary_max(high, mode.length),
-            )
+    lower, upper = truncate_bounds(t, mode, low, high)
     return (
         to_bytes(t, lower) if lower is not None else None,
         to_bytes(t, upper) if upper is not None else None,
     )
 
 
-def _chunk_start(chunk: Any) -> int:
-    if chunk.has_dictionary_page and chunk.dictionary_page_offset:
-        return int(min(chunk.dictionary_page_offset, chunk.data_page_offset))
-    return int(chunk.data_page_offset)
+def _leaf_types(arrow_schema: pa.Schema) -> list[pa.DataType]:
+    """Arrow types of the leaf columns of a schema of structs and primitives, in file order."""
+    out: list[pa.DataType] = []
 
+    def walk(t: pa.DataType) -> None:
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(t.field(i).type)
+        else:
+            out.append(t)
 
-def _read_footer(io: FileIO, location: str) -> pq.FileMetaData:
-    with io.new_input(location).open() as stream:
-        return pq.ParquetFile(stream).metadata
+    for f in arrow_schema:
+        walk(f.type)
+    return out
 
 
 def _scan_columns(
-    md: pq.FileMetaData, schema: Schema, location: str, name_mapping: NameMapping | None = None
-) -> tuple[dict[int, _Column], list[int]]:
-    arrow_schema = md.schema.to_arrow_schema()
-    if name_mapping is not None:
-        arrow_schema = apply_name_mapping(arrow_schema, name_mapping)
-    leaves = _leaf_ids(arrow_schema)
-    types = _leaf_types(arrow_schema)
+    md: pq.FileMetaData, arrow_schema: pa.Schema, schema: Schema, location: str
+) -> dict[int, _Column]:
     columns: dict[int, _Column] = {}
-    index: list[int] = []
-    for c, (field_id, path) in enumerate(leaves):
+    index: list[_Column] = []
+    leaves = parquet_leaves(arrow_schema)
+    for c, (field_id, path, repeated) in enumerate(leaves):
         f = schema.field_or_none(field_id) if field_id is not None else None
         if f is None or not isinstance(f.field_type, PrimitiveType):
             raise ValidationError(
                 f"Parquet column {path} of {location} has no field id of the table schema"
             )
-        column = _Column(f.field_id, f.field_type, path, scale=_scale(types[c]))
+        if repeated:
+            raise ValidationError(
+                f"Cannot take the metrics of {location} from its footer: column {path} is "
+                "inside a list or a map"
+            )
+        index.append(_Column(f.field_id, f.field_type, path))
+        columns[f.field_id] = index[-1]
         if md.schema.column(c).physical_type == "INT96":
-            column.stats_ok = False  # legacy timestamps: statistics are not comparable
-        columns[f.field_id] = column
-        index.append(f.field_id)
-    offsets = []
+            index[-1].stats_ok = False  # legacy timestamps: statistics are not comparable
+    for col, arrow_type in zip(index, _leaf_types(arrow_schema), strict=True):
+        col.scale = _scale(arrow_type)
     for r in range(md.num_row_groups):
         rg = md.row_group(r)
-        for c, field_id in enumerate(index):
+        for c, col in enumerate(index):
             chunk = rg.column(c)
-            col = columns[field_id]
-            if c == 0:
-                offsets.append(_chunk_start(chunk))
-            col.size += chunk.total_compressed_size
             col.values += chunk.num_values
             stats = chunk.statistics if chunk.is_stats_set else None
             if stats is None or not stats.has_null_count:
@@ -212,11 +218,16 @@ def _scan_columns(
             if stats.has_min_max and col.stats_ok:
                 low = _value(col.field_type, stats.min_raw, col.scale)
                 high = _value(col.field_type, stats.max_raw, col.scale)
+                if isinstance(col.field_type, FloatType | DoubleType):
+                    # as parquet-java reads float statistics (PARQUET-1222): a zero lower bound
+                    # is -0.0 and a zero upper bound +0.0, whatever sign the writer stored
+                    low = -0.0 if low == 0 else low
+                    high = 0.0 if high == 0 else high
                 col.low = low if col.low is None else min(col.low, low)
                 col.high = high if col.high is None else max(col.high, high)
             elif stats.null_count != chunk.num_values:
                 col.stats_ok = False  # values without bounds
-    return columns, sorted(offsets)
+    return columns
 
 
 def _partition_value(
@@ -266,23 +277,26 @@ def data_file_from_footer(
     name_mapping: NameMapping | None = None,
     partition_values: Mapping[int, Any] | None = None,
 ) -> DataFile:
-    """The entry of a Parquet data file (structs and primitives only), its columns matched to
-    ``schema`` by field id (or through ``name_mapping`` for columns without one). Partition
-    values come from ``partition_values`` (by partition field id) where given, else from the
-    statistics of their source columns."""
-    md = _read_footer(io, location)
-    columns, offsets = _scan_columns(md, schema, location, name_mapping)
+    """The manifest entry of a Parquet data file (structs and primitives) from its footer,
+    its columns matched to ``schema`` by field id (or through ``name_mapping`` for columns
+    without one). Partition values come from ``partition_values`` (by partition field id)
+    where given, else from the statistics of their source columns; see the module docstring."""
+    with io.new_input(location).open() as stream:
+        md = pq.ParquetFile(stream).metadata
+    arrow_schema = md.schema.to_arrow_schema()
+    if name_mapping is not None:
+        arrow_schema = apply_name_mapping(arrow_schema, name_mapping)
+    columns = _scan_columns(md, arrow_schema, schema, location)
     rows = md.num_rows
-    sizes: dict[int, int] = {}
     values: dict[int, int] = {}
     nulls: dict[int, int] = {}
     lower: dict[int, bytes] = {}
     upper: dict[int, bytes] = {}
+    modes = {fid: config.mode_for(fid, schema) for fid in columns}
     for field_id, col in columns.items():
-        mode = config.mode_for(field_id, schema)
+        mode = modes[field_id]
         if not mode.has_counts:
             continue
-        sizes[field_id] = col.size
         values[field_id] = col.values
         if col.nulls is not None:
             nulls[field_id] = col.nulls
@@ -292,6 +306,9 @@ def data_file_from_footer(
                 lower[field_id] = lo
             if hi is not None:
                 upper[field_id] = hi
+    sizes, offsets = sizes_and_offsets(
+        md, lambda fid: fid in modes and modes[fid].has_counts, arrow_schema
+    )
     partition: list[Any] = []
     for pf in spec.fields:
         if partition_values is not None and pf.field_id in partition_values:
@@ -320,7 +337,7 @@ def data_file_from_footer(
         nan_value_counts=None,
         lower_bounds=lower,
         upper_bounds=upper,
-        split_offsets=tuple(offsets) if offsets else None,
+        split_offsets=offsets,
         sort_order_id=sort_order.order_id if sort_order is not None else None,
         spec_id=spec.spec_id,
     )

@@ -28,24 +28,24 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icepark.arrow.footer import sizes_and_offsets
 from icepark.arrow.metrics_config import (
     MetricsConfig,
     MetricsMode,
     parse_metrics_mode,
+    truncate_binary_max,
+    truncate_binary_min,
+    truncate_bounds,
+    truncate_string_max,
+    truncate_string_min,
 )
-from icepark.errors import ValidationError
 from icepark.spec.conversions import to_bytes
 from icepark.spec.schema import Schema
 from icepark.spec.types import (
-    BinaryType,
     DateType,
     DoubleType,
     FloatType,
-    IcebergType,
-    ListType,
-    MapType,
     PrimitiveType,
-    StringType,
     StructType,
     TimestampNanoType,
     TimestampType,
@@ -62,56 +62,11 @@ __all__ = [
     "Metrics",
     "MetricsCollector",
     "compute_metrics",
-    "parquet_leaf_field_ids",
     "truncate_string_min",
     "truncate_string_max",
     "truncate_binary_min",
     "truncate_binary_max",
 ]
-
-
-# -- truncation (Java's UnicodeUtil / BinaryUtil) -----------------------------------------------
-
-
-def truncate_string_min(value: str, length: int) -> str:
-    """The first ``length`` code points: a lower bound of every string with that prefix."""
-    return value[:length]
-
-
-def _increment_code_point(cp: int) -> int | None:
-    if cp == 0xD7FF:
-        return 0xE000  # skip the surrogate range
-    if cp >= 0x10FFFF:
-        return None
-    return cp + 1
-
-
-def truncate_string_max(value: str, length: int) -> str | None:
-    """An upper bound of at most ``length`` code points (the prefix with its last code point
-    that can be incremented incremented), the value itself when short enough, or None."""
-    if len(value) <= length:
-        return value
-    for i in range(length - 1, -1, -1):
-        nxt = _increment_code_point(ord(value[i]))
-        if nxt is not None:
-            return value[:i] + chr(nxt)
-    return None
-
-
-def truncate_binary_min(value: bytes, length: int) -> bytes:
-    """The first ``length`` bytes."""
-    return value[:length]
-
-
-def truncate_binary_max(value: bytes, length: int) -> bytes | None:
-    """An upper bound of at most ``length`` bytes, the value itself when short enough, or
-    None when every byte of the prefix is 0xff."""
-    if len(value) <= length:
-        return value
-    for i in range(length - 1, -1, -1):
-        if value[i] != 0xFF:
-            return value[:i] + bytes([value[i] + 1])
-    return None
 
 
 # -- results -----------------------------------------------------------------------------------
@@ -183,29 +138,6 @@ def _file_order_key(t: PrimitiveType) -> Callable[[Any], Any]:
     if isinstance(t, UUIDType):
         return _uuid_key
     return _identity_key
-
-
-def parquet_leaf_field_ids(schema: Schema | StructType) -> list[int]:
-    """The field ids of the Parquet leaf columns of ``schema`` in file order (depth first;
-    list elements and map keys then values)."""
-    struct = schema.as_struct() if isinstance(schema, Schema) else schema
-    out: list[int] = []
-
-    def visit(field_id: int, t: IcebergType) -> None:
-        if isinstance(t, StructType):
-            for f in t.fields:
-                visit(f.field_id, f.field_type)
-        elif isinstance(t, ListType):
-            visit(t.element_id, t.element_type)
-        elif isinstance(t, MapType):
-            visit(t.key_id, t.key_type)
-            visit(t.value_id, t.value_type)
-        else:
-            out.append(field_id)
-
-    for f in struct.fields:
-        visit(f.field_id, f.field_type)
-    return out
 
 
 class MetricsCollector:
@@ -299,7 +231,7 @@ class MetricsCollector:
                 nan_counts[leaf.field_id] = leaf.nan_count
             if not leaf.mode.has_bounds or leaf.lower is None:
                 continue
-            lower, upper = _truncate(leaf.field_type, leaf.mode, leaf.lower, leaf.upper)
+            lower, upper = truncate_bounds(leaf.field_type, leaf.mode, leaf.lower, leaf.upper)
             if lower is not None:
                 lower_bounds[leaf.field_id] = _serialize(leaf.field_type, lower)
             if upper is not None:
@@ -322,35 +254,20 @@ class MetricsCollector:
         )
 
     def _footer_metrics(self, metadata: Any) -> tuple[dict[int, int], tuple[int, ...] | None]:
-        leaf_ids = parquet_leaf_field_ids(self._schema)
-        if metadata.num_columns != len(leaf_ids):
-            raise ValidationError(
-                f"Parquet file has {metadata.num_columns} columns, schema has {len(leaf_ids)}"
-            )
-        modes = [self._config.mode_for(i, self._schema) for i in leaf_ids]
-        sizes: dict[int, int] = {}
-        offsets: list[int] = []
-        for r in range(metadata.num_row_groups):
-            rg = metadata.row_group(r)
-            for c, (field_id, mode) in enumerate(zip(leaf_ids, modes)):
-                chunk = rg.column(c)
-                if c == 0:
-                    offsets.append(_chunk_start(chunk))
-                if mode.has_counts:
-                    sizes[field_id] = sizes.get(field_id, 0) + chunk.total_compressed_size
-        return sizes, (tuple(sorted(offsets)) if offsets else None)
+        modes: dict[int, MetricsMode] = {}
+
+        def keep(field_id: int) -> bool:
+            if field_id not in modes:
+                modes[field_id] = self._config.mode_for(field_id, self._schema)
+            return modes[field_id].has_counts
+
+        return sizes_and_offsets(metadata, keep)
 
 
 def _serialize(t: PrimitiveType, value: Any) -> bytes:
     if isinstance(t, UUIDType):
         return bytes(value)  # kept as its 16 bytes
     return to_bytes(t, value)
-
-
-def _chunk_start(chunk: Any) -> int:
-    if chunk.has_dictionary_page and chunk.dictionary_page_offset:
-        return int(min(chunk.dictionary_page_offset, chunk.data_page_offset))
-    return int(chunk.data_page_offset)
 
 
 def _chunk_key(leaf: _Leaf) -> Callable[[Any], Any]:
@@ -400,16 +317,6 @@ def _float_stats(leaf: _Leaf, arr: pa.Array, parents_valid: pa.Array | None) -> 
             has_positive_zero = pc.any(pc.equal(bits, 0)).as_py()
             high = 0.0 if has_positive_zero else -0.0
     return low, high
-
-
-def _truncate(t: PrimitiveType, mode: MetricsMode, lower: Any, upper: Any) -> tuple[Any, Any]:
-    if mode.kind != "truncate":
-        return lower, upper
-    if isinstance(t, StringType):
-        return truncate_string_min(lower, mode.length), truncate_string_max(upper, mode.length)
-    if isinstance(t, BinaryType):
-        return truncate_binary_min(lower, mode.length), truncate_binary_max(upper, mode.length)
-    return lower, upper
 
 
 # -- one call ----------------------------------------------------------------------------------

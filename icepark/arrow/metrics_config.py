@@ -20,17 +20,31 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from icepark.errors import ValidationError
 from icepark.spec import properties as P
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import SortOrder
-from icepark.spec.types import IcebergType, ListType, MapType, PrimitiveType, StructType
+from icepark.spec.types import (
+    BinaryType,
+    IcebergType,
+    ListType,
+    MapType,
+    PrimitiveType,
+    StringType,
+    StructType,
+)
 
 __all__ = [
     "MetricsMode",
     "parse_metrics_mode",
     "MetricsConfig",
+    "truncate_binary_max",
+    "truncate_binary_min",
+    "truncate_bounds",
+    "truncate_string_max",
+    "truncate_string_min",
 ]
 
 _LOG = logging.getLogger(__name__)
@@ -215,3 +229,59 @@ def _limit_field_ids(struct: StructType, limit: int) -> list[int]:
 
     visit(struct)
     return ids
+
+
+# -- truncation (Java's UnicodeUtil / BinaryUtil) -----------------------------------------------
+
+
+def truncate_string_min(value: str, length: int) -> str:
+    """The first ``length`` code points: a lower bound of every string with that prefix."""
+    return value[:length]
+
+
+def _increment_code_point(cp: int) -> int | None:
+    if cp == 0xD7FF:
+        return 0xE000  # skip the surrogate range
+    if cp >= 0x10FFFF:
+        return None
+    return cp + 1
+
+
+def truncate_string_max(value: str, length: int) -> str | None:
+    """An upper bound of at most ``length`` code points (the prefix with its last code point
+    that can be incremented incremented), the value itself when short enough, or None."""
+    if len(value) <= length:
+        return value
+    for i in range(length - 1, -1, -1):
+        nxt = _increment_code_point(ord(value[i]))
+        if nxt is not None:
+            return value[:i] + chr(nxt)
+    return None
+
+
+def truncate_binary_min(value: bytes, length: int) -> bytes:
+    """The first ``length`` bytes."""
+    return value[:length]
+
+
+def truncate_binary_max(value: bytes, length: int) -> bytes | None:
+    """An upper bound of at most ``length`` bytes, the value itself when short enough, or
+    None when every byte of the prefix is 0xff."""
+    if len(value) <= length:
+        return value
+    for i in range(length - 1, -1, -1):
+        if value[i] != 0xFF:
+            return value[:i] + bytes([value[i] + 1])
+    return None
+
+
+def truncate_bounds(t: PrimitiveType, mode: MetricsMode, lower: Any, upper: Any) -> tuple[Any, Any]:
+    """The bounds kept by ``mode``: strings and binary truncated in ``truncate(N)`` mode (the
+    upper bound may become None), other values as they are."""
+    if mode.kind != "truncate":
+        return lower, upper
+    if isinstance(t, StringType):
+        return truncate_string_min(lower, mode.length), truncate_string_max(upper, mode.length)
+    if isinstance(t, BinaryType):
+        return truncate_binary_min(lower, mode.length), truncate_binary_max(upper, mode.length)
+    return lower, upper

@@ -1,7 +1,12 @@
 """Reading data files into Arrow record batches of a projected Iceberg schema.
 
-:func:`read_data_file` streams one Parquet data file as batches whose schema is exactly
-``schema_to_arrow(projected_schema)``, following the spec's "Column Projection":
+:func:`read_data_file` streams one data file (Parquet, Avro or ORC, by its
+``file_format``) as batches whose schema is exactly ``schema_to_arrow(projected_schema)``,
+following the spec's "Column Projection". It is the one place data files are read: scans,
+row-level changes, rewrites and equality delete files all come through it. Each format gives
+its columns as Arrow fields carrying field ids (Parquet's own ids; Avro's ``field-id``
+properties, see :mod:`icepark.arrow.avro_reader`; ORC's ``iceberg.id`` attributes, see
+:mod:`icepark.arrow.orc_reader`), and one projection plan does the rest:
 
 * file columns are matched to the projected fields by field id (``PARQUET:field_id``), so
   renamed, reordered and dropped columns read right; a file without any field id is read
@@ -20,21 +25,20 @@
   schema holds their reserved field ids (:mod:`icepark.spec.metadata_columns`).
 
 A row filter (bound to the table schema) is evaluated against the file's own columns with
-SQL null semantics (see :mod:`icepark.arrow.expressions`): row groups whose statistics rule
-it out are skipped, and the remaining rows are filtered. ``_pos`` is always the row's
-position in the file, whatever was skipped or filtered out. Memory use is bounded by a row
-group's worth of the selected columns, not by the file.
+SQL null semantics (see :mod:`icepark.arrow.expressions`): Parquet row groups whose
+statistics rule it out are skipped, and the remaining rows are filtered. ``_pos`` is always
+the row's position in the file, whatever was skipped or filtered out. Memory use is bounded
+by a row group's (Avro: a batch's, ORC: a stripe's) worth of the selected columns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from icepark.arrow._projection import (
@@ -48,7 +52,9 @@ from icepark.arrow._projection import (
     child_fields,
     project,
 )
+from icepark.arrow.avro_reader import AvroDataFile, plan_selection
 from icepark.arrow.expressions import storage_type, to_arrow_expression, to_arrow_scalar
+from icepark.arrow.orc_reader import OrcDataFile
 from icepark.arrow.schema import (
     apply_name_mapping,
     field_id_of,
@@ -84,6 +90,9 @@ from icepark.spec.types import (
     UUIDType,
 )
 
+if TYPE_CHECKING:
+    import pyarrow.dataset as ds
+
 __all__ = ["DEFAULT_BATCH_SIZE", "read_data_file", "file_schema_with_ids"]
 
 DEFAULT_BATCH_SIZE = 131072
@@ -105,7 +114,7 @@ def read_data_file(
     start: int = 0,
     length: int | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The rows of a Parquet data file as batches of ``schema_to_arrow(projected_schema)``.
+    """The rows of a data file as batches of ``schema_to_arrow(projected_schema)``.
 
     ``partition_spec`` is the spec of ``data_file.partition`` (``data_file.spec_id``); None
     for an unpartitioned file. ``row_filter`` is a bound expression (bound to
@@ -116,15 +125,16 @@ def read_data_file(
     opened on the first ``next()`` and closed when the iterator is exhausted or closed.
 
     ``start`` and ``length`` select a split of the file, as a scan task gives it: only the row
-    groups whose first byte (Java's ``getStartingPos``) lies in ``[start, start + length)``
-    are read (``length`` None: to the end of the file).
+    groups (Avro blocks, ORC stripes) whose first byte (Java's ``getStartingPos``) lies in
+    ``[start, start + length)`` are read (``length`` None: to the end of the file).
     """
     if batch_size < 1:
         raise ValidationError(f"batch_size must be positive: {batch_size}")
-    if data_file.file_format != FileFormat.PARQUET:
+    read = _FORMAT_READERS.get(data_file.file_format)
+    if read is None:
         raise UnsupportedOperationError(
             f"Cannot read {data_file.file_format} data file {data_file.file_path}: "
-            "only Parquet data files are supported"
+            "only Parquet, Avro and ORC data files are supported"
         )
     output = projected_schema
     if include_positions and output.field_or_none(POS_FIELD_ID) is None:
@@ -133,7 +143,7 @@ def read_data_file(
     if isinstance(filter_expr, AlwaysFalse):
         return iter(())
     split = (start, None if length is None else start + length)
-    return _read_parquet(
+    return read(
         io,
         data_file,
         output,
@@ -218,6 +228,7 @@ class _Reader:
         self.location = data_file.file_path
         self.table_schema = table_schema
         self.spec = spec
+        self.output = output
         self.target = schema_to_arrow(output)
         self.constants = self._identity_constants()
 
@@ -339,25 +350,110 @@ def _read_parquet(
                 lambda fid: reader.filter_column(fid, batch_schema, index, filter_paths),
             )
         columns = _read_paths(plan, filter_paths)
-        needs_pos = any(isinstance(p, Pos) for p in plan)
         starts = _row_group_starts(pf.metadata)
-        positions = _Positions(batch_size) if needs_pos else None
-        for run in _runs(row_groups):
-            offset = starts[run[0]]
-            for batch in pf.iter_batches(
-                batch_size=batch_size, row_groups=run, columns=columns, use_threads=True
-            ):
-                n = batch.num_rows
-                pos = positions.at(offset, n) if positions is not None else None
-                offset += n
-                if row_expr is not None:
-                    if pos is not None:
-                        batch = batch.append_column(_POS_COLUMN, pos)
-                    batch = batch.filter(row_expr)
-                    pos = batch.column(_POS_COLUMN) if pos is not None else None
-                if batch.num_rows == 0:
-                    continue
-                yield _assemble(reader.target, plan, batch, pos, location)
+
+        def batches() -> Iterator[tuple[int, pa.RecordBatch]]:
+            for run in _runs(row_groups):
+                offset = starts[run[0]]
+                for batch in pf.iter_batches(
+                    batch_size=batch_size, row_groups=run, columns=columns, use_threads=True
+                ):
+                    yield offset, batch
+                    offset += batch.num_rows
+
+        yield from _finish(batches(), reader.target, plan, row_expr, batch_size, location)
+
+
+def _finish(
+    batches: Iterator[tuple[int, pa.RecordBatch]],
+    target: pa.Schema,
+    plan: list[Read | Const | Pos],
+    row_expr: pc.Expression | None,
+    batch_size: int,
+    location: str,
+) -> Iterator[pa.RecordBatch]:
+    """Batches of file columns (each with the file position of its first row) filtered by
+    ``row_expr`` and projected to ``target``."""
+    positions = _Positions(batch_size) if any(isinstance(p, Pos) for p in plan) else None
+    for offset, file_batch in batches:
+        batch = file_batch
+        n = batch.num_rows
+        pos = positions.at(offset, n) if positions is not None else None
+        if row_expr is not None:
+            if pos is not None:
+                batch = batch.append_column(_POS_COLUMN, pos)
+            batch = batch.filter(row_expr)
+            pos = batch.column(_POS_COLUMN) if pos is not None else None
+        if batch.num_rows == 0:
+            continue
+        yield _assemble(target, plan, batch, pos, location)
+
+
+def _read_avro(
+    io: FileIO,
+    data_file: DataFile,
+    output: Schema,
+    table_schema: Schema,
+    spec: PartitionSpec | None,
+    row_filter: Expression | None,
+    name_mapping: NameMapping | None,
+    batch_size: int,
+    split: tuple[int, int | None],
+) -> Iterator[pa.RecordBatch]:
+    reader = _Reader(data_file, output, table_schema, spec)
+    location = data_file.file_path
+    with AvroDataFile(io, location, name_mapping) as avro:
+        file_schema = avro.arrow_schema
+        plan, row_expr, filter_paths = _plan(reader, file_schema, row_filter)
+        selection = plan_selection(plan, file_schema, filter_paths)
+        batches = avro.batches(selection, batch_size, split[0], split[1])
+        yield from _finish(batches, reader.target, plan, row_expr, batch_size, location)
+
+
+def _read_orc(
+    io: FileIO,
+    data_file: DataFile,
+    output: Schema,
+    table_schema: Schema,
+    spec: PartitionSpec | None,
+    row_filter: Expression | None,
+    name_mapping: NameMapping | None,
+    batch_size: int,
+    split: tuple[int, int | None],
+) -> Iterator[pa.RecordBatch]:
+    reader = _Reader(data_file, output, table_schema, spec)
+    location = data_file.file_path
+    with OrcDataFile(io, location, name_mapping) as orc:
+        file_schema = orc.arrow_schema
+        plan, row_expr, filter_paths = _plan(reader, file_schema, row_filter)
+        columns = _read_paths(plan, filter_paths)
+        batches = orc.batches(columns, batch_size, split[0], split[1], data_file.split_offsets)
+        yield from _finish(batches, reader.target, plan, row_expr, batch_size, location)
+
+
+def _plan(
+    reader: _Reader, file_schema: pa.Schema, row_filter: Expression | None
+) -> tuple[list[Read | Const | Pos], pc.Expression | None, set[tuple[str, ...]]]:
+    """The projection plan over a file's columns, the filter over them and the column paths
+    the filter reads."""
+    index = _index_file(file_schema)
+    planner = Planner(reader.location, reader.constants)
+    plan = planner.top(reader.output, reader.target, file_schema, reader.meta_values())
+    filter_paths: set[tuple[str, ...]] = set()
+    row_expr = None
+    if row_filter is not None:
+        row_expr = to_arrow_expression(
+            row_filter,
+            lambda fid: reader.filter_column(fid, file_schema, index, filter_paths),
+        )
+    return plan, row_expr, filter_paths
+
+
+_FORMAT_READERS = {
+    FileFormat.PARQUET: _read_parquet,
+    FileFormat.AVRO: _read_avro,
+    FileFormat.ORC: _read_orc,
+}
 
 
 def _assemble(
@@ -499,6 +595,10 @@ class _Opened:
 
     def fragment(self) -> ds.ParquetFileFragment:
         """A fragment of the whole file, with its footer read (for row group pruning)."""
+        # imported here: pyarrow.dataset imports pandas (~0.3 s), which unfiltered reads and
+        # planning never need
+        import pyarrow.dataset as ds
+
         frag = ds.ParquetFileFormat().make_fragment(self.source())
         frag.ensure_complete_metadata()
         return frag

@@ -1,4 +1,4 @@
-"""Writing Arrow data as a table's Parquet data files, ready to be committed.
+"""Writing Arrow data as a table's data files (Parquet, Avro or ORC), ready to be committed.
 
 :func:`write_data_files` takes the rows (a table, a record batch reader or any iterable of
 record batches), matches them to the table schema by name (:mod:`icepark.arrow.conform`),
@@ -32,6 +32,14 @@ on every field. ``write.parquet.compression-codec`` (zstd, snappy, gzip, lz4, br
 uncompressed) and ``write.parquet.compression-level``, ``write.parquet.page-size-bytes``,
 ``write.parquet.page-row-limit`` and ``write.parquet.dict-size-bytes`` are honoured.
 
+Avro (``write.format.default=avro``, or ``file_format`` per call): Iceberg's Avro schema with
+field ids and logical types, ``write.avro.compression-codec`` / ``-level`` (gzip = deflate
+at level 9 by default, as Java), blocks of about 64 KB, rolled at the target size like
+Parquet files; an Avro file's entry has a record count and no column metrics, as Java's
+(see :mod:`icepark.arrow.avro_writer`). ORC (``write.format.default=orc``): the type tree
+Java's ORC writer writes, ids in ``iceberg.id`` attributes, ``write.orc.compression-codec``
+and stripe size, metrics from the rows (see :mod:`icepark.arrow.orc_writer`).
+
 If anything fails, the files this call wrote are deleted before the error is raised.
 """
 
@@ -55,12 +63,15 @@ from icepark.arrow._rows import (
     sort_indices,
     to_internal_arrow,
 )
+from icepark.arrow.avro_writer import AvroOpenFile
 from icepark.arrow.conform import conform_batch, file_schema
 from icepark.arrow.metrics import Metrics, MetricsCollector, MetricsConfig
+from icepark.arrow.orc_writer import OrcOpenFile
 from icepark.arrow.schema import schema_to_arrow
+from icepark.arrow.sink import StreamSink
 from icepark.arrow.transforms import apply_transform
-from icepark.errors import ValidationError
-from icepark.io.fileio import FileIO, OutputStream
+from icepark.errors import UnsupportedOperationError, ValidationError
+from icepark.io.fileio import FileIO
 from icepark.spec import properties as P
 from icepark.spec.manifests import DataFile, FileContent, FileFormat
 from icepark.spec.partitioning import PartitionSpec
@@ -71,6 +82,7 @@ __all__ = [
     "write_data_files",
     "data_location",
     "data_file_name",
+    "data_file_format",
     "parquet_writer_options",
     "MAX_OPEN_FILES",
     "BUFFER_BUDGET_BYTES",
@@ -102,9 +114,25 @@ def data_location(table_location: str, properties: Mapping[str, str]) -> str:
     return P.data_folder(table_location, properties)
 
 
-def data_file_name(task_id: int, attempt_id: int, write_uuid: str, file_number: int) -> str:
-    """Java's data file name: ``00000-0-<uuid>-00001.parquet``."""
-    return f"{task_id:05d}-{attempt_id}-{write_uuid}-{file_number:05d}.parquet"
+def data_file_name(
+    task_id: int,
+    attempt_id: int,
+    write_uuid: str,
+    file_number: int,
+    file_format: FileFormat = FileFormat.PARQUET,
+) -> str:
+    """Java's data file name: ``00000-0-<uuid>-00001.parquet`` (``.avro``, ``.orc``)."""
+    extension = file_format.value.lower()
+    return f"{task_id:05d}-{attempt_id}-{write_uuid}-{file_number:05d}.{extension}"
+
+
+def data_file_format(properties: Mapping[str, str], delete: bool = False) -> FileFormat:
+    """The format of new data files (``write.format.default``) or, with ``delete``, of new
+    delete files (``write.delete.format.default``, else the data files' format)."""
+    name = P.DEFAULT_FILE_FORMAT.get(properties)
+    if delete:
+        name = P.DELETE_DEFAULT_FILE_FORMAT.get(properties) or name
+    return FileFormat.parse(name)
 
 
 def parquet_writer_options(properties: Mapping[str, str]) -> dict[str, Any]:
@@ -138,36 +166,6 @@ def parquet_writer_options(properties: Mapping[str, str]) -> dict[str, Any]:
 # -- one open file -----------------------------------------------------------------------------
 
 
-class _Sink:
-    """What pyarrow writes to: the FileIO stream, which pyarrow must not close; writes are
-    dropped once the file is being aborted."""
-
-    def __init__(self, stream: OutputStream) -> None:
-        self._stream = stream
-        self.discard = False
-
-    def write(self, data: Any) -> int:
-        if self.discard:
-            return len(memoryview(data))
-        return self._stream.write(data)
-
-    def tell(self) -> int:
-        return self._stream.tell()
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    @property
-    def closed(self) -> bool:
-        return False
-
-    def writable(self) -> bool:
-        return True
-
-
 class _OpenFile:
     def __init__(
         self,
@@ -180,7 +178,7 @@ class _OpenFile:
         self.location = location
         self.collector = collector
         self.stream = io.new_output(location).create()
-        self._sink = _Sink(self.stream)
+        self._sink = StreamSink(self.stream)
         self.chunks: set[int] = set()
         self.row_groups = 0
         try:
@@ -222,7 +220,7 @@ class _Partition:
     pending: list[tuple[int, pa.RecordBatch]] = field(default_factory=list)
     pending_rows: int = 0
     pending_bytes: int = 0
-    file: _OpenFile | None = None
+    file: _OpenFile | AvroOpenFile | OrcOpenFile | None = None
     ratio: float = 1.0  # Parquet bytes written per Arrow byte, as seen so far
 
 
@@ -238,15 +236,23 @@ class _DataWriter:
         write_uuid: str,
         task_id: int,
         attempt_id: int,
+        file_format: FileFormat,
     ) -> None:
+        if file_format not in (FileFormat.PARQUET, FileFormat.AVRO, FileFormat.ORC):
+            raise UnsupportedOperationError(
+                f"Cannot write {file_format} data files: icepark writes Parquet, Avro and ORC"
+            )
         self.io = io
+        self.file_format = file_format
+        self.properties = properties
         self.schema = schema
         self.file_schema = file_schema(schema)
         self.arrow_schema = schema_to_arrow(self.file_schema)
         self.spec = spec
         self.sort_order = sort_order
         self.metrics_config = MetricsConfig.from_properties(properties, schema, sort_order)
-        self.options = parquet_writer_options(properties)
+        parquet = file_format == FileFormat.PARQUET
+        self.options = parquet_writer_options(properties) if parquet else {}
         self.target_size = (
             P.WRITE_TARGET_FILE_SIZE_BYTES.get(properties) or P.WRITE_TARGET_FILE_SIZE_BYTES.default
         )
@@ -431,10 +437,20 @@ class _DataWriter:
             state.pending_bytes = 0
         return pa.Table.from_batches(taken, schema=self.arrow_schema), chunks, nbytes
 
-    def _open_file(self, state: _Partition) -> _OpenFile:
+    def _open_file(self, state: _Partition) -> _OpenFile | AvroOpenFile | OrcOpenFile:
         self.file_count += 1
-        name = data_file_name(self.task_id, self.attempt_id, self.write_uuid, self.file_count)
+        name = data_file_name(
+            self.task_id, self.attempt_id, self.write_uuid, self.file_count, self.file_format
+        )
+        if self.file_format == FileFormat.AVRO:
+            return AvroOpenFile(
+                self.io, f"{state.folder}/{name}", self.file_schema, self.properties
+            )
         collector = MetricsCollector(self.file_schema, self.metrics_config)
+        if self.file_format == FileFormat.ORC:
+            return OrcOpenFile(
+                self.io, f"{state.folder}/{name}", self.file_schema, self.properties, collector
+            )
         return _OpenFile(
             self.io, f"{state.folder}/{name}", self.arrow_schema, self.options, collector
         )
@@ -443,26 +459,37 @@ class _DataWriter:
         f = state.file
         assert f is not None
         state.file = None
-        size, metrics = f.close()
+        column_metrics: dict[str, Any] = {}
+        if isinstance(f, AvroOpenFile):  # Java records no column metrics for Avro files
+            size = f.close()
+            record_count = f.record_count
+        else:
+            size, metrics = f.close()
+            record_count = metrics.record_count
+            column_metrics = {
+                "column_sizes": metrics.column_sizes,
+                "value_counts": metrics.value_counts,
+                "null_value_counts": metrics.null_value_counts,
+                "nan_value_counts": metrics.nan_value_counts,
+                "lower_bounds": metrics.lower_bounds,
+                "upper_bounds": metrics.upper_bounds,
+                "split_offsets": metrics.split_offsets,
+            }
+            if isinstance(f, OrcOpenFile):  # no column sizes or stripe offsets from pyarrow
+                del column_metrics["column_sizes"], column_metrics["split_offsets"]
         self.published.append(f.location)
         sorted_rows = not self.sort_order.is_unsorted and (f.chunks == {-1} or len(f.chunks) == 1)
         self.data_files.append(
             DataFile(
                 content=FileContent.DATA,
                 file_path=f.location,
-                file_format=FileFormat.PARQUET,
+                file_format=self.file_format,
                 partition=state.partition,
-                record_count=metrics.record_count,
+                record_count=record_count,
                 file_size_in_bytes=size,
-                column_sizes=metrics.column_sizes,
-                value_counts=metrics.value_counts,
-                null_value_counts=metrics.null_value_counts,
-                nan_value_counts=metrics.nan_value_counts,
-                lower_bounds=metrics.lower_bounds,
-                upper_bounds=metrics.upper_bounds,
-                split_offsets=metrics.split_offsets,
                 sort_order_id=self.sort_order.order_id if sorted_rows else 0,
                 spec_id=self.spec.spec_id,
+                **column_metrics,
             )
         )
 
@@ -492,8 +519,10 @@ def write_data_files(
     write_uuid: str | None = None,
     task_id: int = 0,
     attempt_id: int = 0,
+    file_format: FileFormat | str | None = None,
 ) -> list[DataFile]:
-    """Write ``data`` as Parquet data files of a table; see the module docstring.
+    """Write ``data`` as data files of a table; see the module docstring. ``file_format``
+    (``"parquet"``, ``"avro"``, ``"orc"``) overrides ``write.format.default``.
 
     Returns the files written, in the order they were closed, with partition tuples in the
     internal representation of ``spec.partition_type(schema)`` and ``spec_id`` set. Raises
@@ -510,6 +539,7 @@ def write_data_files(
         write_uuid or str(uuid.uuid4()),
         task_id,
         attempt_id,
+        data_file_format(properties) if file_format is None else FileFormat.parse(file_format),
     )
     try:
         return writer.write(data)

@@ -1,12 +1,18 @@
 """Avro support: Iceberg <-> Avro schemas and values, and Avro container files."""
 
 from icepark.avro.file import (
+    FASTAVRO_CODECS,
     WRITE_CODECS,
     AvroContents,
     AvroFileWriter,
     normalize_codec,
     read_avro_file,
     read_avro_metadata,
+)
+from icepark.avro.file_schema import (
+    AvroFileSchema,
+    avro_to_iceberg_schema,
+    resolve_file_schema,
 )
 from icepark.avro.schema import (
     ELEMENT_ID_PROP,
@@ -29,8 +35,12 @@ from icepark.avro.schema import (
 
 __all__ = [
     "AvroContents",
+    "AvroFileSchema",
+    "avro_to_iceberg_schema",
+    "resolve_file_schema",
     "AvroFileWriter",
     "ELEMENT_ID_PROP",
+    "FASTAVRO_CODECS",
     "FIELD_ID_PROP",
     "ICEBERG_FIELD_NAME_PROP",
     "KEY_ID_PROP",

@@ -9,6 +9,10 @@ without building anything, and :func:`read_long` decodes the values that are nee
 records that turn out to be interesting are then decoded by fastavro from a small container
 file holding only their blocks (:meth:`AvroBlocks.container`).
 
+Data files are read block by block instead (:func:`read_avro_header`, then
+:func:`iter_avro_blocks`), with memory bounded by a block, and decoded column by column by
+:mod:`icepark.avro.decoder`.
+
 Anything unexpected (an unknown codec, a schema this scanner does not handle, a block that
 does not decode) raises :class:`UnsupportedAvroError` or
 :class:`~icepark.errors.InvalidAvroFileError`; callers fall back to the plain reader, which
@@ -21,9 +25,9 @@ import io
 import json
 import re
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import fastavro
@@ -32,6 +36,7 @@ from icepark.avro.file import (
     _HEADER_SCHEMA,
     _metadata_strings,
     _read_header,
+    _unsnappy,
     _write_long,
     _writer_schema,
 )
@@ -39,7 +44,11 @@ from icepark.avro.schema import named_avro_types, strip_logical_types
 from icepark.errors import InvalidAvroFileError
 
 __all__ = [
+    "AvroBlock",
     "AvroBlocks",
+    "AvroHeader",
+    "iter_avro_blocks",
+    "read_avro_header",
     "Skipper",
     "UnsupportedAvroError",
     "compile_skipper",
@@ -284,6 +293,11 @@ def _decompress(codec: str, payload: bytes) -> bytes:
         return payload
     if codec == "deflate":
         return zlib.decompress(payload, -15)
+    if codec == "snappy":
+        try:
+            return _unsnappy(payload)
+        except (ValueError, IndexError) as exc:
+            raise InvalidAvroFileError(str(exc)) from exc
     if codec == "zstandard":
         import zstandard
 
@@ -296,14 +310,26 @@ def _decompress(codec: str, payload: bytes) -> bytes:
 
 @dataclass(frozen=True)
 class AvroBlocks:
-    """An Avro file split into its blocks, with what is needed to decode any of them."""
+    """An Avro file split into its blocks, with what is needed to decode any of them.
+
+    ``writer_schema`` and ``named`` are shared by every file with the same schema text:
+    treat them as read-only."""
 
     location: str
     writer_schema: Any
     named: dict[str, Any]
     metadata: dict[str, str]
-    header: bytes  # the header to put before blocks for fastavro (logical types stripped)
+    raw_header: dict[str, Any]  # as read, with the codec the blocks are stored in
     blocks: tuple[_Block, ...]
+
+    @cached_property
+    def header(self) -> bytes:
+        """The header to put before blocks for fastavro (logical types stripped)."""
+        meta = dict(self.raw_header["meta"])
+        meta["avro.schema"] = json.dumps(strip_logical_types(self.writer_schema)).encode("utf-8")
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, _HEADER_SCHEMA, {**self.raw_header, "meta": meta})
+        return out.getvalue()
 
     def block_data(self) -> Sequence[tuple[int, bytes]]:
         """Each block's record count and decompressed records."""
@@ -314,11 +340,23 @@ class AvroBlocks:
         return self.header + b"".join(self.blocks[i].raw for i in block_indexes)
 
 
+@lru_cache(maxsize=64)
+def _schema(text: bytes) -> tuple[Any, dict[str, Any]]:
+    writer_schema = _writer_schema("", {"avro.schema": text})
+    return writer_schema, named_avro_types(writer_schema)
+
+
 def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
     """Split the bytes of an Avro file into decompressed blocks."""
     stream = io.BytesIO(data)
     header = _read_header(location, stream)
-    writer_schema = _writer_schema(location, header["meta"])
+    text = header["meta"].get("avro.schema")
+    try:
+        writer_schema, named = _schema(bytes(text)) if text is not None else (None, {})
+    except InvalidAvroFileError:
+        writer_schema = _writer_schema(location, header["meta"])  # the error, naming the file
+    if writer_schema is None:
+        writer_schema = _writer_schema(location, header["meta"])
     raw_meta = dict(header["meta"])
     codec = bytes(raw_meta.get("avro.codec", b"null")).decode("utf-8", errors="replace")
     sync: bytes = header["sync"]
@@ -344,16 +382,157 @@ def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
             body = _write_long(b.count) + _write_long(len(b.data)) + b.data + sync
             rebuilt.append(_Block(b.count, body, b.data))
         blocks = rebuilt
-    raw_meta["avro.schema"] = json.dumps(strip_logical_types(writer_schema)).encode("utf-8")
     raw_meta["avro.codec"] = codec.encode("utf-8")
-    out = io.BytesIO()
-    fastavro.schemaless_writer(out, _HEADER_SCHEMA, {**header, "meta": raw_meta})
     metadata = _metadata_strings(header["meta"])
     return AvroBlocks(
         location,
         writer_schema,
-        named_avro_types(writer_schema),
+        named,
         metadata,
-        out.getvalue(),
+        {**header, "meta": raw_meta},
         tuple(blocks),
     )
+
+
+# -- streaming data files --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AvroHeader:
+    """The header of an Avro container file."""
+
+    location: str
+    writer_schema: Any
+    metadata: dict[str, str]
+    codec: str
+    sync: bytes
+    length: int  # bytes: the first block starts here
+
+
+@dataclass(frozen=True)
+class AvroBlock:
+    """One block of records: where it starts in the file, its record count and the
+    decompressed encoded records."""
+
+    offset: int
+    count: int
+    data: bytes
+
+
+class _Counting:
+    """A read-only view of a stream that counts the bytes read through it."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.count = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._stream.read(n)
+        self.count += len(data)
+        return bytes(data)
+
+
+_CODECS = frozenset({"null", "deflate", "zstandard", "snappy"})
+
+
+def read_avro_header(location: str, stream: Any) -> AvroHeader:
+    """Read the header of an Avro file from ``stream`` (positioned at the start; left at
+    the first block)."""
+    counting = _Counting(stream)
+    header = _read_header(location, counting)
+    writer_schema = _writer_schema(location, header["meta"])
+    metadata = _metadata_strings(header["meta"])
+    codec = metadata.get("avro.codec", "null") or "null"
+    if codec not in _CODECS:
+        raise InvalidAvroFileError(
+            f"Cannot read Avro file {location}: unsupported compression codec {codec!r}"
+        )
+    return AvroHeader(location, writer_schema, metadata, codec, header["sync"], counting.count)
+
+
+def _stream_long(stream: Any) -> tuple[int, int] | None:
+    """A zig-zag varint read byte by byte and how many bytes it took; None at the end of the
+    stream."""
+    n = shift = used = 0
+    while True:
+        b = stream.read(1)
+        if not b:
+            if used:
+                raise EOFError("end of file inside a block header")
+            return None
+        used += 1
+        n |= (b[0] & 0x7F) << shift
+        if b[0] < 0x80:
+            return (n >> 1) ^ -(n & 1), used
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def iter_avro_blocks(
+    header: AvroHeader, stream: Any, *, start: int = 0, end: int | None = None
+) -> Iterator[tuple[int, AvroBlock]]:
+    """The blocks of an Avro file whose first byte lies in ``[start, end)`` (all by
+    default), each with the file position of its first record (the records of the blocks
+    before it). ``stream`` is positioned after the header. A block that is truncated, whose
+    sync marker differs from the header's or that does not decompress raises
+    :class:`~icepark.errors.InvalidAvroFileError` naming the file and the block's offset."""
+    location = header.location
+    offset = header.length
+    rows = 0
+    while end is None or offset < end:
+        skip = offset < start
+        try:
+            first = _stream_long(stream)
+            if first is None:
+                return
+            count, used_count = first
+            second = _stream_long(stream)
+            if second is None:
+                raise EOFError("end of file inside a block header")
+            size, used_size = second
+            if count < 0 or size < 0:
+                raise ValueError(f"negative block count or size ({count}, {size})")
+            if skip:
+                _skip(stream, size)
+                payload = b""
+            else:
+                payload = stream.read(size)
+                if len(payload) < size:
+                    raise EOFError(f"the block holds {len(payload)} of {size} bytes")
+            sync = stream.read(16)
+        except (EOFError, ValueError) as exc:
+            raise InvalidAvroFileError(
+                f"Cannot read Avro file {location}: the block at offset {offset} is truncated "
+                f"or corrupt ({exc})"
+            ) from exc
+        if len(sync) < 16:
+            raise InvalidAvroFileError(
+                f"Cannot read Avro file {location}: the block at offset {offset} is truncated "
+                "(no sync marker after it)"
+            )
+        if sync != header.sync:
+            raise InvalidAvroFileError(
+                f"Cannot read Avro file {location}: the block at offset {offset} ends with a "
+                "wrong sync marker (the file is corrupt)"
+            )
+        if not skip:
+            try:
+                data = _decompress(header.codec, bytes(payload))
+            except (zlib.error, ValueError, IndexError, InvalidAvroFileError) as exc:
+                raise InvalidAvroFileError(
+                    f"Cannot read Avro file {location}: the block at offset {offset} does not "
+                    f"decompress with codec {header.codec} ({exc})"
+                ) from exc
+            yield rows, AvroBlock(offset, count, data)
+        rows += count
+        offset += used_count + used_size + size + 16
+
+
+def _skip(stream: Any, size: int) -> None:
+    """Step over ``size`` bytes, seeking when the stream can."""
+    seekable = getattr(stream, "seekable", None)
+    if seekable is not None and seekable():
+        stream.seek(size, 1)
+    else:
+        stream.read(size)

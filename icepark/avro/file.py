@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import os
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -26,11 +28,13 @@ from icepark.avro.schema import strip_logical_types
 from icepark.errors import IceparkError, InvalidAvroFileError, ValidationError
 
 __all__ = [
+    "AvroBlockWriter",
     "AvroContents",
     "AvroFileWriter",
     "normalize_codec",
     "read_avro_file",
     "read_avro_metadata",
+    "FASTAVRO_CODECS",
     "WRITE_CODECS",
 ]
 
@@ -63,10 +67,14 @@ def _available_codecs() -> frozenset[str]:
     return frozenset(codecs)
 
 
-WRITE_CODECS = _available_codecs()
-"""Codecs usable for writing here: ``null`` and ``deflate`` always, ``zstandard`` and
-``snappy`` when the libraries fastavro uses for them are installed. Reading also handles
-``zstandard`` through the ``zstandard`` package."""
+FASTAVRO_CODECS = _available_codecs()
+"""Codecs fastavro handles here: ``null`` and ``deflate`` always, ``zstandard`` and
+``snappy`` when the libraries fastavro uses for them are installed."""
+
+WRITE_CODECS = frozenset({"null", "deflate", "zstandard", "snappy"})
+"""Codecs usable for writing: those fastavro lacks are compressed by :class:`AvroBlockWriter`
+(``zstandard`` through the ``zstandard`` package, ``snappy`` through pyarrow). Reading handles
+them all too."""
 
 
 def normalize_codec(codec: str) -> str:
@@ -108,6 +116,9 @@ class _CountingStream(io.RawIOBase):
             flush()
 
 
+_BLOCK_BYTES = 64_000  # Avro's default sync interval
+
+
 class AvroFileWriter:
     """Writes records to a new Avro file; ``close()`` publishes it and returns its length.
 
@@ -126,6 +137,17 @@ class AvroFileWriter:
         self.location: str = output_file.location
         codec_name = normalize_codec(codec)
         parsed = fastavro.parse_schema(avro_schema)
+        self._closed = False
+        self.length: int | None = None
+        self._blocks: AvroBlockWriter | None = None
+        if codec_name not in FASTAVRO_CODECS:  # records encoded by fastavro, blocks by us
+            self._parsed = parsed
+            self._buffer = io.BytesIO()
+            self._count = 0
+            self._blocks = AvroBlockWriter(
+                output_file, avro_schema, codec_name, None, metadata, overwrite=overwrite
+            )
+            return
         self._stream = output_file.create(overwrite=overwrite)
         self._counter = _CountingStream(self._stream)
         try:
@@ -135,8 +157,13 @@ class AvroFileWriter:
         except BaseException:
             self._abort_stream()
             raise
-        self._closed = False
-        self.length: int | None = None
+
+    def _write_block(self) -> None:
+        assert self._blocks is not None
+        if self._count:
+            self._blocks.write_block(self._count, self._buffer.getvalue())
+        self._buffer = io.BytesIO()
+        self._count = 0
 
     def write(self, record: dict[str, Any]) -> None:
         """Append one record. A record that cannot be encoded aborts the whole file (a
@@ -144,7 +171,13 @@ class AvroFileWriter:
         if self._closed:
             raise ValidationError(f"Cannot write to a closed Avro file: {self.location}")
         try:
-            self._writer.write(record)
+            if self._blocks is not None:
+                fastavro.schemaless_writer(self._buffer, self._parsed, record)
+                self._count += 1
+                if self._buffer.tell() >= _BLOCK_BYTES:
+                    self._write_block()
+            else:
+                self._writer.write(record)
         except BaseException as exc:
             self.abort()
             if isinstance(exc, IceparkError) or not isinstance(exc, Exception):
@@ -157,6 +190,15 @@ class AvroFileWriter:
         """Flush, publish the file and return its length in bytes."""
         if self._closed:
             assert self.length is not None
+            return self.length
+        if self._blocks is not None:
+            try:
+                self._write_block()
+                self.length = self._blocks.close()
+            except BaseException:
+                self.abort()
+                raise
+            self._closed = True
             return self.length
         try:
             self._writer.flush()
@@ -173,7 +215,10 @@ class AvroFileWriter:
         if self._closed:
             return
         self._closed = True
-        self._abort_stream()
+        if self._blocks is not None:
+            self._blocks.abort()
+        else:
+            self._abort_stream()
 
     def _abort_stream(self) -> None:
         abort = getattr(self._stream, "abort", None)
@@ -294,15 +339,35 @@ def _write_long(value: int) -> bytes:
     return bytes(out)
 
 
-def _decompress_zstd_blocks(location: str, blocks: bytes, sync: bytes) -> bytes:
-    """The blocks of a zstandard file, decompressed (for reading when fastavro cannot)."""
+def _unsnappy(payload: bytes) -> bytes:
+    """An Avro snappy block: raw snappy, then the CRC32 of the uncompressed bytes."""
+    import pyarrow as pa
+
+    size = shift = pos = 0
+    while True:  # snappy's preamble: the uncompressed length, an unsigned varint
+        b = payload[pos]
+        pos += 1
+        size |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
     try:
-        import zstandard
-    except ImportError:
-        raise InvalidAvroFileError(
-            f"Cannot read Avro file {location}: unsupported compression codec zstandard "
-            "(install the zstandard package)"
-        ) from None
+        out = bytes(pa.decompress(payload[:-4], size, codec="snappy", asbytes=True))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"corrupt snappy block ({exc})") from exc
+    if zlib.crc32(out).to_bytes(4, "big") != payload[-4:]:
+        raise ValueError("corrupt snappy block (checksum mismatch)")
+    return out
+
+
+def _decompress_blocks(location: str, blocks: bytes, sync: bytes, codec: str) -> bytes:
+    """The blocks of a zstandard or snappy file, decompressed (when fastavro cannot)."""
+    import zstandard
+
+    def unzstd(payload: bytes) -> bytes:
+        return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(payload))
+
+    decompress = unzstd if codec == "zstandard" else _unsnappy
     out = bytearray()
     pos = 0
     try:
@@ -311,13 +376,13 @@ def _decompress_zstd_blocks(location: str, blocks: bytes, sync: bytes) -> bytes:
             size, pos = _read_long(blocks, pos)
             if size < 0 or pos + size + len(sync) > len(blocks):
                 raise EOFError("block runs past the end of the file")
-            raw = zstandard.ZstdDecompressor().decompressobj().decompress(blocks[pos : pos + size])
+            raw = decompress(blocks[pos : pos + size])
             pos += size
             if blocks[pos : pos + len(sync)] != sync:
                 raise ValueError("expected sync marker not found")
             pos += len(sync)
             out += _write_long(count) + _write_long(len(raw)) + raw + sync
-    except (EOFError, ValueError, zstandard.ZstdError) as exc:
+    except (EOFError, ValueError, IndexError, zstandard.ZstdError) as exc:
         raise _invalid(location, exc) from exc
     return bytes(out)
 
@@ -337,8 +402,8 @@ def read_avro_file(input_file: Any) -> AvroContents:
     meta["avro.schema"] = json.dumps(strip_logical_types(writer_schema)).encode("utf-8")
     blocks = data[stream.tell() :]
     codec = bytes(meta.get("avro.codec", b"null")).decode("utf-8", errors="replace")
-    if codec == "zstandard" and codec not in WRITE_CODECS:
-        blocks = _decompress_zstd_blocks(location, blocks, header["sync"])
+    if codec in ("zstandard", "snappy") and codec not in FASTAVRO_CODECS:
+        blocks = _decompress_blocks(location, blocks, header["sync"], codec)
         meta["avro.codec"] = b"null"
     new_header = io.BytesIO()
     fastavro.schemaless_writer(new_header, _HEADER_SCHEMA, {**header, "meta": meta})
@@ -358,3 +423,91 @@ def read_avro_metadata(input_file: Any) -> dict[str, str]:
     with input_file.open() as stream:
         header = _read_header(location, stream)
     return _metadata_strings(header["meta"])
+
+
+class AvroBlockWriter:
+    """Writes an Avro container file from blocks of records already encoded (see
+    :mod:`icepark.arrow.avro_writer`): the header (``avro.schema``, ``avro.codec`` and the
+    given metadata, a random sync marker), then each block compressed with ``codec``
+    (``null``, ``deflate``, ``zstandard`` or ``snappy``) at ``level`` (None: the codec's
+    library default). :attr:`position` is
+    the number of bytes written so far; ``close()`` publishes the file, ``abort()`` leaves
+    nothing behind."""
+
+    def __init__(
+        self,
+        output_file: Any,
+        avro_schema: Mapping[str, Any],
+        codec: str,
+        level: int | None,
+        metadata: Mapping[str, str],
+        *,
+        overwrite: bool = False,
+    ) -> None:
+        self.location: str = output_file.location
+        if codec not in WRITE_CODECS:
+            raise ValidationError(f"Unsupported Avro codec {codec!r}")
+        self._codec = codec
+        self._level = level
+        self._sync = os.urandom(16)
+        meta = {key: value.encode("utf-8") for key, value in metadata.items()}
+        meta["avro.schema"] = json.dumps(avro_schema).encode("utf-8")
+        meta["avro.codec"] = codec.encode("utf-8")
+        header = io.BytesIO()
+        fastavro.schemaless_writer(
+            header, _HEADER_SCHEMA, {"magic": _MAGIC, "meta": meta, "sync": self._sync}
+        )
+        self._stream = output_file.create(overwrite=overwrite)
+        self._closed = False
+        self.position = 0
+        try:
+            self._write(header.getvalue())
+        except BaseException:
+            self.abort()
+            raise
+
+    def _write(self, data: bytes) -> None:
+        self._stream.write(data)
+        self.position += len(data)
+
+    def _compress(self, data: bytes) -> bytes:
+        if self._codec == "deflate":
+            level = -1 if self._level is None else self._level
+            packer = zlib.compressobj(level, zlib.DEFLATED, -15)
+            return packer.compress(data) + packer.flush()
+        if self._codec == "zstandard":
+            import zstandard
+
+            level = 3 if self._level is None else self._level
+            return bytes(zstandard.ZstdCompressor(level=level).compress(data))
+        if self._codec == "snappy":
+            import pyarrow as pa
+
+            packed = pa.compress(data, codec="snappy", asbytes=True)
+            return bytes(packed) + zlib.crc32(data).to_bytes(4, "big")
+        return data
+
+    def write_block(self, count: int, data: bytes) -> None:
+        """Append a block of ``count`` encoded records."""
+        if self._closed:
+            raise ValidationError(f"Cannot write to a closed Avro file: {self.location}")
+        payload = self._compress(data)
+        self._write(_write_long(count) + _write_long(len(payload)) + payload + self._sync)
+
+    def close(self) -> int:
+        """Publish the file; its length in bytes."""
+        if not self._closed:
+            self._closed = True
+            self._stream.close()
+        return self.position
+
+    def abort(self) -> None:
+        """Throw away what was written; nothing appears at the location."""
+        if self._closed:
+            return
+        self._closed = True
+        abort = getattr(self._stream, "abort", None)
+        if abort is not None:
+            abort()
+        else:
+            self._stream.close()

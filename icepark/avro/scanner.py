@@ -19,7 +19,7 @@ from typing import Any
 from icepark.avro.blocks import Skipper, UnsupportedAvroError, compile_skipper, read_long
 from icepark.avro.blocks import resolve_named as _resolve
 
-__all__ = ["LONG", "Reader", "RecordScanner", "compile_scanner"]
+__all__ = ["LONG", "Reader", "RecordScanner", "ScannerCodegen", "compile_scanner"]
 
 Reader = Callable[[bytes, int], tuple[Any, int]]
 """Reads one value: ``read(data, pos)`` is the value and the position after it."""
@@ -39,8 +39,9 @@ def _fail(what: str) -> None:
     raise _Bad(what)
 
 
-class _Gen:
-    """Emits the source of a scanner."""
+class ScannerCodegen:
+    """Emits the source of a scanner (and, extended, of :mod:`icepark.avro.decoder`): code
+    that steps over values of a writer schema inline."""
 
     def __init__(self, named: Mapping[str, Any], wanted: Mapping[int, tuple[int, Any]]) -> None:
         self.named = named
@@ -152,7 +153,7 @@ def compile_scanner(
     own fields are wanted is marked with a ``dict`` as its reader (its slot gets ``True``).
     Fields that are null (or not read) are ``None``.
     """
-    gen = _Gen(named, wanted)
+    gen = ScannerCodegen(named, wanted)
     names = ", ".join(f"v{i}" for i in range(slots))
     gen.emit(0, "def scan(data, count):")
     gen.emit(1, "pos = 0")

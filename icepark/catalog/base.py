@@ -13,15 +13,16 @@ import re
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
-from icepark.arrow.schema import arrow_to_schema
 from icepark.errors import (
     CommitFailedError,
     CommitStateUnknownError,
     IceparkError,
+    NamespaceAlreadyExistsError,
+    NoSuchNamespaceError,
     NoSuchTableError,
+    TableAlreadyExistsError,
     ValidationError,
 )
 from icepark.io import FileIO, load_file_io
@@ -33,7 +34,10 @@ from icepark.spec.partitioning import build_partition_spec
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import build_sort_order
 from icepark.spec.updates import TableRequirement, TableUpdate
-from icepark.table import CommitResult, Table, read_table_metadata
+from icepark.table.table import CommitResult, Table, read_table_metadata
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "Catalog",
@@ -71,6 +75,10 @@ def schema_from_user(schema: Schema | pa.Schema) -> Schema:
     """An icepark schema from an icepark or pyarrow schema (fresh ids where it has none)."""
     if isinstance(schema, Schema):
         return schema
+    import pyarrow as pa  # a pyarrow schema means pyarrow is loaded already
+
+    from icepark.arrow.schema import arrow_to_schema
+
     if isinstance(schema, pa.Schema):
         return arrow_to_schema(schema, assign_ids=True)
     raise ValidationError(
@@ -127,8 +135,6 @@ class Catalog(ABC):
         """Remove and set namespace properties."""
 
     def namespace_exists(self, namespace: str | Sequence[str]) -> bool:
-        from icepark.errors import NoSuchNamespaceError
-
         try:
             self.load_namespace_properties(namespace)
             return True
@@ -139,8 +145,6 @@ class Catalog(ABC):
         self, namespace: str | Sequence[str], properties: Properties | None = None
     ) -> None:
         if not self.namespace_exists(namespace):
-            from icepark.errors import NamespaceAlreadyExistsError
-
             try:
                 self.create_namespace(namespace, properties)
             except NamespaceAlreadyExistsError:
@@ -196,6 +200,10 @@ class Catalog(ABC):
 
     # -- tables: shared behaviour ----------------------------------------------------------
 
+    def metadata_location(self, identifier: str | Sequence[str]) -> str:
+        """Where the table's current metadata file is (one catalog lookup, no file read)."""
+        return self._current_metadata_location(to_identifier(identifier))
+
     def load_table(self, identifier: str | Sequence[str]) -> Table:
         ident = to_identifier(identifier)
         location = self._current_metadata_location(ident)
@@ -223,8 +231,6 @@ class Catalog(ABC):
         ident = to_identifier(identifier)
         self._check_namespace_for_table(ident)
         if self.table_exists(ident):
-            from icepark.errors import TableAlreadyExistsError
-
             raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}")
         user_schema = schema_from_user(schema)
         spec = build_partition_spec(user_schema, partition_by)
@@ -241,14 +247,10 @@ class Catalog(ABC):
             self._swap_metadata_location(ident, None, new_location)
         except CommitFailedError as exc:
             self._delete_quietly(new_location)
-            from icepark.errors import TableAlreadyExistsError
-
             raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}") from exc
         return Table(ident, metadata, new_location, self._table_io(metadata), self)
 
     def _check_namespace_for_table(self, ident: Identifier) -> None:
-        from icepark.errors import NoSuchNamespaceError
-
         ns = namespace_of(ident)
         if not self.namespace_exists(ns):
             raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ns)}")
@@ -293,8 +295,9 @@ class Catalog(ABC):
         builder = MetadataBuilder(current)
         for update in updates:
             builder.apply(update)
-        max_previous = P.METADATA_PREVIOUS_VERSIONS_MAX.get(current.properties)
-        builder.with_previous_metadata(current_location, max_previous)
+        # the log's length is read from the new metadata's properties, as Java's builder
+        # does: a commit that sets write.metadata.previous-versions-max applies it at once
+        builder.with_previous_metadata(current_location)
         new_metadata = builder.build()
         if new_metadata == current:
             return CommitResult(current, current_location)
@@ -336,7 +339,15 @@ class Catalog(ABC):
             pass
 
     def _delete_old_metadata(self, base: TableMetadata, new: TableMetadata) -> None:
-        if not P.METADATA_DELETE_AFTER_COMMIT_ENABLED.get(new.properties):
+        """After a commit, with ``write.metadata.delete-after-commit.enabled`` (read from the
+        new metadata), delete the metadata files the base logged that the new metadata's log
+        no longer holds (as Java's ``CatalogUtil.deleteRemovedMetadataFiles``); a failed
+        delete never fails the commit."""
+        try:
+            enabled = P.METADATA_DELETE_AFTER_COMMIT_ENABLED.get(new.properties)
+        except ValidationError:
+            return  # the commit has landed: a bad value must not make it look failed
+        if not enabled:
             return
         kept = {e.metadata_file for e in new.metadata_log}
         for entry in base.metadata_log:

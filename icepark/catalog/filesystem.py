@@ -33,7 +33,7 @@ from icepark.errors import (
     ValidationError,
 )
 from icepark.spec.metadata import TableMetadata
-from icepark.table import Table, read_table_metadata
+from icepark.table.table import Table, read_table_metadata
 
 __all__ = ["FileSystemCatalog"]
 

@@ -48,9 +48,10 @@ from icepark.errors import (
     NoSuchNamespaceError,
     NoSuchTableError,
     TableAlreadyExistsError,
+    ValidationError,
 )
 from icepark.spec.metadata import TableMetadata
-from icepark.table import Table
+from icepark.table.table import Table, read_table_metadata
 
 __all__ = ["SqlCatalog"]
 
@@ -215,8 +216,6 @@ class SqlCatalog(Catalog):
         updates = dict(updates or {})
         overlap = removals & set(updates)
         if overlap:
-            from icepark.errors import ValidationError
-
             raise ValidationError(f"Properties both removed and set: {sorted(overlap)}")
         where = and_(
             _namespace_props.c.catalog_name == self.name,
@@ -367,8 +366,6 @@ class SqlCatalog(Catalog):
         self._check_namespace_for_table(ident)
         if self.table_exists(ident):
             raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}")
-        from icepark.table import read_table_metadata
-
         read_table_metadata(self.io, metadata_location)  # refuse files that are not metadata
         try:
             self._swap_metadata_location(ident, None, metadata_location)

@@ -1,11 +1,15 @@
 """``icepark metadata`` and ``icepark avro``: look inside single files, without a catalog.
 
-``avro`` prints every record of any Avro container file (manifest list, manifest, ...) as one
-JSON object a line, with logical types off so values are what the file holds (timestamps as
-longs, decimals and UUIDs as bytes). By default union values are given bare and ``bytes`` /
-``fixed`` values as lowercase hex strings. ``--avro-json`` prints Avro's own JSON encoding
-instead, exactly as ``avro-tools tojson`` does: union values wrapped as ``{"type": value}`` and
-bytes as strings of code points U+0000-U+00FF (``\\u00XX`` escapes in the JSON).
+``avro`` prints every record of any Avro container file (manifest list, manifest, data or
+delete file) as one JSON object a line, with logical types off so values are what the file
+holds (timestamps as longs, decimals and UUIDs as bytes). The file is read block by block with
+:mod:`icepark.avro.blocks` (any codec icepark reads, memory bounded by a block; a corrupt block
+is named by its offset) and each record decoded by fastavro with the writer schema's logical
+types stripped (:func:`icepark.avro.schema.strip_logical_types`). By default union values
+are given bare and ``bytes`` / ``fixed`` values as lowercase hex strings. ``--avro-json``
+prints Avro's own JSON encoding instead, exactly as ``avro-tools tojson`` does: union values
+wrapped as ``{"type": value}`` and bytes as strings of code points U+0000-U+00FF
+(``\\u00XX`` escapes in the JSON).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from typing import Any
 import click
 import fastavro
 
+from icepark.avro.blocks import AvroHeader, iter_avro_blocks, read_avro_header
+from icepark.avro.schema import strip_logical_types
 from icepark.cli.context import CliContext, pass_cli
 from icepark.cli.output import (
     emit_json,
@@ -28,16 +34,11 @@ from icepark.cli.output import (
     one_line,
     print_key_values,
 )
-from icepark.errors import (
-    IceparkError,
-    InvalidAvroFileError,
-    InvalidMetadataError,
-    NoSuchFileError,
-)
+from icepark.errors import IceparkError, InvalidMetadataError, NoSuchFileError
 from icepark.io import load_file_io
 from icepark.spec.metadata import TableMetadata, table_metadata_from_json
 
-__all__ = ["metadata_command", "avro_command", "metadata_summary", "strip_logical_types"]
+__all__ = ["metadata_command", "avro_command", "metadata_summary"]
 
 
 def _fail(path: str, problem: str) -> click.ClickException:
@@ -139,51 +140,22 @@ def metadata_command(cli: CliContext, path: str, json_output: bool) -> None:
 
 # -- avro ----------------------------------------------------------------------------------------
 
-_AVRO_MAGIC = b"Obj\x01"
-# The container file header, from the Avro specification.
-_HEADER_SCHEMA = {
-    "type": "record",
-    "name": "org.apache.avro.file.Header",
-    "fields": [
-        {"name": "magic", "type": {"type": "fixed", "name": "Magic", "size": 4}},
-        {"name": "meta", "type": {"type": "map", "values": "bytes"}},
-        {"name": "sync", "type": {"type": "fixed", "name": "Sync", "size": 16}},
-    ],
-}
+
+def _open(cli: CliContext, path: str) -> Any:
+    try:
+        return load_file_io(cli.io_properties(path), path).new_input(path).open()
+    except NoSuchFileError as exc:
+        detail = "not a file" if "not a file" in str(exc) else "no such file"
+        raise _fail(path, detail) from exc
+    except IceparkError as exc:
+        raise _fail(path, f"cannot read the file: {exc}") from exc
+    except OSError as exc:
+        raise _fail(path, f"cannot read the file: {exc.strerror or exc}") from exc
 
 
-def strip_logical_types(schema: Any) -> Any:
-    """The Avro schema with every ``logicalType`` removed, so values read as their raw type."""
-    if isinstance(schema, list):
-        return [strip_logical_types(s) for s in schema]
-    if isinstance(schema, dict):
-        return {k: strip_logical_types(v) for k, v in schema.items() if k != "logicalType"}
-    return schema
-
-
-def _without_logical_types(data: bytes) -> tuple[bytes, dict[str, bytes]]:
-    """The same container file with ``logicalType`` stripped from the schema in its header.
-
-    fastavro converts logical types by the writer's schema whatever the reader's schema says,
-    so the header is rewritten instead; the data blocks are untouched. Also returns the header
-    metadata as it was.
-    """
-    if data[:4] != _AVRO_MAGIC:
-        raise InvalidAvroFileError("not an Avro container file (no 'Obj\\x01' magic at the start)")
-    source = io.BytesIO(data)
-    header: Any = fastavro.schemaless_reader(source, _HEADER_SCHEMA, None)
-    meta: dict[str, bytes] = dict(header["meta"])
-    schema = strip_logical_types(json.loads(meta["avro.schema"]))
-    new_meta = {**meta, "avro.schema": json.dumps(schema).encode("utf-8")}
-    out = io.BytesIO()
-    fastavro.schemaless_writer(out, _HEADER_SCHEMA, {**header, "meta": new_meta})
-    return out.getvalue() + data[source.tell() :], meta
-
-
-def _header_to_dict(meta: dict[str, bytes]) -> dict[str, Any]:
+def _header_to_dict(meta: dict[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for key, raw in meta.items():
-        text = raw.decode("utf-8", "replace")
+    for key, text in meta.items():
         if text[:1] in ("{", "["):
             try:
                 out[key] = json.loads(text)
@@ -192,6 +164,15 @@ def _header_to_dict(meta: dict[str, bytes]) -> dict[str, Any]:
                 pass
         out[key] = text
     return out
+
+
+def _records(header: AvroHeader, stream: Any) -> Iterator[Any]:
+    """The records of an Avro file, block by block, with logical types left raw."""
+    schema = fastavro.parse_schema(strip_logical_types(header.writer_schema))
+    for _, block in iter_avro_blocks(header, stream):
+        data = io.BytesIO(block.data)
+        for _ in range(block.count):
+            yield fastavro.schemaless_reader(data, schema, None)
 
 
 def _plain(value: Any) -> Any:
@@ -228,25 +209,25 @@ class _Counted:
 def avro_command(
     cli: CliContext, path: str, avro_json: bool, header: bool, json_output: bool
 ) -> None:
-    """Print the records of an Avro file (manifest list, manifest, ...) as JSON lines.
+    """Print the records of an Avro file (manifest list, manifest, data file) as JSON lines.
 
     Logical types are off: values are the raw Avro values. Bytes and fixed values are
     lowercase hex strings, unless --avro-json asks for Avro's own JSON encoding (unions
     tagged, bytes as \\u00XX strings). The output is JSON with or without --json.
     """
-    data = _read_bytes(cli, path)
+    stream = _open(cli, path)
     records = _Counted(())
     try:
-        raw, meta = _without_logical_types(data)
+        avro_header = read_avro_header(path, stream)
         if header:
-            emit_json(_header_to_dict(meta))
+            emit_json(_header_to_dict(avro_header.metadata))
             return
-        reader = fastavro.reader(io.BytesIO(raw))
-        records = _Counted(reader)
+        records = _Counted(_records(avro_header, stream))
         if avro_json:
             # json_writer puts a newline between records, none after the last one.
             out = sys.stdout
-            fastavro.json_writer(out, reader.writer_schema, records)
+            schema = strip_logical_types(avro_header.writer_schema)
+            fastavro.json_writer(out, schema, records)
             if records.count:
                 out.write("\n")
         else:
@@ -255,4 +236,7 @@ def avro_command(
     except Exception as exc:  # fastavro raises many types for a broken file
         where = f" after {records.count} records" if records.count else ""
         reason = one_line(str(exc)) or type(exc).__name__
+        reason = reason.removeprefix(f"Cannot read Avro file {path}: ")
         raise _fail(path, f"not a valid Avro file{where}: {reason}") from exc
+    finally:
+        stream.close()

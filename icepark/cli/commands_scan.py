@@ -1,7 +1,8 @@
 """``icepark scan``: print a table's rows, read on this machine (no Spark needed).
 
-The scan is planned (files pruned by partitions and metrics) and its files read one after the
-other with icepark's Arrow reader; a progress bar on stderr counts the files read. Output is
+The scan is planned (files pruned by partitions and metrics) and its files read with
+icepark's Arrow reader, ``read.read-ahead.files`` at once, in order; reading stops as soon as
+``--limit`` rows are out. A progress bar on stderr counts the rows read. Output is
 a rich table, or JSON lines with ``--json`` (one object per row; timestamps, dates and
 decimals as strings, binary as hex).
 """
@@ -21,9 +22,11 @@ import pyarrow as pa
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from icepark.arrow.readahead import read_ahead
 from icepark.cli.commands_table import open_table
 from icepark.cli.context import CliContext, pass_cli
 from icepark.cli.output import add_row, json_option, make_console, new_table
+from icepark.spec import properties as P
 from icepark.table.scan import DataScan
 
 __all__ = ["scan_command"]
@@ -55,18 +58,19 @@ def _cell(value: Any) -> str:
 
 
 def _rows(scan: DataScan, limit: int | None, progress: Progress | None) -> Iterator[dict[str, Any]]:
-    tasks = scan.plan_files()
-    job = progress.add_task("reading files", total=len(tasks)) if progress else None
+    job = progress.add_task("reading rows", total=None) if progress else None
     produced = 0
-    for task in tasks:
-        for batch in scan.read_task(task):
+    files = P.READ_AHEAD_FILES.get(scan.metadata.properties)
+    batches = read_ahead(scan.iter_plan_files(), scan.read_task, files)
+    with contextlib.closing(batches):
+        for batch in batches:
             for row in pa.Table.from_batches([batch]).to_pylist():
                 if limit is not None and produced >= limit:
                     return
                 produced += 1
                 yield row
-        if progress is not None and job is not None:
-            progress.advance(job)
+            if progress is not None and job is not None:
+                progress.advance(job, batch.num_rows)
 
 
 @click.command("scan")

@@ -13,9 +13,14 @@ import click
 
 from icepark.cli.commands_catalog import namespaces_command, tables_command
 from icepark.cli.commands_compact import compact_commands
+from icepark.cli.commands_data_files import files_command
+from icepark.cli.commands_doctor import doctor_command
+from icepark.cli.commands_explain import explain_command
 from icepark.cli.commands_files import avro_command, metadata_command
+from icepark.cli.commands_inspect import inspect_command
 from icepark.cli.commands_scan import scan_command
 from icepark.cli.commands_table import describe_command, snapshots_command
+from icepark.cli.commands_upkeep import UPKEEP_COMMANDS
 from icepark.cli.context import CliContext
 from icepark.cli.output import one_line
 from icepark.errors import IceparkError
@@ -79,6 +84,11 @@ for _command in (
     avro_command,
     scan_command,
     *compact_commands,
+    explain_command,
+    doctor_command,
+    files_command,
+    inspect_command,
+    *UPKEEP_COMMANDS,
 ):
     cli.add_command(_command)
 

@@ -162,7 +162,14 @@ def _after_name(tokens: list[_Token]) -> bool:
 
 
 def _after_value(tokens: list[_Token]) -> bool:
-    return bool(tokens) and tokens[-1].kind in ("ident", "qident", "num", "str", ")")
+    """Whether the last token ends a value, so that a '-' after it would be a minus sign
+    between operands (a keyword such as ``between`` or ``and`` ends no value)."""
+    if not tokens:
+        return False
+    last = tokens[-1]
+    if last.kind == "ident" and str(last.value).lower() in _RESERVED:
+        return False
+    return last.kind in ("ident", "qident", "num", "str", ")")
 
 
 def _number(text: str, pos: int) -> _Token:

@@ -19,8 +19,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from functools import lru_cache
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
+
+import fastavro
 
 from icepark.avro.file import AvroFileWriter
 from icepark.avro.schema import (
@@ -57,6 +60,7 @@ from icepark.spec.types import (
     IcebergType,
     PrimitiveType,
     StringType,
+    StructType,
     UUIDType,
 )
 
@@ -115,6 +119,17 @@ class _FieldSummary:
 # -- writing ---------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=256)
+def _entry_schemas(
+    format_version: int, partition_type: StructType
+) -> tuple[str | None, dict[str, Any]]:
+    """The manifest entry schema as Iceberg JSON and as a parsed Avro schema (built once per
+    version and partition type: every commit writes manifests with the same few)."""
+    entry_schema = manifest_entry_schema(format_version, partition_type)
+    avro = fastavro.parse_schema(schema_to_avro(entry_schema, "manifest_entry"))
+    return iceberg_schema_json(entry_schema), cast(dict[str, Any], avro)
+
+
 def _json(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"))
 
@@ -164,11 +179,9 @@ class ManifestWriter:
         }
         if format_version >= 2:
             metadata["content"] = "data" if content == ManifestContent.DATA else "deletes"
-        entry_schema = manifest_entry_schema(format_version, self._partition_type)
-        iceberg_schema = iceberg_schema_json(entry_schema)
+        iceberg_schema, avro_schema = _entry_schemas(format_version, self._partition_type)
         if iceberg_schema is not None:
             metadata["iceberg.schema"] = iceberg_schema
-        avro_schema = schema_to_avro(entry_schema, "manifest_entry")
         self._file_fields = data_file_field_names(format_version)
         self._writer = AvroFileWriter(output_file, avro_schema, metadata, codec, overwrite)
         self.location = self._writer.location

@@ -23,9 +23,9 @@ from icepark.errors import IceparkError, InvalidAvroFileError, ValidationError
 from icepark.manifest.schemas import (
     MANIFEST_LIST_FIELDS,
     iceberg_schema_json,
-    manifest_list_avro_schema,
     manifest_list_field_names,
     manifest_list_schema,
+    parsed_manifest_list_schema,
 )
 from icepark.spec.manifests import (
     UNASSIGNED_SEQUENCE_NUMBER,
@@ -179,7 +179,7 @@ def write_manifest_list(
     next_row_id = first_row_id
     written: list[ManifestFile] = []
     with AvroFileWriter(
-        output_file, manifest_list_avro_schema(format_version), metadata, codec, overwrite
+        output_file, parsed_manifest_list_schema(format_version), metadata, codec, overwrite
     ) as writer:
         for m in manifests:
             m = _prepare(m, format_version, snapshot_id, sequence_number)

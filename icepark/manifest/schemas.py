@@ -10,7 +10,10 @@ names the records as Java does: ``manifest_entry`` / ``manifest_file`` at the to
 from __future__ import annotations
 
 import json
-from typing import Any
+from functools import lru_cache
+from typing import Any, cast
+
+import fastavro
 
 from icepark.avro.schema import schema_to_avro
 from icepark.errors import IceparkError, UnsupportedFormatVersionError
@@ -53,6 +56,7 @@ def check_format_version(format_version: int, what: str) -> None:
         )
 
 
+@lru_cache(maxsize=256)
 def iceberg_schema_json(struct: StructType) -> str | None:
     """The ``iceberg.schema`` value Java's Avro writer puts in every file: the Iceberg schema
     of the records as compact JSON (None if the struct is not a valid schema)."""
@@ -315,6 +319,13 @@ def manifest_list_schema(format_version: int) -> StructType:
 def manifest_list_avro_schema(format_version: int) -> dict[str, Any]:
     """The Avro schema of a manifest list written in ``format_version`` (as Java writes it)."""
     return schema_to_avro(manifest_list_schema(format_version), "manifest_file")
+
+
+@lru_cache(maxsize=8)
+def parsed_manifest_list_schema(format_version: int) -> dict[str, Any]:
+    """:func:`manifest_list_avro_schema` parsed by fastavro, once per version (for writers;
+    do not modify it)."""
+    return cast(dict[str, Any], fastavro.parse_schema(manifest_list_avro_schema(format_version)))
 
 
 def data_file_field_names(format_version: int) -> tuple[str, ...]:

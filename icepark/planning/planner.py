@@ -13,7 +13,7 @@ only (their metrics describe the delete file's own columns).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from icepark.expressions import AlwaysTrue, BooleanExpression, residual_evaluator
@@ -30,7 +30,15 @@ from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Snapshot
 
-__all__ = ["FileScanTask", "CombinedScanTask", "plan_files", "plan_tasks", "SplitOptions"]
+__all__ = [
+    "FileScanTask",
+    "CombinedScanTask",
+    "iter_plan_files",
+    "plan_files",
+    "plan_tasks",
+    "SplitOptions",
+    "adjust_split_size",
+]
 
 
 @dataclass(frozen=True)
@@ -83,6 +91,21 @@ class SplitOptions:
         )
 
 
+MIN_SPLIT_SIZE = 16 * 1024 * 1024
+
+
+def adjust_split_size(scan_size: int, parallelism: int, split_size: int) -> int:
+    """The split size for a scan of ``scan_size`` bytes on ``parallelism`` slots: the
+    configured one when it gives every slot a split, else ``scan_size / parallelism`` (at
+    least 16 MB or the configured size when that is smaller), as Java's
+    ``TableScanUtil.adjustSplitSize``."""
+    if parallelism < 1 or split_size < 1:
+        raise ValueError(f"parallelism and split size must be positive: {parallelism} {split_size}")
+    split_count = -(-scan_size // split_size)
+    adjusted = max(scan_size // parallelism, min(MIN_SPLIT_SIZE, split_size))
+    return adjusted if split_count < parallelism else split_size
+
+
 def plan_files(
     io: FileIO,
     metadata: TableMetadata,
@@ -93,8 +116,25 @@ def plan_files(
     workers: int = 8,
 ) -> list[FileScanTask]:
     """The file scan tasks of ``snapshot`` that may hold rows matching ``row_filter``."""
+    return list(
+        iter_plan_files(io, metadata, snapshot, row_filter, schema, case_sensitive, workers)
+    )
+
+
+def iter_plan_files(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot | None,
+    row_filter: BooleanExpression,
+    schema: Schema | None = None,
+    case_sensitive: bool = True,
+    workers: int = 8,
+) -> Iterator[FileScanTask]:
+    """:func:`plan_files` as a stream: the tasks of each data manifest as soon as it is read
+    (delete manifests are read first), so that reading can start before planning ends and a
+    reader that stops early stops planning too."""
     if snapshot is None or not snapshot.manifest_list:
-        return []
+        return
     schema = schema or metadata.schema()
     specs = metadata.specs()
     matcher = FileMatcher(schema, specs, row_filter, case_sensitive)
@@ -107,7 +147,6 @@ def plan_files(
         spec_id: residual_evaluator(spec, row_filter, schema, case_sensitive)
         for spec_id, spec in specs.items()
     }
-    tasks: list[FileScanTask] = []
     for _, entries in live_entries(
         io, metadata, snapshot, matcher, ManifestContent.DATA, workers=workers
     ):
@@ -118,10 +157,7 @@ def plan_files(
             residual: BooleanExpression = residuals[spec_id].residual_for(tuple(f.partition))
             if not isinstance(residual, AlwaysTrue) and matcher.all_match(f):
                 residual = AlwaysTrue()
-            tasks.append(
-                FileScanTask(f, tuple(deletes.for_data_file(f, seq)), residual, spec_id, seq)
-            )
-    return tasks
+            yield FileScanTask(f, tuple(deletes.for_data_file(f, seq)), residual, spec_id, seq)
 
 
 def _split(task: FileScanTask, target: int) -> Iterable[FileScanTask]:

@@ -13,7 +13,9 @@ Three questions are asked of manifests, and each has one function:
   and incremental scans, read the history this way.
 * :func:`read_entries`: the entries of given manifests, in their order (all entries, deleted
   ones included, unless ``live_only``), for the callers that rewrite or list manifests
-  (snapshot producers, metadata tables, expiry, purge).
+  (snapshot producers, expiry, purge). :func:`read_entries_table` gives the same entries as
+  one Arrow table, decoded column by column (:mod:`icepark.manifest.columnar`) without a
+  Python object per entry: the metadata tables, which list every field of every file.
 
 Manifests are read in parallel by a thread pool (``workers``, 8 by default: reads are IO and
 fastavro's decoding releases little of the GIL, so more threads do not help on two cores),
@@ -26,10 +28,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from icepark.errors import ValidationError
 from icepark.io import FileIO
@@ -44,16 +46,24 @@ from icepark.manifest import (
 from icepark.manifest.pruned import read_manifest_pruned
 from icepark.planning.matching import FileMatcher
 from icepark.spec.metadata import TableMetadata
+from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.snapshots import Operation, Snapshot
+from icepark.spec.types import StructType
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "ChangedEntry",
     "DEFAULT_WORKERS",
+    "changes_in",
     "changes_since",
     "live_entries",
     "manifests_of",
     "parallel_map",
     "read_entries",
+    "read_entries_table",
+    "remember_manifest_list",
     "unique_manifests",
 ]
 
@@ -70,8 +80,11 @@ def parallel_map(
     if len(items) <= 1 or workers <= 1:
         yield from map(fn, items)
         return
-    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+    pool = ThreadPoolExecutor(max_workers=min(workers, len(items)))
+    try:
         yield from pool.map(fn, items)
+    finally:  # a consumer that stops early does not wait for the reads it will not use
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 # -- manifest lists --------------------------------------------------------------------------
@@ -98,12 +111,24 @@ class _ListCache:
                 self._lists.popitem(last=False)
         return manifests
 
+    def put(self, path: str, manifests: Sequence[ManifestFile]) -> None:
+        with self._lock:
+            self._lists[path] = tuple(manifests)
+            while len(self._lists) > self.size:
+                self._lists.popitem(last=False)
+
     def clear(self) -> None:
         with self._lock:
             self._lists.clear()
 
 
 _LISTS = _ListCache(256)
+
+
+def remember_manifest_list(path: str, manifests: Sequence[ManifestFile]) -> None:
+    """Record a manifest list just written (``manifests`` as written, sequence numbers
+    assigned), so that the next commit reads its parent's list from memory."""
+    _LISTS.put(path, manifests)
 
 
 def manifests_of(
@@ -170,6 +195,33 @@ def read_entries(
         return manifest, _read(io, manifest, matcher, live_only)
 
     yield from parallel_map(read, manifests, workers)
+
+
+def read_entries_table(
+    io: FileIO,
+    manifests: Sequence[ManifestFile],
+    data_file_type: pa.StructType,
+    data_file_struct: StructType,
+    specs: Mapping[int, PartitionSpec],
+    *,
+    live_only: bool = True,
+    workers: int = DEFAULT_WORKERS,
+) -> pa.Table:
+    """The entries of ``manifests`` as one Arrow table (``status``, ``snapshot_id``, the
+    sequence numbers and a ``data_file`` struct of ``data_file_type``, the Arrow form of
+    ``data_file_struct``; see :func:`~icepark.manifest.columnar.read_entries_columnar`), in
+    manifest order. The files are read in parallel, then decoded together."""
+    # imported here: the columnar decoder builds Arrow columns, which planning never needs
+    from icepark.manifest.columnar import ManifestBytes, read_entries_columnar
+
+    def fetch(manifest: ManifestFile) -> ManifestBytes:
+        data = io.new_input(manifest.manifest_path).read_bytes()
+        return ManifestBytes(manifest.manifest_path, data, manifest)
+
+    files = list(parallel_map(fetch, manifests, workers))
+    return read_entries_columnar(
+        files, data_file_type, data_file_struct, specs, live_only=live_only
+    )
 
 
 def live_entries(
@@ -251,9 +303,35 @@ def changes_since(
     entries that may hold rows matching its filter. A ``since_id`` that is not an ancestor of
     ``head_id`` raises :class:`ValidationError` naming both (and ``where``).
     """
+    return changes_in(
+        io,
+        _history(metadata, head_id, since_id, where),
+        content=content,
+        statuses=statuses,
+        operations=operations,
+        matcher=matcher,
+        workers=workers,
+    )
+
+
+def changes_in(
+    io: FileIO,
+    snapshots: Sequence[Snapshot],
+    *,
+    content: ManifestContent | None = None,
+    statuses: Collection[ManifestEntryStatus] = (
+        ManifestEntryStatus.ADDED,
+        ManifestEntryStatus.DELETED,
+    ),
+    operations: Collection[Operation] | None = None,
+    matcher: FileMatcher | None = None,
+    workers: int = DEFAULT_WORKERS,
+) -> list[ChangedEntry]:
+    """The entries each of ``snapshots`` committed (as :func:`changes_since`, for given
+    snapshots: e.g. the files one snapshot added, whatever became of its parent)."""
     wanted = frozenset(statuses)
     pairs: list[tuple[Snapshot, ManifestFile]] = []
-    for snapshot in _history(metadata, head_id, since_id, where):
+    for snapshot in snapshots:
         if operations is not None and snapshot.operation not in operations:
             continue
         for m in manifests_of(io, snapshot, content):

@@ -28,6 +28,9 @@ Spark-native entry points (the ``icepark`` Python data source and SQL views)::
     df.write.format("icepark").option("table", "db.events").mode("append").save()
     ispark.register_tables(spark, "db")   # a temporary view per table: SELECT and INSERT INTO
 
+Upkeep: ``ispark.remove_orphan_files(spark, "db.events")`` lists and compares on Spark
+(expiry and snapshot management are table methods: ``table.expire_snapshots(...)``).
+
 :func:`read` and :func:`write` plan and commit on the driver with icepark and run Spark's
 native Parquet reader and writer where they can (see :mod:`icepark.spark.reader` and
 :mod:`icepark.spark.writer` for when the Python paths are used); the data source always runs
@@ -42,15 +45,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+try:
+    import pyspark  # noqa: F401
+except ImportError as _missing:  # pragma: no cover - depends on the install
+    raise ImportError(
+        "icepark.spark needs PySpark, which is not installed: "
+        "pip install 'icepark[spark]' (PySpark >= 4.1 and pandas)"
+    ) from _missing
+
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from icepark.spark._common import prepare_session, resolve_table
+from icepark.spark._common import resolve_table
 from icepark.spark.add_files_action import add_files
 from icepark.spark.reader import ReadPath, choose_path, read, read_scan
+from icepark.spark.remove_orphan_files import remove_orphan_files
 from icepark.spark.rewrite_data_files_action import rewrite_data_files
 from icepark.spark.rewrite_position_deletes_action import rewrite_position_delete_files
 from icepark.spark.row_level import delete, merge, update
+from icepark.spark.session import SparkSetupError, prepare_session, session
 from icepark.spark.source import IcebergDataSource, register, register_tables
 from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
 from icepark.spark.writer import WriteMode, WritePath, choose_write_path, write
@@ -68,10 +81,13 @@ __all__ = [
     "delete",
     "merge",
     "prepare_session",
+    "session",
+    "SparkSetupError",
     "read",
     "read_scan",
     "register",
     "register_tables",
+    "remove_orphan_files",
     "resolve_table",
     "rewrite_data_files",
     "rewrite_position_delete_files",

@@ -22,7 +22,6 @@ __all__ = [
     "catalog_from_options",
     "to_spark_location",
     "spark_reported_path",
-    "prepare_session",
     "temporary_conf",
     "write_task_files",
 ]
@@ -102,21 +101,6 @@ def spark_reported_path(location: str) -> str:
     scheme, rest = location.split("://", 1)
     authority, _, path = rest.partition("/")
     return f"{scheme}://{authority}/" + _encode_path(path)
-
-
-_SESSION_CONF = {
-    # match Parquet columns to StructFields by field id (``parquet.field.id`` metadata);
-    # schemas without ids are still matched by name
-    "spark.sql.parquet.fieldId.read.enabled": "true",
-    "spark.sql.parquet.fieldId.write.enabled": "true",
-}
-
-
-def prepare_session(spark: SparkSession) -> None:
-    """Set what icepark's native reads need (idempotent; harmless for other reads)."""
-    for key, value in _SESSION_CONF.items():
-        if spark.conf.get(key, None) != value:
-            spark.conf.set(key, value)
 
 
 @contextlib.contextmanager

@@ -8,7 +8,9 @@ second batch, reads the earlier snapshot by time travel, adds a column and a par
 and appends data that has them (old and new files read together), deletes, updates and
 merges late events (merge-on-read: delete files, not rewrites), compacts the table (the
 files rewritten with their deletes applied; files and full-scan time before and after), and
-prints the snapshot history with each snapshot's summary. Re-running it starts the table over.
+prints the snapshot history with each snapshot's summary. It ends with upkeep: the partitions
+(a metadata table), an expiry that keeps the last two snapshots, and the files and bytes it
+freed. Re-running it starts the table over.
 
 ``python -m icepark.spark.demo [ROWS]`` (2,000,000 by default).
 """
@@ -276,6 +278,39 @@ def _history(table: Table, console: Console) -> None:
     console.print(out)
 
 
+def _partitions(table: Table, console: Console, limit: int = 8) -> None:
+    """The ``partitions`` metadata table (``table.inspect.partitions()``: rows, files and
+    delete files per partition)."""
+    rows = table.inspect.partitions()
+    out = RichTable(title=f"partitions ({rows.num_rows}, first {min(limit, rows.num_rows)})")
+    for name in rows.column_names:
+        out.add_column(name)
+    for row in rows.slice(0, limit).to_pylist():
+        out.add_row(*(str(row[name]) for name in rows.column_names))
+    console.print(out)
+
+
+def _upkeep(table: Table, console: Console) -> None:
+    """Expire every snapshot but the last two and delete the files only they reached."""
+    _partitions(table, console)
+    before = len(table.snapshots())
+    with _Timer(console, "expired old snapshots, keeping the last two"):
+        result = table.expire_snapshots(older_than=int(time.time() * 1000), retain_last=2)
+    counts = ", ".join(
+        f"{n} {name.removeprefix('deleted_').removesuffix('_count').replace('_', ' ')}"
+        for name, n in result.counts().items()
+        if n
+    )
+    console.print(
+        f"  {before} snapshots -> {len(table.snapshots())}; deleted {counts or 'nothing'}"
+    )
+    console.print(
+        f"  freed {len(result.deleted_files):,} files, "
+        f"{result.deleted_bytes / 1024 / 1024:,.1f} MiB"
+        + (f"; {len(result.failed)} could not be deleted" if result.failed else "")
+    )
+
+
 def _session() -> Any:
     import os
 
@@ -317,6 +352,7 @@ def main(rows: int = 2_000_000, days: int = 30) -> None:
     _row_level(spark, table, console, second + rows // 4, max(rows // 200, 1_000), days)
     _compact(spark, table, console)
     _history(table, console)
+    _upkeep(table, console)
     console.print(f"[green]done in {time.perf_counter() - started:.1f} s[/green]")
 
 

@@ -23,12 +23,13 @@ dropped by a bitmap filter over ``_metadata`` or a broadcast anti join (see
 **python**: each combined scan task (:meth:`DataScan.plan_tasks`) becomes a Spark task that
 reads its files with :meth:`DataScan.read_task` (icepark's Arrow reader) and yields Arrow
 batches cast to Spark's Arrow schema (``mapInArrow`` over the pickled tasks). Used when a
-file has equality deletes (icepark applies them as it reads), when more than
-``MAX_NATIVE_DELETED_POSITIONS`` rows are deleted by position, when the table has a name
-mapping (files may lack field ids), when a projected field has an ``initial-default``,
-when a column is a uuid (Spark's reader cannot read Parquet UUIDs), or when a metadata
-column other than ``_file``, ``_pos``, ``_spec_id``, ``_partition`` and ``_deleted`` is
-asked for.
+planned data file is Avro or ORC (the pip pyspark has no Avro reader; Spark's ORC reader
+cannot match columns by Iceberg id), when a file has equality deletes (icepark applies them
+as it reads), when more than ``MAX_NATIVE_DELETED_POSITIONS`` rows are deleted by position,
+when the table has a name mapping (files may lack field ids), when a projected field has
+an ``initial-default``, when a column is a uuid (Spark's reader cannot read Parquet UUIDs),
+or when a metadata column other than ``_file``, ``_pos``, ``_spec_id``, ``_partition`` and
+``_deleted`` is asked for.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from __future__ import annotations
 import datetime as dt
 import pickle
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -49,17 +50,23 @@ from icepark.arrow.deletes import DeleteCache
 from icepark.arrow.schema import type_to_arrow
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, referenced_names
-from icepark.manifest import FileContent
-from icepark.planning.planner import CombinedScanTask, FileScanTask, SplitOptions, plan_tasks
+from icepark.manifest import FileContent, FileFormat
+from icepark.planning.planner import (
+    CombinedScanTask,
+    FileScanTask,
+    SplitOptions,
+    adjust_split_size,
+    plan_tasks,
+)
 from icepark.spark._common import (
-    prepare_session,
-    resolve_table,
     spark_reported_path,
     temporary_conf,
     to_spark_location,
 )
 from icepark.spark.filters import quote_column, to_spark_column
+from icepark.spark.metadata_tables import read_metadata_table, resolve_table_or_metadata
 from icepark.spark.positions import DELETED_PATH, DELETED_POS, DeletedPositions, drop_deleted
+from icepark.spark.session import prepare_session
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
@@ -117,7 +124,19 @@ def read(
     (``as_of``: epoch ms or datetime) or ref. ``table`` is a Table or a name loaded from
     ``catalog`` (default ``icepark.load_catalog()``). ``path`` forces the native or python
     path (see the module docstring)."""
-    resolved = resolve_table(table, catalog)
+    resolved, metadata_name = resolve_table_or_metadata(table, catalog)
+    if metadata_name is not None:  # "db.events.files": a metadata table, as in Java
+        return read_metadata_table(
+            spark,
+            resolved,
+            metadata_name,
+            filter=filter,
+            columns=columns,
+            snapshot_id=snapshot_id,
+            as_of=as_of,
+            ref=ref,
+            case_sensitive=case_sensitive,
+        )
     scan = resolved.scan(filter, columns, snapshot_id, as_of, ref, case_sensitive)
     return read_scan(spark, scan, path=path)
 
@@ -144,6 +163,9 @@ def _type_needs_python(t: IcebergType, name: str) -> str | None:
 
 def choose_path(scan: DataScan, tasks: Sequence[FileScanTask]) -> tuple[ReadPath, str]:
     """``("native" | "python", why)`` for a planned scan."""
+    formats = {t.file.file_format for t in tasks} - {FileFormat.PARQUET}
+    if formats:  # the pip pyspark has no Avro reader, and Spark's ORC reader no field ids
+        return "python", f"files in {', '.join(sorted(formats))}"
     if any(d.content == FileContent.EQUALITY_DELETES for t in tasks for d in t.delete_files):
         return "python", "files have equality deletes"
     if P.DEFAULT_NAME_MAPPING.get(scan.metadata.properties):
@@ -193,7 +215,14 @@ def read_resolved(
     """:func:`read_tasks` with the path and deleted positions :func:`resolve_path` gave."""
     if chosen == "python":
         props = {**scan.metadata.properties, **scan.options}
-        return _read_python(spark, scan, plan_tasks(tasks, SplitOptions.from_properties(props)))
+        options = SplitOptions.from_properties(props)
+        if P.SPLIT_SIZE.name not in scan.options and P.ADAPTIVE_SPLIT_SIZE_ENABLED.get(props):
+            # as Java's SparkScan: a small scan still gives every core a task
+            size = sum(t.size + sum(d.file_size_in_bytes for d in t.delete_files) for t in tasks)
+            parallelism = spark.sparkContext.defaultParallelism
+            target = adjust_split_size(size, max(1, parallelism), options.target_size)
+            options = replace(options, target_size=target)
+        return _read_python(spark, scan, plan_tasks(tasks, options))
     return _read_native(spark, scan, tasks, deleted, spark_file_paths)
 
 

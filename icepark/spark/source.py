@@ -54,8 +54,14 @@ from pyspark.sql.types import StructType as SparkStructType
 
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
-from icepark.spark._common import catalog_from_options, prepare_session, write_task_files
+from icepark.spark._common import catalog_from_options, write_task_files
 from icepark.spark.filters import from_spark_filters
+from icepark.spark.metadata_tables import (
+    MetadataTableReader,
+    metadata_source,
+    metadata_spark_schema,
+)
+from icepark.spark.session import prepare_session
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
 from icepark.table import Table
 from icepark.table.scan import DataScan
@@ -233,9 +239,14 @@ class IcebergDataSource(DataSource):
         return SOURCE_NAME
 
     def schema(self) -> SparkStructType:
+        meta = metadata_source(self.options)  # "db.t.files": a metadata table
+        if meta is not None:
+            return metadata_spark_schema(meta.table, meta.name)
         return to_spark_schema(_scan(self.options).schema, with_ids=False)
 
     def reader(self, schema: SparkStructType) -> DataSourceReader:
+        if metadata_source(self.options) is not None:
+            return MetadataTableReader(self.options, schema)
         if _lower(self.options).get("pushdown", "false").lower() == "true":
             return _PushdownReader(self.options, schema)
         return _Reader(self.options, schema)

@@ -59,6 +59,7 @@ from icepark.spark._common import (
     write_task_files,
 )
 from icepark.spark.filters import quote_column
+from icepark.spark.session import prepare_session
 from icepark.spark.transforms import transform_column
 from icepark.spark.types import FIELD_ID_KEY, to_spark_type
 from icepark.spec import properties as P
@@ -85,6 +86,7 @@ from icepark.spec.types import (
 )
 from icepark.table import Table
 from icepark.table.operations import AppendAction, OverwriteAction, ReplacePartitionsAction
+from icepark.table.wap import staged, with_wap_id
 
 __all__ = [
     "Cluster",
@@ -473,6 +475,7 @@ def write_files(
     write with (a rewrite passes its output spec); ``cluster`` lays the rows out (see
     :data:`Cluster`); ``max_records_per_file`` caps the rows of a file on the native path
     (the python path rolls files at ``write.target-file-size-bytes``)."""
+    prepare_session(df.sparkSession)
     metadata = metadata or table.metadata
     chosen, why = choose_write_path(metadata)
     if path == "native" and chosen == "python":
@@ -499,10 +502,13 @@ def write(
     snapshot_properties: Mapping[str, str] | None = None,
     case_sensitive: bool = True,
     path: WritePath = "auto",
+    wap_id: str | None = None,
 ) -> Table:
     """Write ``df`` into ``table`` as one snapshot (see the module docstring); returns the
-    table with its new metadata."""
+    table with its new metadata. With ``wap_id`` (and ``write.wap.enabled=true``) the
+    snapshot is staged, not made current (:mod:`icepark.table.wap`)."""
     resolved = resolve_table(table, catalog)
+    props = with_wap_id(resolved.metadata, snapshot_properties, wap_id, resolved.name)
     if mode not in ("append", "overwrite", "overwrite-partitions"):
         raise ValidationError(
             f"Unknown write mode {mode!r} (append, overwrite, overwrite-partitions)"
@@ -511,8 +517,8 @@ def write(
         raise ValidationError("A filter applies to mode='overwrite' only")
     row_filter = parse_filter(filter) if isinstance(filter, str) else (filter or AlwaysTrue())
     files = write_files(df, resolved, path=path)
-    action = _action(
-        resolved, files, mode, row_filter, branch, snapshot_properties or {}, case_sensitive
+    action = staged(
+        _action(resolved, files, mode, row_filter, branch, props, case_sensitive), wap_id
     )
     tx = resolved.transaction()
     try:

@@ -307,6 +307,28 @@ def _check_unique(what: str, ids: list[int]) -> None:
 # -- reading ---------------------------------------------------------------------------------
 
 
+_PARSED_SNAPSHOTS: dict[object, tuple[Any, Snapshot]] = {}
+_PARSED_SNAPSHOTS_MAX = 100_000
+
+
+def _parse_snapshot(obj: Any) -> Snapshot:
+    """``Snapshot.from_json``, reusing the snapshot parsed from an equal JSON object before.
+
+    A table's metadata file repeats every snapshot of its history, and a busy writer re-reads
+    it after each commit that beat it: snapshots are immutable, so one parse per snapshot is
+    enough (the JSON object is compared whole, so a reused value is always the same value).
+    """
+    key = obj.get("snapshot-id") if isinstance(obj, dict) else None
+    found = _PARSED_SNAPSHOTS.get(key)
+    if found is not None and found[0] == obj:
+        return found[1]
+    snapshot = Snapshot.from_json(obj)
+    if len(_PARSED_SNAPSHOTS) >= _PARSED_SNAPSHOTS_MAX:
+        _PARSED_SNAPSHOTS.clear()
+    _PARSED_SNAPSHOTS[key] = (obj, snapshot)
+    return snapshot
+
+
 def table_metadata_from_json(text: str | bytes | bytearray | memoryview) -> TableMetadata:
     """Parse a metadata file's content; gzip-compressed bytes are detected and decompressed."""
     if isinstance(text, bytearray | memoryview):
@@ -388,7 +410,7 @@ def _parse(node: Any) -> TableMetadata:
     def items(key: str) -> list[Any]:
         return js.get_list(node, key) if node.get(key) is not None else []
 
-    snapshots = tuple(Snapshot.from_json(s) for s in items("snapshots"))
+    snapshots = tuple(_parse_snapshot(s) for s in items("snapshots"))
     statistics = tuple(StatisticsFile.from_json(s) for s in items("statistics"))
     partition_statistics = tuple(
         PartitionStatisticsFile.from_json(s) for s in items("partition-statistics")
@@ -472,7 +494,7 @@ def _parse_sort_orders(node: Mapping[str, Any], version: int) -> tuple[tuple[Sor
 # -- writing ---------------------------------------------------------------------------------
 
 
-def table_metadata_to_dict(md: TableMetadata) -> dict[str, Any]:
+def table_metadata_to_dict(md: TableMetadata, *, _snapshots: Any = None) -> dict[str, Any]:
     """The JSON object Java writes for this metadata (fields for its format version only)."""
     v = md.format_version
     out: dict[str, Any] = {
@@ -498,7 +520,7 @@ def table_metadata_to_dict(md: TableMetadata) -> dict[str, Any]:
     out["properties"] = dict(md.properties)
     out["current-snapshot-id"] = -1 if md.current_snapshot_id is None else md.current_snapshot_id
     out["refs"] = {name: ref.to_json() for name, ref in md.refs.items()}
-    out["snapshots"] = [s.to_json() for s in md.snapshots]
+    out["snapshots"] = [s.to_json() for s in md.snapshots] if _snapshots is None else _snapshots
     out["statistics"] = [s.to_json() for s in md.statistics]
     out["partition-statistics"] = [s.to_json() for s in md.partition_statistics]
     out["snapshot-log"] = [e.to_json() for e in md.snapshot_log]
@@ -508,13 +530,40 @@ def table_metadata_to_dict(md: TableMetadata) -> dict[str, Any]:
     return out
 
 
+_SNAPSHOT_TEXT: dict[int, tuple[Snapshot, str]] = {}
+# a value no real property can hold (a fresh uuid between NULs), and its JSON text
+_SNAPSHOTS_PLACEHOLDER = f"\x00snapshots-{uuid.uuid4().hex}\x00"
+_SNAPSHOTS_PLACEHOLDER_JSON = json.dumps(_SNAPSHOTS_PLACEHOLDER, ensure_ascii=False)
+
+
+def _snapshot_text(snapshot: Snapshot) -> str:
+    """A snapshot as compact JSON, kept for the next metadata file (which repeats it)."""
+    found = _SNAPSHOT_TEXT.get(snapshot.snapshot_id)
+    if found is not None and (found[0] is snapshot or found[0] == snapshot):
+        return found[1]
+    text = json.dumps(
+        snapshot.to_json(), separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    if len(_SNAPSHOT_TEXT) >= _PARSED_SNAPSHOTS_MAX:
+        _SNAPSHOT_TEXT.clear()
+    _SNAPSHOT_TEXT[snapshot.snapshot_id] = (snapshot, text)
+    return text
+
+
 def table_metadata_to_json(md: TableMetadata, *, indent: int | None = None) -> str:
     """The metadata as JSON text (compact unless ``indent`` is given)."""
     separators = (",", ":") if indent is None else (",", ": ")
-    return json.dumps(
-        table_metadata_to_dict(md),
-        indent=indent,
-        separators=separators,
-        ensure_ascii=False,
-        allow_nan=False,
-    )
+    if indent is not None:
+        return json.dumps(
+            table_metadata_to_dict(md),
+            indent=indent,
+            separators=separators,
+            ensure_ascii=False,
+            allow_nan=False,
+        )
+    # the history is most of a big table's metadata and never changes: its snapshots'
+    # text is made once and spliced in
+    out = table_metadata_to_dict(md, _snapshots=_SNAPSHOTS_PLACEHOLDER)
+    text = json.dumps(out, separators=separators, ensure_ascii=False, allow_nan=False)
+    snapshots = "[" + ",".join(_snapshot_text(s) for s in md.snapshots) + "]"
+    return text.replace(_SNAPSHOTS_PLACEHOLDER_JSON, snapshots, 1)

@@ -69,6 +69,7 @@ __all__ = [
     "SERIALIZABLE",
     "SNAPSHOT",
     "SPARK_WRITE_PARTITIONED_FANOUT_ENABLED",
+    "ADAPTIVE_SPLIT_SIZE_ENABLED",
     "SPLIT_LOOKBACK",
     "SPLIT_OPEN_FILE_COST",
     "SPLIT_SIZE",
@@ -341,10 +342,23 @@ DEFAULT_NAME_MAPPING = _p(
 
 # -- reads -------------------------------------------------------------------------------------
 
+READ_AHEAD_FILES = _p(
+    "read.read-ahead.files",
+    2,
+    _int,
+    "icepark: data files a one-machine scan reads at once (1 reads them one after another); "
+    "memory grows with it.",
+)
 SPLIT_SIZE = _p("read.split.target-size", 134_217_728, _int, "Target size of a read split.")
 SPLIT_LOOKBACK = _p("read.split.planning-lookback", 10, _int, "Open bins when packing splits.")
 SPLIT_OPEN_FILE_COST = _p(
     "read.split.open-file-cost", 4_194_304, _int, "Least weight of a file in a split."
+)
+ADAPTIVE_SPLIT_SIZE_ENABLED = _p(
+    "read.split.adaptive-size.enabled",
+    True,
+    parse_bool,
+    "Lower the split size of a small Spark scan so that every core gets a split.",
 )
 
 # -- row-level changes -------------------------------------------------------------------------

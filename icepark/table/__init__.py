@@ -1,11 +1,24 @@
-"""The commit layer: tables, their metadata views and commits."""
+"""The table layer: tables, scans, transactions and the operations that commit to them.
 
-from icepark.table.table import (
-    CommitResult,
-    ReadOnlyTableError,
-    Table,
-    TableCommitter,
-    read_table_metadata,
-)
+Users get tables from a catalog (``icepark.load_catalog().load_table("db.t")``) or, read-only,
+from a metadata file (``Table.from_metadata(path)``); everything else hangs off the table.
+"""
 
-__all__ = ["CommitResult", "ReadOnlyTableError", "Table", "TableCommitter", "read_table_metadata"]
+from typing import TYPE_CHECKING, Any
+
+from icepark.table.scan import DataScan
+from icepark.table.table import ReadOnlyTableError, Table
+
+if TYPE_CHECKING:
+    from icepark.table.transaction import Transaction
+
+__all__ = ["DataScan", "ReadOnlyTableError", "Table", "Transaction"]
+
+
+def __getattr__(name: str) -> Any:
+    # the write side loads on first use (see icepark.table.table)
+    if name == "Transaction":
+        from icepark.table.transaction import Transaction
+
+        return Transaction
+    raise AttributeError(f"module 'icepark.table' has no attribute {name!r}")

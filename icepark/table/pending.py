@@ -6,15 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, ClassVar, Self, TypeVar
+from typing import ClassVar, Self, TypeVar
 
 from icepark.errors import ValidationError
 from icepark.spec.metadata import TableMetadata
+from icepark.table.interface import TableLike
 from icepark.table.operations import Action
-
-if TYPE_CHECKING:
-    from icepark.table.table import Table
-    from icepark.table.transaction import Transaction
+from icepark.table.transaction import Transaction
 
 __all__ = ["PendingUpdate"]
 
@@ -26,7 +24,7 @@ class PendingUpdate:
 
     _what: ClassVar[str] = "Update"
 
-    def __init__(self, table: Table, action: Action, transaction: Transaction | None) -> None:
+    def __init__(self, table: TableLike, action: Action, transaction: Transaction | None) -> None:
         self._table = table
         self._pending = action
         self._transaction = transaction
@@ -61,7 +59,7 @@ class PendingUpdate:
         if self._transaction is not None:
             self._transaction.add_action(self._pending)
             return
-        with self._table.transaction() as tx:
+        with Transaction(self._table) as tx:
             tx.add_action(self._pending)
 
     def __enter__(self) -> Self:

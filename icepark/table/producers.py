@@ -37,7 +37,7 @@ from icepark.manifest import (
     write_manifest,
     write_manifest_list,
 )
-from icepark.planning.walk import manifests_of, read_entries
+from icepark.planning.walk import manifests_of, read_entries, remember_manifest_list
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH, Operation, Snapshot, SnapshotRefType
@@ -178,7 +178,13 @@ class SnapshotProducer:
         snapshot_id = self._choose_snapshot_id(base)
         filtered = self._filter_manifests(base, parent, snapshot_id)
         added = self._write_added_manifests(base, snapshot_id)
-        manifests = [*added, *filtered.rewritten, *filtered.kept]
+        # as Java: a manifest left with no live file is dropped, unless this commit wrote it
+        # (its deleted entries record this snapshot's removals)
+        manifests = [
+            m
+            for m in (*added, *filtered.rewritten, *filtered.kept)
+            if m.has_added_files or m.has_existing_files or m.added_snapshot_id == snapshot_id
+        ]
         manifests = self._transform_manifests(base, manifests, snapshot_id)
         list_path = (
             f"{metadata_folder(base)}/snap-{snapshot_id}-{self._attempt}-{self.commit_uuid}.avro"
@@ -187,7 +193,7 @@ class SnapshotProducer:
         snapshot = self._write_snapshot(base, parent, snapshot_id, manifests, filtered, list_path)
         updates: list[TableUpdate] = [
             AddSnapshotUpdate(snapshot),
-            SetSnapshotRefUpdate(self.branch, snapshot_id, SnapshotRefType.BRANCH),
+            _branch_update(base, self.branch, snapshot_id),
         ]
         requirements: list[TableRequirement] = [
             AssertTableUUID(base.table_uuid),
@@ -369,6 +375,7 @@ class SnapshotProducer:
             first_row_id=base.next_row_id if version >= 3 else None,
             codec=_codec(base),
         )
+        remember_manifest_list(list_path, listed.manifests)
         summary = SummaryBuilder()
         summary.removed_files(filtered.removed)
         summary.added_files(self.added_files)
@@ -460,6 +467,22 @@ class SnapshotProducer:
             if path not in keep:
                 _delete_quietly(self.io, path)
         self._reusable = [p for p in self._reusable if p in keep]
+
+
+def _branch_update(base: TableMetadata, branch: str, snapshot_id: int) -> SetSnapshotRefUpdate:
+    """Move ``branch`` to the new snapshot, keeping its retention settings (as Java's
+    ``setBranchSnapshot``): an append must not reset a branch's ``min-snapshots-to-keep``."""
+    ref = base.ref(branch)
+    if ref is None:
+        return SetSnapshotRefUpdate(branch, snapshot_id, SnapshotRefType.BRANCH)
+    return SetSnapshotRefUpdate(
+        branch,
+        snapshot_id,
+        SnapshotRefType.BRANCH,
+        ref.min_snapshots_to_keep,
+        ref.max_snapshot_age_ms,
+        ref.max_ref_age_ms,
+    )
 
 
 def _pack(manifests: list[ManifestFile], target: int) -> Iterable[list[ManifestFile]]:

@@ -12,7 +12,7 @@ import random
 import time
 from collections.abc import Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from icepark.errors import CommitFailedError, CommitStateUnknownError, ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
@@ -28,6 +28,8 @@ from icepark.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
+from icepark.table.changes import apply_changes_action, delete_action, upsert_action
+from icepark.table.interface import TableLike
 from icepark.table.operations import (
     Action,
     AppendAction,
@@ -36,9 +38,8 @@ from icepark.table.operations import (
     ReplacePartitionsAction,
     Staged,
 )
-
-if TYPE_CHECKING:
-    from icepark.table.table import Table
+from icepark.table.wap import staged, with_wap_id
+from icepark.table.writes import rewrite_without, write_arrow
 
 __all__ = ["Transaction", "RetryPolicy"]
 
@@ -92,14 +93,14 @@ def _holds(requirement: TableRequirement, base: TableMetadata) -> bool:
 class Transaction:
     """A group of changes to one table, committed together."""
 
-    def __init__(self, table: Table) -> None:
+    def __init__(self, table: TableLike) -> None:
         self._table = table
         self._start: TableMetadata = table.metadata
         self._actions: list[Action] = []
         self._done = False
 
     @property
-    def table(self) -> Table:
+    def table(self) -> TableLike:
         return self._table
 
     @property
@@ -126,10 +127,8 @@ class Transaction:
 
     # -- data ------------------------------------------------------------------------------
 
-    def _write(self, data: Any) -> list[DataFile]:
-        from icepark.table.writes import write_arrow
-
-        return write_arrow(self._table.io, self._start, data)
+    def _write(self, data: Any, file_format: str | None = None) -> list[DataFile]:
+        return write_arrow(self._table.io, self._start, data, file_format=file_format)
 
     def append(
         self,
@@ -138,16 +137,21 @@ class Transaction:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
         merge: bool = True,
+        wap_id: str | None = None,
+        file_format: str | None = None,
     ) -> Transaction:
-        """Append ``data`` (a pyarrow Table, RecordBatchReader or batches) as new files.
+        """Append ``data`` (a pyarrow Table, RecordBatchReader or batches) as new files, in
+        ``file_format`` (``"parquet"`` or ``"avro"``; default ``write.format.default``).
 
         A merge append (as Java's default) unless ``merge=False`` or the table's
-        ``commit.manifest-merge.enabled`` is false."""
-        files = self._write(data)
+        ``commit.manifest-merge.enabled`` is false. With ``wap_id`` (and
+        ``write.wap.enabled=true``) the snapshot is staged, not made current
+        (:mod:`icepark.table.wap`). ``file_format`` (parquet, avro or orc) overrides
+        ``write.format.default`` for this write."""
+        props = with_wap_id(self._start, snapshot_properties, wap_id, self._table.name)
+        files = self._write(data, file_format)
         return self.add_action(
-            AppendAction(
-                self._table.io, files, branch, dict(snapshot_properties or {}), merge=merge
-            )
+            staged(AppendAction(self._table.io, files, branch, props, merge=merge), wap_id)
         )
 
     def append_files(self, files: list[DataFile], *, branch: str = MAIN_BRANCH) -> Transaction:
@@ -162,10 +166,11 @@ class Transaction:
         branch: str = MAIN_BRANCH,
         case_sensitive: bool = True,
         snapshot_properties: Mapping[str, str] | None = None,
+        wap_id: str | None = None,
     ) -> Transaction:
-        """Replace the rows matching ``filter`` (all rows when None) with ``data``."""
-        from icepark.table.writes import rewrite_without
-
+        """Replace the rows matching ``filter`` (all rows when None) with ``data`` (staged
+        only, with ``wap_id``)."""
+        props = with_wap_id(self._start, snapshot_properties, wap_id, self._table.name)
         row_filter = _as_filter(filter)
         io = self._table.io
         files = self._write(data) if data is not None else []
@@ -176,18 +181,17 @@ class Transaction:
             return rewrite_without(io, base, task, expr, case_sensitive)
 
         isolation = P.DELETE_ISOLATION_LEVEL.get(self._start.properties)
-        return self.add_action(
-            OverwriteAction(
-                io,
-                files,
-                branch,
-                dict(snapshot_properties or {}),
-                row_filter=row_filter,
-                rewrite=rewrite,
-                isolation=isolation,
-                case_sensitive=case_sensitive,
-            )
+        action = OverwriteAction(
+            io,
+            files,
+            branch,
+            props,
+            row_filter=row_filter,
+            rewrite=rewrite,
+            isolation=isolation,
+            case_sensitive=case_sensitive,
         )
+        return self.add_action(staged(action, wap_id))
 
     def overwrite_partitions(
         self,
@@ -195,15 +199,15 @@ class Transaction:
         *,
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
+        wap_id: str | None = None,
     ) -> Transaction:
-        """Dynamic overwrite: replace the partitions ``data`` touches."""
+        """Dynamic overwrite: replace the partitions ``data`` touches (staged only, with
+        ``wap_id``)."""
+        props = with_wap_id(self._start, snapshot_properties, wap_id, self._table.name)
         files = self._write(data)
         isolation = P.DELETE_ISOLATION_LEVEL.get(self._start.properties)
-        return self.add_action(
-            ReplacePartitionsAction(
-                self._table.io, files, branch, dict(snapshot_properties or {}), isolation=isolation
-            )
-        )
+        action = ReplacePartitionsAction(self._table.io, files, branch, props, isolation=isolation)
+        return self.add_action(staged(action, wap_id))
 
     # -- row-level changes (see icepark.table.changes) -----------------------------------
 
@@ -216,8 +220,6 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
         """Delete the rows matching ``filter``, per ``write.delete.mode``."""
-        from icepark.table.changes import delete_action
-
         return self.add_action(
             delete_action(
                 self._table.io,
@@ -239,8 +241,6 @@ class Transaction:
     ) -> Transaction:
         """Update the rows whose key (``on``, else the identifier fields) matches a row of
         ``data`` and insert the rest, per ``write.merge.mode``."""
-        from icepark.table.changes import upsert_action
-
         return self.add_action(
             upsert_action(
                 self._table.io,
@@ -263,8 +263,6 @@ class Transaction:
     ) -> Transaction:
         """Change data capture: ``I``/``U``/``D`` rows as data files plus an equality delete
         file on ``on`` (see :mod:`icepark.table.changes`)."""
-        from icepark.table.changes import apply_changes_action
-
         return self.add_action(
             apply_changes_action(
                 self._table.io,
@@ -313,7 +311,7 @@ class Transaction:
         for action in self._actions:
             action.abort(self._table.io)
 
-    def commit_transaction(self) -> Table:
+    def commit_transaction(self) -> TableLike:
         """Commit every staged change at once; retry conflicts on fresh metadata."""
         if self._done:
             raise ValidationError(f"Transaction on {self._table.name} is already finished")
@@ -324,7 +322,9 @@ class Transaction:
         revalidates = any(action.revalidates for action in self._actions)
         started = time.monotonic()
         attempt = 0
-        base = self._table.metadata
+        # Each attempt works on the table as it is now (as Java's SnapshotProducer refreshes
+        # before it applies): a table loaded a while ago does not lose its first attempt.
+        base = self._table.refresh().metadata
         while True:
             try:
                 updates, requirements, written = self._stage_all(base)

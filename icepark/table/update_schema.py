@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
@@ -51,12 +51,10 @@ from icepark.spec.updates import (
     SetPropertiesUpdate,
     TableUpdate,
 )
+from icepark.table.interface import TableLike
 from icepark.table.operations import Action, Staged
 from icepark.table.pending import PendingUpdate
-
-if TYPE_CHECKING:
-    from icepark.table.table import Table
-    from icepark.table.transaction import Transaction
+from icepark.table.transaction import Transaction
 
 __all__ = ["UpdateSchema", "SchemaUpdateAction", "NAME_MAPPING_PROPERTY"]
 
@@ -119,7 +117,7 @@ class UpdateSchema(PendingUpdate):
 
     def __init__(
         self,
-        table: Table,
+        table: TableLike,
         *,
         allow_incompatible_changes: bool = False,
         case_sensitive: bool = True,

@@ -3,7 +3,7 @@
 ::
 
     table.replace_sort_order("id", "ts desc nulls last")
-    with table.replace_sort_order() as u:
+    with table.update_sort_order() as u:
         u.asc("id")
         u.desc("bucket(4, name)", nulls_last=True)
 
@@ -13,7 +13,6 @@ Writers sort new files by the table's default order and record its id in each fi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.sorting import SortOrder, build_sort_order
@@ -23,12 +22,10 @@ from icepark.spec.updates import (
     SetDefaultSortOrderUpdate,
     TableUpdate,
 )
+from icepark.table.interface import TableLike
 from icepark.table.operations import Action, Staged
 from icepark.table.pending import PendingUpdate
-
-if TYPE_CHECKING:
-    from icepark.table.table import Table
-    from icepark.table.transaction import Transaction
+from icepark.table.transaction import Transaction
 
 __all__ = ["ReplaceSortOrder", "SortOrderAction"]
 
@@ -61,7 +58,11 @@ class ReplaceSortOrder(PendingUpdate):
     _what = "Sort order update"
 
     def __init__(
-        self, table: Table, *, case_sensitive: bool = True, transaction: Transaction | None = None
+        self,
+        table: TableLike,
+        *,
+        case_sensitive: bool = True,
+        transaction: Transaction | None = None,
     ) -> None:
         self._action = SortOrderAction([], case_sensitive)
         super().__init__(table, self._action, transaction)

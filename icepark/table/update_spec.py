@@ -14,7 +14,6 @@ files keep the spec they were written with.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from icepark.errors import ValidationError
 from icepark.spec.metadata import TableMetadata
@@ -37,12 +36,10 @@ from icepark.spec.updates import (
     SetDefaultSpecUpdate,
     TableUpdate,
 )
+from icepark.table.interface import TableLike
 from icepark.table.operations import Action, Staged
 from icepark.table.pending import PendingUpdate
-
-if TYPE_CHECKING:
-    from icepark.table.table import Table
-    from icepark.table.transaction import Transaction
+from icepark.table.transaction import Transaction
 
 __all__ = ["UpdateSpec", "SpecUpdateAction"]
 
@@ -84,7 +81,11 @@ class UpdateSpec(PendingUpdate):
     _what = "Spec update"
 
     def __init__(
-        self, table: Table, *, case_sensitive: bool = True, transaction: Transaction | None = None
+        self,
+        table: TableLike,
+        *,
+        case_sensitive: bool = True,
+        transaction: Transaction | None = None,
     ) -> None:
         self._action = SpecUpdateAction([], case_sensitive)
         super().__init__(table, self._action, transaction)

@@ -31,9 +31,11 @@ def write_arrow(
     *,
     write_uuid: str | None = None,
     attempt_id: int = 0,
+    file_format: str | None = None,
 ) -> list[DataFile]:
     """Write ``data`` as data files of the table's current schema, spec and sort order, named
-    by ``write_uuid`` (a new one when None), ``task_id`` and ``attempt_id``."""
+    by ``write_uuid`` (a new one when None), ``task_id`` and ``attempt_id``, in
+    ``file_format`` (default: ``write.format.default``)."""
     if isinstance(data, pa.RecordBatch):
         data = pa.Table.from_batches([data])
     return write_data_files(
@@ -47,6 +49,7 @@ def write_arrow(
         write_uuid=write_uuid or str(uuid.uuid4()),
         task_id=task_id,
         attempt_id=attempt_id,
+        file_format=file_format,
     )
 
 

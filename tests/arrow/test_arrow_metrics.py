@@ -16,12 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from icepark.arrow.footer import parquet_leaves
 from icepark.arrow.metrics import (
     MetricsCollector,
     MetricsConfig,
     MetricsMode,
     compute_metrics,
-    parquet_leaf_field_ids,
     parse_metrics_mode,
     truncate_binary_max,
     truncate_binary_min,
@@ -451,7 +451,16 @@ def test_column_sizes_and_split_offsets_from_footer() -> None:
     assert metrics.split_offsets[0] == 4 and list(metrics.split_offsets) == sorted(
         metrics.split_offsets
     )
-    assert parquet_leaf_field_ids(schema) == [1, 3, 5, 6]
+    with pa.BufferOutputStream() as sink:
+        pq.write_table(rg, sink)
+    footer = pq.ParquetFile(pa.BufferReader(sink.getvalue())).metadata
+    leaves = parquet_leaves(footer.schema.to_arrow_schema())
+    assert leaves == [
+        (1, "id", False),
+        (3, "l.element", True),
+        (5, "m.key", True),
+        (6, "m.value", True),
+    ]
 
 
 def test_uuid_bounds_merge_row_groups_like_java() -> None:

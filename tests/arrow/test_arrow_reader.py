@@ -622,12 +622,15 @@ def test_uuid_filter_and_projection(tmp_path: Path) -> None:
 # -- files -------------------------------------------------------------------------------------
 
 
-def test_missing_and_non_parquet_files(tmp_path: Path) -> None:
+def test_missing_and_unsupported_files(tmp_path: Path) -> None:
     df = DataFile(FileContent.DATA, str(tmp_path / "nope.parquet"), "PARQUET", (), 1, 1)
     with pytest.raises(NoSuchFileError, match=r"nope\.parquet"):
         _read(df, BASE)
-    with pytest.raises(UnsupportedOperationError, match="only Parquet"):
-        _read(df.replace(file_format="AVRO"), BASE)
+    for fmt in ("AVRO", "ORC"):
+        with pytest.raises(NoSuchFileError, match=r"nope\.parquet"):
+            _read(df.replace(file_format=fmt), BASE)
+    with pytest.raises(UnsupportedOperationError, match="Parquet, Avro and ORC"):
+        _read(df.replace(file_format="PUFFIN"), BASE)
 
 
 def test_file_io_without_a_pyarrow_filesystem(tmp_path: Path) -> None:

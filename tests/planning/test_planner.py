@@ -125,3 +125,17 @@ def test_delete_index_rules() -> None:
     assert {f.file_path for f in index.for_data_file(data, 5)} == {"/p", "/eg"}
     assert {f.file_path for f in index.for_data_file(data, 4)} == {"/p", "/e", "/eg"}
     assert index.for_data_file(data, 7) == []
+
+
+def test_adjust_split_size_as_java() -> None:
+    from icepark.planning.planner import adjust_split_size
+
+    mb = 1024 * 1024
+    # enough splits for every slot: unchanged
+    assert adjust_split_size(1000 * mb, 4, 128 * mb) == 128 * mb
+    # a small scan: one split per slot, but not below 16 MB
+    assert adjust_split_size(100 * mb, 4, 128 * mb) == 25 * mb
+    assert adjust_split_size(10 * mb, 4, 128 * mb) == 16 * mb
+    # a configured size below 16 MB is a floor of its own
+    assert adjust_split_size(10 * mb, 4, 1 * mb) == 1 * mb
+    assert adjust_split_size(2 * mb, 4, 1 * mb) == 1 * mb

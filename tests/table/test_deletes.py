@@ -178,17 +178,32 @@ def test_equality_delete_metrics_skip(catalog: Catalog) -> None:
     assert table.scan().count() == 10
 
 
-def test_concurrent_delete_conflicts(catalog: Catalog) -> None:
+def test_concurrent_delete_conflicts(catalog: Catalog, monkeypatch: pytest.MonkeyPatch) -> None:
     table = _table(catalog, 3)
     table.append(_rows(range(20)))
     other = catalog.load_table("db.t")
+    # a delete committed before this transaction commits is planned against: no conflict
     tx = table.transaction()
     tx.delete("id < 5")
     other.delete("id >= 15")  # touches the same data file
-    with pytest.raises(ValidationError, match=r"conflicting delete file|removed by concurrent"):
-        tx.commit_transaction()
+    tx.commit_transaction()
+    assert _ids(table) == list(range(5, 15))
+    # one that lands between planning and the swap conflicts: the retry sees it
+    swap = catalog._swap_metadata_location  # type: ignore[attr-defined]
+    raced: list[bool] = []
+
+    def race(*args: object) -> None:
+        if not raced:
+            raced.append(True)
+            catalog.load_table("db.t").delete("id >= 12")
+        swap(*args)
+
+    monkeypatch.setattr(catalog, "_swap_metadata_location", race)
+    with pytest.raises(ValidationError, match=r"conflicting delete file|replaced by concurrent"):
+        table.delete("id < 8")
+    monkeypatch.undo()
     table.refresh()
-    assert _ids(table) == list(range(15))
+    assert _ids(table) == list(range(5, 12))
 
 
 def test_concurrent_append_retried_through(catalog: Catalog) -> None:
@@ -203,15 +218,23 @@ def test_concurrent_append_retried_through(catalog: Catalog) -> None:
     assert _ids(table) == [*range(5, 20), *range(100, 105)]
 
 
-def test_serializable_conflicts_on_matching_append(catalog: Catalog) -> None:
+def test_serializable_conflicts_on_matching_append(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
     table = _table(catalog, 2)
     table.append(_rows(range(20)))
-    other = catalog.load_table("db.t")
-    tx = table.transaction()
-    tx.delete("id < 5")
-    other.append(_rows([1, 2]))
+    swap = catalog._swap_metadata_location  # type: ignore[attr-defined]
+    raced: list[bool] = []
+
+    def race(*args: object) -> None:  # an append lands between planning and the swap
+        if not raced:
+            raced.append(True)
+            catalog.load_table("db.t").append(_rows([1, 2]))
+        swap(*args)
+
+    monkeypatch.setattr(catalog, "_swap_metadata_location", race)
     with pytest.raises(ValidationError, match="conflicting files"):
-        tx.commit_transaction()
+        table.delete("id < 5")
 
 
 @pytest.mark.parametrize("isolation", ["serializable", "snapshot"])

@@ -286,13 +286,26 @@ def test_concurrent_schema_change_retries_on_fresh_schema(catalog: Catalog) -> N
         u.add_column("c", "int")
     with pytest.raises(ValidationError, match="name already exists: c"), t3.update_schema() as u:
         u.add_column("c", "long")
-    # with retries off the requirement shows as a commit conflict
+    # with retries off, a change landing between staging and the swap is a commit conflict
     t5 = catalog.load_table("db.t")
     t5.set_properties({"commit.retry.num-retries": "0"})
-    t6 = catalog.load_table("db.t")
-    t6.update_schema().add_column("d", "int").commit()
-    with pytest.raises(CommitFailedError, match="schema"):
-        t5.update_schema().add_column("e", "int").commit()
+    swap = catalog._swap_metadata_location  # type: ignore[attr-defined]
+    raced: list[bool] = []
+
+    def race(*args: object) -> None:
+        if not raced:
+            raced.append(True)
+            catalog.load_table("db.t").update_schema().add_column("d", "int").commit()
+        swap(*args)
+
+    catalog._swap_metadata_location = race  # type: ignore[attr-defined]
+    try:
+        with pytest.raises(CommitFailedError):
+            t5.update_schema().add_column("e", "int").commit()
+    finally:
+        del catalog._swap_metadata_location  # type: ignore[attr-defined]
+    names = [f.name for f in catalog.load_table("db.t").schema().fields]
+    assert "d" in names and "e" not in names
 
 
 def test_time_travel_reads_with_snapshot_schema(catalog: Catalog) -> None:
@@ -429,16 +442,18 @@ def test_replace_sort_order_and_writes_follow(catalog: Catalog) -> None:
     assert task.file.sort_order_id == 1
     ages = pq.read_table(task.file.file_path.removeprefix("file://")).column("age").to_pylist()
     assert ages == sorted(ages, reverse=True)
-    with table.replace_sort_order() as u:
+    with table.update_sort_order() as u:
         u.asc("dt")
         u.desc("bucket(4, id)", nulls_last=False)
     assert table.sort_order().order_id == 2
     assert [str(f.transform) for f in table.sort_order().fields] == ["identity", "bucket[4]"]
     with pytest.raises(ValidationError, match="nope"):
         table.replace_sort_order("nope")
-    with table.replace_sort_order():
+    with table.update_sort_order():
         pass
     assert table.sort_order().is_unsorted
+    table.replace_sort_order("id")
+    assert table.replace_sort_order() is table and table.sort_order().is_unsorted
 
 
 # -- properties ----------------------------------------------------------------------------

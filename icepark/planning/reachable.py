@@ -1,0 +1,148 @@
+"""The files a table's metadata references: the one answer to "what may not be deleted".
+
+:func:`referenced_files` walks snapshots (all of a table's, or a given few) down to their
+files, through :mod:`icepark.planning.walk` (manifest lists and manifests read in
+parallel), and returns them by kind (:class:`ReferencedFiles`):
+
+* manifest lists, manifests (data and delete), and the data and delete files that their
+  live entries track (as Java's ``ManifestFiles.readPaths``: a file only a ``DELETED`` entry
+  names is no longer part of that snapshot);
+* statistics and partition-statistics files registered for those snapshots;
+* with ``metadata_location``, the table's metadata files: that one, the metadata log, the
+  ``version-hint.text`` of file-system tables, and every statistics file.
+
+Who asks:
+
+* expiry (:mod:`icepark.table.expire_snapshots`): the files of expired snapshots minus those
+  of retained ones (``skip_manifests`` avoids reading manifests a retained snapshot still
+  uses, as Java's ``ReachableFileCleanup``);
+* orphan removal (:mod:`icepark.table.remove_orphan_files`): everything the table
+  references, metadata files included (Java's ``DeleteOrphanFilesSparkAction``);
+* a purging drop (:mod:`icepark.catalog.purge`): every file, ``DELETED`` entries included,
+  skipping what is already gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from icepark.errors import NoSuchFileError, UnsupportedOperationError
+from icepark.io import FileIO
+from icepark.manifest import FileContent, ManifestFile
+from icepark.planning.walk import DEFAULT_WORKERS, manifests_of, parallel_map, read_entries
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.snapshots import PartitionStatisticsFile, Snapshot, StatisticsFile
+
+__all__ = ["ReferencedFiles", "VERSION_HINT", "referenced_files", "version_hint_location"]
+
+VERSION_HINT = "version-hint.text"
+
+
+def version_hint_location(metadata: TableMetadata) -> str:
+    """Where a file-system (Hadoop) table keeps its version hint (as Java's
+    ``ReachableFileUtil.versionHintLocation``: under ``<location>/metadata``)."""
+    return f"{metadata.location.rstrip('/')}/metadata/{VERSION_HINT}"
+
+
+@dataclass
+class ReferencedFiles:
+    """Paths by kind. ``content_files`` maps each data or delete file to its content and
+    size; ``manifests`` each manifest path to its entry in a manifest list."""
+
+    content_files: dict[str, tuple[FileContent, int]] = field(default_factory=dict)
+    manifests: dict[str, ManifestFile] = field(default_factory=dict)
+    manifest_lists: set[str] = field(default_factory=set)
+    statistics: dict[str, int] = field(default_factory=dict)
+    metadata_files: set[str] = field(default_factory=set)
+
+    def paths(self) -> set[str]:
+        """Every path, whatever its kind."""
+        return {
+            *self.content_files,
+            *self.manifests,
+            *self.manifest_lists,
+            *self.statistics,
+            *self.metadata_files,
+        }
+
+    def __len__(self) -> int:
+        return len(self.paths())
+
+
+def _manifests(
+    io: FileIO, snapshots: Sequence[Snapshot], missing_ok: bool, workers: int
+) -> list[ManifestFile]:
+    def read(snapshot: Snapshot) -> list[ManifestFile]:
+        try:
+            return manifests_of(io, snapshot)
+        except NoSuchFileError:
+            if missing_ok:
+                return []
+            raise
+
+    seen: dict[str, ManifestFile] = {}
+    for found in parallel_map(read, list(snapshots), workers):
+        for m in found:
+            seen.setdefault(m.manifest_path, m)
+    return list(seen.values())
+
+
+def referenced_files(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshots: Iterable[Snapshot] | None = None,
+    *,
+    skip_manifests: Collection[str] = frozenset(),
+    metadata_location: str | None = None,
+    read_content: bool = True,
+    live_only: bool = True,
+    missing_ok: bool = False,
+    workers: int = DEFAULT_WORKERS,
+) -> ReferencedFiles:
+    """The files ``snapshots`` (all of the table's by default) reference.
+
+    ``skip_manifests``: manifests neither listed nor read (known to be referenced
+    elsewhere). ``metadata_location``: also the table's metadata files (see the module
+    docstring). ``read_content=False`` stops at manifests; ``live_only=False`` also counts
+    files only ``DELETED`` entries name; ``missing_ok`` skips manifest lists and manifests
+    that no longer exist instead of failing.
+    """
+    chosen = list(metadata.snapshots if snapshots is None else snapshots)
+    for snapshot in chosen:
+        if not snapshot.manifest_list and snapshot.manifests and not missing_ok:
+            # the walk does not read manifests listed in the metadata itself: refusing is
+            # the only safe answer for a question whose purpose is deleting files
+            raise UnsupportedOperationError(
+                f"Snapshot {snapshot.snapshot_id} of table {metadata.location} lists its manifests "
+                "in the table metadata (a v1 table from before manifest lists): not supported"
+            )
+    out = ReferencedFiles()
+    out.manifest_lists = {s.manifest_list for s in chosen if s.manifest_list}
+    for m in _manifests(io, chosen, missing_ok, workers):
+        if m.manifest_path not in skip_manifests:
+            out.manifests[m.manifest_path] = m
+    if read_content:
+        manifests = list(out.manifests.values())
+        if missing_ok:
+            present = parallel_map(io.exists, [m.manifest_path for m in manifests], workers)
+            manifests = [m for m, ok in zip(manifests, present) if ok]
+        for _, entries in read_entries(io, manifests, live_only=live_only, workers=workers):
+            for e in entries:
+                f = e.data_file
+                out.content_files[f.file_path] = (f.content, f.file_size_in_bytes)
+    ids = None if snapshots is None else {s.snapshot_id for s in chosen}
+    stats: list[StatisticsFile | PartitionStatisticsFile] = [
+        *metadata.statistics,
+        *metadata.partition_statistics,
+    ]
+    for s in stats:
+        if ids is None or s.snapshot_id in ids or metadata_location is not None:
+            out.statistics[s.statistics_path] = s.file_size_in_bytes
+    if metadata_location is not None:
+        out.metadata_files = {
+            metadata_location,
+            *(e.metadata_file for e in metadata.metadata_log),
+            version_hint_location(metadata),
+        }
+    return out

@@ -1,0 +1,253 @@
+"""Orphan file removal on Spark, for tables with millions of files.
+
+The same operation as :func:`icepark.table.remove_orphan_files.remove_orphan_files` (same
+arguments, checks, hidden-path rules, URI equivalences and prefix-mismatch modes), with the
+two costly steps spread over the cluster, as Java's ``DeleteOrphanFilesSparkAction``:
+
+* **listing**: the driver lists the top of the location (at most 3 levels, and only folders
+  with at most 10 sub-folders); every folder below that is listed recursively by a Spark task
+  through the table's FileIO;
+* **the referenced files**: the driver reads the manifest lists (and knows the metadata,
+  manifest-list and statistics files); the manifests are read by Spark tasks, each giving the
+  paths of its live entries;
+* **comparing**: a left outer join of the listed files with the referenced ones on the path,
+  grouped per listed file: an orphan has no referenced file of that path, or (mode
+  ``delete``) only ones of another scheme or authority.
+
+The orphans are collected on the driver and deleted there in parallel (a failed delete is
+reported, never raised).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from icepark.io import FileIO
+from icepark.manifest import ManifestFile, read_manifest
+from icepark.planning.reachable import referenced_files
+from icepark.spark._common import resolve_table
+from icepark.table import Table
+from icepark.table.remove_orphan_files import (
+    OrphanOptions,
+    PrefixMismatchError,
+    Progress,
+    RemoveOrphanFilesResult,
+    delete_orphans,
+    hidden_path_filter,
+    orphan_options,
+    to_file_uri,
+)
+
+__all__ = ["remove_orphan_files"]
+
+MAX_DRIVER_LISTING_DEPTH = 3
+MAX_DRIVER_LISTING_DIRECT_SUB_DIRS = 10
+
+_URI_FIELDS = [
+    T.StructField("scheme", T.StringType()),
+    T.StructField("authority", T.StringType()),
+    T.StructField("path", T.StringType()),
+]
+_ACTUAL = T.StructType(
+    [T.StructField("uri", T.StringType()), *_URI_FIELDS, T.StructField("size", T.LongType())]
+)
+_VALID = T.StructType(_URI_FIELDS)
+
+_Uri = tuple[str | None, str | None, str]
+
+
+def _uri(location: str, options: OrphanOptions) -> _Uri:
+    u = to_file_uri(location, options.equal_schemes, options.equal_authorities)
+    return u.scheme, u.authority, u.path
+
+
+# -- listing -----------------------------------------------------------------------------------
+
+
+class _Lister:
+    """Lists a folder of the table's file system; picklable (it goes to the tasks)."""
+
+    def __init__(self, io: FileIO, options: OrphanOptions) -> None:
+        self.io = io
+        self.options = options
+        self.root = to_file_uri(options.location.rstrip("/") + "/").path
+
+    def _hidden(self, location: str) -> bool:
+        path = to_file_uri(location).path
+        relative = path[len(self.root) :] if path.startswith(self.root) else path
+        return hidden_path_filter(self.options.partition_names)(relative)
+
+    def _row(self, location: str, size: int) -> tuple[Any, ...]:
+        return (location, *_uri(location, self.options), size)
+
+    def files_under(self, folders: Iterable[str]) -> Iterator[tuple[Any, ...]]:
+        """Every old-enough, visible file below ``folders`` (recursively)."""
+        for folder in folders:
+            for entry in self.io.list_prefix(folder):
+                if self._hidden(entry.location):
+                    continue
+                modified = entry.last_modified_ms
+                if modified is None or modified < self.options.older_than_ms:
+                    yield self._row(entry.location, entry.size)
+
+    def top(self) -> tuple[list[tuple[Any, ...]], list[str]]:
+        """The files the driver lists itself, and the folders left for the tasks."""
+        import pyarrow.fs as pafs
+
+        location = self.options.location.rstrip("/")
+        fs, fs_path = self.io.filesystem(location)
+        if not location.endswith(fs_path):  # cannot map paths back: list everything here
+            return list(self.files_under(iter([location]))), []
+        prefix = location[: len(location) - len(fs_path)]
+        files: list[tuple[Any, ...]] = []
+        folders: list[str] = []
+
+        def walk(path: str, depth: int) -> None:
+            if depth <= 0:
+                folders.append(prefix + path)
+                return
+            selector = pafs.FileSelector(path, recursive=False, allow_not_found=True)
+            subdirs = []
+            for info in fs.get_file_info(selector):
+                here = prefix + info.path
+                if self._hidden(here):
+                    continue
+                if info.type == pafs.FileType.Directory:
+                    subdirs.append(info.path)
+                elif info.type == pafs.FileType.File:
+                    modified = None if info.mtime_ns is None else info.mtime_ns // 1_000_000
+                    if modified is None or modified < self.options.older_than_ms:
+                        files.append(self._row(here, int(info.size)))
+            if len(subdirs) > MAX_DRIVER_LISTING_DIRECT_SUB_DIRS:
+                folders.extend(prefix + d for d in subdirs)
+                return
+            for d in subdirs:
+                walk(d, depth - 1)
+
+        walk(fs_path, MAX_DRIVER_LISTING_DEPTH)
+        return files, folders
+
+
+# -- referenced files --------------------------------------------------------------------------
+
+
+class _ManifestPaths:
+    """The live files of manifests (in a task)."""
+
+    def __init__(self, io: FileIO, options: OrphanOptions) -> None:
+        self.io = io
+        self.options = options
+
+    def __call__(self, manifests: Iterable[ManifestFile]) -> Iterator[_Uri]:
+        for manifest in manifests:
+            for entry in read_manifest(self.io.new_input(manifest.manifest_path), manifest):
+                if entry.is_live:
+                    yield _uri(entry.data_file.file_path, self.options)
+
+
+# -- the operation -----------------------------------------------------------------------------
+
+
+def _parallelism(spark: SparkSession, items: int) -> int:
+    return max(1, min(items, 4 * spark.sparkContext.defaultParallelism))
+
+
+def remove_orphan_files(
+    spark: SparkSession,
+    table: Table | str,
+    older_than: int | dt.datetime | dt.date | None = None,
+    location: str | None = None,
+    dry_run: bool = False,
+    equal_schemes: Mapping[str, str] | None = None,
+    equal_authorities: Mapping[str, str] | None = None,
+    prefix_mismatch_mode: str = "error",
+    *,
+    allow_recent: bool = False,
+    catalog: Any = None,
+    progress: Progress | None = None,
+) -> RemoveOrphanFilesResult:
+    """Delete the files under ``table``'s location that its metadata does not reference and
+    that are older than ``older_than`` (default 3 days), listing and comparing on Spark."""
+    resolved = resolve_table(table, catalog)
+    options = orphan_options(
+        resolved,
+        older_than,
+        location,
+        equal_schemes,
+        equal_authorities,
+        prefix_mismatch_mode,
+        allow_recent,
+    )
+    sc = spark.sparkContext
+    lister = _Lister(resolved.io, options)
+    top_files, folders = lister.top()
+    listed = sc.parallelize(top_files, 1)
+    if folders:
+        below = sc.parallelize(folders, _parallelism(spark, len(folders)))
+        listed = listed.union(below.mapPartitions(lister.files_under))
+    actual = spark.createDataFrame(listed, _ACTUAL)
+
+    resolved.refresh()  # the metadata as it is after the listing was planned
+    found = referenced_files(
+        resolved.io,
+        resolved.metadata,
+        metadata_location=resolved.metadata_location,
+        read_content=False,
+    )
+    small = [_uri(p, options) for p in found.paths()]
+    manifests = list(found.manifests.values())
+    valid_rdd = sc.parallelize(small, 1)
+    if manifests:
+        tasks = sc.parallelize(manifests, _parallelism(spark, len(manifests)))
+        valid_rdd = valid_rdd.union(tasks.mapPartitions(_ManifestPaths(resolved.io, options)))
+    valid = spark.createDataFrame(valid_rdd, _VALID).dropDuplicates()
+
+    def matches(valid_part: str, actual_part: str) -> Any:
+        v, a = F.col(f"v.{valid_part}"), F.col(f"a.{actual_part}")
+        return F.coalesce(v.isNull() | (v == "") | F.lower(v).eqNullSafe(F.lower(a)), F.lit(False))
+
+    joined = actual.alias("a").join(valid.alias("v"), F.col("a.path") == F.col("v.path"), "left")
+    same = matches("scheme", "scheme") & matches("authority", "authority")
+    referenced = F.col("v.path").isNotNull()
+    # one job: per listed file, whether a referenced file has its path, whether one matches
+    # in scheme and authority too, and (to name a mismatch) one referenced scheme/authority;
+    # only the files no referenced file matches come back to the driver
+    unmatched = (
+        joined.groupBy("a.uri", "a.size", "a.scheme", "a.authority")
+        .agg(
+            F.max(referenced).alias("referenced"),
+            F.max(referenced & same).alias("matched"),
+            F.first("v.scheme", ignorenulls=True).alias("valid_scheme"),
+            F.first("v.authority", ignorenulls=True).alias("valid_authority"),
+        )
+        .where(~F.coalesce(F.col("matched"), F.lit(False)))
+        .collect()
+    )
+    mode = options.prefix_mismatch_mode
+    mismatched = [r for r in unmatched if r.referenced]
+    if mismatched and mode == "error":
+        pairs = sorted(
+            {(str(r.valid_scheme), str(r.scheme)) for r in mismatched if r.valid_scheme != r.scheme}
+            | {
+                (str(r.valid_authority), str(r.authority))
+                for r in mismatched
+                if r.valid_authority != r.authority
+            }
+        )
+        raise PrefixMismatchError(
+            "Unable to determine whether certain files are orphan: metadata references "
+            "files that match listed files except for authority/scheme. Say which are "
+            "equal with equal_schemes and equal_authorities, or set prefix_mismatch_mode "
+            "to 'ignore' or 'delete'. Conflicting (referenced, listed) authorities/schemes: "
+            + ", ".join(f"({a}, {b})" for a, b in pairs)
+        )
+    rows = [r for r in unmatched if not r.referenced or mode == "delete"]
+    orphans = sorted(r.uri for r in rows)
+    sizes = {r.uri: int(r.size) for r in rows}
+    return delete_orphans(resolved, orphans, sizes, dry_run, progress)
