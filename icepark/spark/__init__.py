@@ -43,6 +43,8 @@ from icepark.spark._common import prepare_session, resolve_table
 from icepark.spark.reader import ReadPath, choose_path, read, read_scan
 from icepark.spark.row_level import delete, merge, update
 from icepark.spark.source import IcebergDataSource, register, register_tables
+from icepark.spark.stream_sink import write_stream
+from icepark.spark.stream_source import read_stream
 from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
 from icepark.spark.writer import WriteMode, WritePath, choose_write_path, write
 from icepark.table import Table
@@ -60,12 +62,14 @@ __all__ = [
     "prepare_session",
     "read",
     "read_scan",
+    "read_stream",
     "register",
     "register_tables",
     "resolve_table",
     "to_spark_schema",
     "update",
     "write",
+    "write_stream",
 ]
 
 

@@ -5,6 +5,8 @@ After :func:`register`::
 
     spark.read.format("icepark").option("table", "db.t").load()
     spark.read.format("icepark").load("/path/to/metadata/v3.metadata.json")   # read-only
+    spark.readStream.format("icepark").option("table", "db.t").load()   # stream_source
+    df.writeStream.format("icepark").option("table", "db.t").start()    # stream_sink
     df.write.format("icepark").option("table", "db.t").mode("append").save()
     spark.sql("CREATE TEMPORARY VIEW t USING icepark OPTIONS (table 'db.t')")  # SELECT, INSERT
 
@@ -46,6 +48,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
     DataSourceWriter,
     InputPartition,
     WriterCommitMessage,
@@ -242,6 +246,16 @@ class IcebergDataSource(DataSource):
 
     def writer(self, schema: SparkStructType, overwrite: bool) -> DataSourceWriter:
         return _Writer(self.options, overwrite)
+
+    def streamReader(self, schema: SparkStructType) -> DataSourceStreamReader:
+        from icepark.spark.stream_source import IcebergStreamReader
+
+        return IcebergStreamReader(self.options, schema)
+
+    def streamWriter(self, schema: SparkStructType, overwrite: bool) -> DataSourceStreamWriter:
+        from icepark.spark.stream_sink import IcebergStreamWriter
+
+        return IcebergStreamWriter(self.options, overwrite)
 
 
 def register(spark: SparkSession) -> None:

@@ -111,6 +111,8 @@ _NATIVE_TYPES = (
     StringType,
     BinaryType,
 )
+# partitions a native task writes at once with fanout (Spark's concurrent output writers)
+_FANOUT_WRITERS = 100
 _SPARK_CODECS = {
     "zstd": "zstd",
     "snappy": "snappy",
@@ -247,7 +249,9 @@ def _distribute(
 # -- native -----------------------------------------------------------------------------------
 
 
-def _write_native(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile]:
+def _write_native(
+    df: DataFrame, table: Table, write_uuid: str, fanout: bool = False
+) -> list[DataFile]:
     metadata = table.metadata
     schema, spec, order = metadata.schema(), metadata.spec(), metadata.sort_order()
     aligned = align_to_schema(df, schema, with_ids=True)
@@ -256,7 +260,8 @@ def _write_native(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile
     with_parts = aligned.select("*", *[expr.alias(name) for name, expr in hidden])
     part_refs = [F.col(quote_column(name)) for name, _ in hidden]
     clustered = _distribute(with_parts, metadata, part_refs, sort)
-    if part_refs or sort:
+    fans_out = fanout and not sort
+    if (part_refs or sort) and not fans_out:
         clustered = clustered.sortWithinPartitions(*part_refs, *sort)
     props = metadata.properties
     codec = _SPARK_CODECS[P.PARQUET_COMPRESSION.get(props)]
@@ -277,6 +282,8 @@ def _write_native(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile
         "spark.sql.parquet.fieldId.write.enabled": "true",
         "spark.sql.parquet.writeLegacyFormat": "false",
     }
+    if fans_out:  # a writer per partition instead of sorting each task's rows
+        settings["spark.sql.maxConcurrentOutputFileWriters"] = str(_FANOUT_WRITERS)
     try:
         with temporary_conf(clustered.sparkSession, settings):
             writer.parquet(to_spark_location(out))
@@ -353,7 +360,9 @@ class _TaskWriter:
         )
 
 
-def _write_python(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile]:
+def _write_python(
+    df: DataFrame, table: Table, write_uuid: str, fanout: bool = False
+) -> list[DataFile]:
     metadata = table.metadata
     schema, spec, order = metadata.schema(), metadata.spec(), metadata.sort_order()
     aligned = align_to_schema(df, schema, with_ids=False)
@@ -367,7 +376,7 @@ def _write_python(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile
     sort, _ = _sort_columns(schema, order)
     parts = [expr for _, expr in hidden]
     clustered = _distribute(aligned, metadata, parts, sort)
-    if parts or sort:
+    if (parts or sort) and not (fanout and not sort):
         clustered = clustered.sortWithinPartitions(*parts, *sort)
     writer = _TaskWriter(table.io, metadata, write_uuid)
     try:
@@ -432,17 +441,21 @@ def _action(
     raise ValidationError(f"Unknown write mode {mode!r} (append, overwrite, overwrite-partitions)")
 
 
-def write_files(df: DataFrame, table: Table, *, path: WritePath = "auto") -> list[DataFile]:
+def write_files(
+    df: DataFrame, table: Table, *, path: WritePath = "auto", fanout: bool = False
+) -> list[DataFile]:
     """Write ``df`` as data files of ``table`` (executors write, nothing is committed) and
-    return their entries; if the job fails the files it wrote are deleted."""
+    return their entries; if the job fails the files it wrote are deleted. With ``fanout``
+    (Java's ``fanout-enabled``) and no sort order, each task's rows are not sorted by
+    partition: a file per partition stays open instead."""
     chosen, why = choose_write_path(table.metadata)
     if path == "native" and chosen == "python":
         raise ValidationError(f"Cannot write natively: {why}")
     write_uuid = str(uuid.uuid4())
     if path == "python" or chosen == "python":
-        files = _write_python(df, table, write_uuid)
+        files = _write_python(df, table, write_uuid, fanout)
     else:
-        files = _write_native(df, table, write_uuid)
+        files = _write_native(df, table, write_uuid, fanout)
     for f in files:
         if f.record_count == 0:  # Spark writes a schema-only file for an empty input
             _delete_quietly(table.io, f.file_path)
