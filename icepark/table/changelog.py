@@ -404,7 +404,7 @@ class ChangelogScan:
             path = self.schema.find_column_name(field_id) or str(field_id)
             return pc.field(*path.split("."))
 
-        return pc.fill_null(to_arrow_expression(bound, column), False)
+        return to_arrow_expression(bound, column)  # a null (unknown) match drops the row
 
     def columns(self) -> list[str]:
         return [f.name for f in self.arrow_schema]
