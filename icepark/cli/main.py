@@ -14,6 +14,7 @@ import click
 from icepark.cli.commands_catalog import namespaces_command, tables_command
 from icepark.cli.commands_files import avro_command, metadata_command
 from icepark.cli.commands_scan import scan_command
+from icepark.cli.commands_stream import changes_command, follow_command
 from icepark.cli.commands_table import describe_command, snapshots_command
 from icepark.cli.context import CliContext
 from icepark.cli.output import one_line
@@ -77,6 +78,8 @@ for _command in (
     metadata_command,
     avro_command,
     scan_command,
+    changes_command,
+    follow_command,
 ):
     cli.add_command(_command)
 

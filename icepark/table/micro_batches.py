@@ -11,13 +11,18 @@ order then entry order (:func:`~icepark.table.incremental_scan.appended_entries`
 ``scan_all_files`` every live data file of the snapshot (its deletes applied), in the same
 order. ``START`` (snapshot id -1) means "not started yet".
 
-Where a stream starts (:meth:`MicroBatchPlanner.initial_offset`):
+Where a stream starts:
 
 * ``start-snapshot-id``: that snapshot's own appends, then every later snapshot's;
 * ``stream-from-timestamp`` (ms): the oldest ancestor committed at or after it (as Java's
-  ``oldestAncestorAfter``); until such a snapshot exists the stream waits at ``START``;
-* neither: the current snapshot in full (``scan_all_files``), then only appends; on a table
-  without snapshots, every snapshot that appears.
+  ``oldestAncestorAfter``); until such a snapshot exists the stream waits, without error;
+* neither: the first micro-batch reads the current snapshot in full (``scan_all_files``),
+  then only appends follow; on a table without snapshots, the first that appears.
+
+The initial offset is ``START`` unless ``start-snapshot-id`` is given: the first micro-batch
+decides where the stream begins, and its end offset (which Spark logs before running it) says
+so, so that the batch is the same when Spark replays it after a restart. (Java's source keeps
+its initial offset in a file of the checkpoint; a Python source is not told the checkpoint.)
 
 How far a micro-batch goes (:meth:`MicroBatchPlanner.latest_offset`): from the start offset,
 snapshot by snapshot along the branch's ancestry up to its head, taking files until the read
@@ -212,42 +217,36 @@ class MicroBatchPlanner:
                     f"head of branch {self.settings.branch!r} of table {self.table.name}"
                 )
             return StreamingOffset(start_id, 0, False)
-        if self.settings.from_timestamp_ms is None:
-            # the current snapshot in full, then only appends
-            return START if head is None else StreamingOffset(head.snapshot_id, 0, True)
-        resolved = self._resolve_start(head)
-        return resolved if resolved is not None else START
+        # the rest is decided by the first micro-batch: its end offset says where it began
+        return START
 
     def _ancestors(self, head: Snapshot | None) -> list[Snapshot]:
         return self.table.metadata.ancestors_of(head.snapshot_id if head else None)
 
-    def _resolve_start(self, head: Snapshot | None) -> StreamingOffset | None:
-        """The concrete start of a stream whose offset is ``START`` (None: not yet)."""
-        if head is None:
-            return None
+    def _concrete(self, start: StreamingOffset, target: Snapshot) -> StreamingOffset | None:
+        """Where a micro-batch from ``start`` begins reading, ``target`` being the head (for
+        :meth:`latest_offset`) or the batch's end snapshot (for :meth:`plan`); None: not yet.
+
+        ``START`` depends on nothing but the settings and ``target``, so that a first batch
+        replayed after a restart (Spark asks for ``START`` to its logged end again) begins
+        where it first did: at the oldest ancestor committed at or after the start timestamp
+        (as Java's ``oldestAncestorAfter``), at the start snapshot, or, without either, at
+        ``target`` read in full (the first batch's end is in the snapshot it read in full)."""
+        if not start.is_start:
+            return start
         ts = self.settings.from_timestamp_ms
-        ancestors = self._ancestors(head)
         if ts is not None:
-            if head.timestamp_ms < ts:
+            if target.timestamp_ms < ts:
                 return None
-            found = head
-            for s in ancestors:
+            found = target
+            for s in self._ancestors(target):
                 if s.timestamp_ms < ts:
                     break
                 found = s
             return StreamingOffset(found.snapshot_id, 0, False)
         if self.settings.start_snapshot_id is not None:
             return StreamingOffset(self.settings.start_snapshot_id, 0, False)
-        return None
-
-    def _concrete(self, start: StreamingOffset, head: Snapshot) -> StreamingOffset | None:
-        if not start.is_start:
-            return start
-        resolved = self._resolve_start(head)
-        if resolved is None and self.settings.from_timestamp_ms is None:
-            # a stream begun on a table without snapshots: everything that appeared is new
-            return StreamingOffset(self._ancestors(head)[-1].snapshot_id, 0, False)
-        return resolved
+        return StreamingOffset(target.snapshot_id, 0, True)
 
     def latest_offset(
         self, start: StreamingOffset, limits: ReadLimits = ALL, *, refresh: bool = True
@@ -258,9 +257,6 @@ class MicroBatchPlanner:
             self.refresh()
         head = self.head()
         if head is None:
-            return start
-        ts = self.settings.from_timestamp_ms
-        if ts is not None and start.is_start and head.timestamp_ms < ts:
             return start
         current = self._concrete(start, head)
         if current is None:

@@ -3,7 +3,7 @@ checkpoint (tests/spark/test_spark_stream_kill.py). Run with the project's inter
 
     stream_job.py source WAREHOUSE TABLE CHECKPOINT OUT
         follows TABLE (a file-system catalog at WAREHOUSE) with the icepark source
-        (1 s processing-time trigger, at most 2 files per micro-batch); each micro-batch's
+        (1 s processing-time trigger, at most 4 files per micro-batch); each micro-batch's
         rows go to OUT/batch-<id>.json (replacing the file when Spark replays the batch)
     stream_job.py sink WAREHOUSE TABLE CHECKPOINT ROWS_PER_SECOND
         streams Spark's rate source into TABLE through format("icepark") and into
@@ -55,7 +55,7 @@ def source(warehouse: str, table: str, checkpoint: str, out: str) -> None:
         spark,
         table,
         catalog={"type": "filesystem", "warehouse": warehouse},
-        streaming_max_files_per_micro_batch=2,
+        streaming_max_files_per_micro_batch=4,
     )
     (
         df.writeStream.foreachBatch(save)

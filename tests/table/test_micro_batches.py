@@ -87,13 +87,17 @@ def test_without_a_start_the_current_snapshot_is_read_in_full(catalog: Catalog) 
     t.append(_rows([3]))
     planner = MicroBatchPlanner(catalog.load_table("db.t"), StreamSettings())
     start = planner.initial_offset()
-    assert start == StreamingOffset(t.current_snapshot().snapshot_id, 0, True)
+    assert start == START
     end, batches = _drain(planner, start)
+    assert end == StreamingOffset(t.current_snapshot().snapshot_id, 2, True)
     assert len(batches) == 1
+    # the first batch replayed from its logged end reads the same files, whatever came since
+    t.append(_rows([7]))
+    assert planner.plan(START, end) == planner.plan(START, StreamingOffset.from_json(end.to_json()))
+    assert sorted(x.file.file_path for x in planner.plan(START, end)) == sorted(batches[0])
     full = planner.table.scan()
     assert sorted(batches[0]) == sorted(task.file.file_path for task in full.plan_files())
     t.append(_rows([4]))
-    t.append(_rows([5]))
     _, later = _drain(planner, end)
     assert later == [_appended(t)[-2:]]
 
@@ -107,7 +111,7 @@ def test_empty_table_then_everything_that_appears(catalog: Catalog) -> None:
     t.append(_rows([1]))
     t.append(_rows([2]))
     _, batches = _drain(planner, start)
-    assert [f for b in batches for f in b] == _appended(t)
+    assert sorted(f for b in batches for f in b) == sorted(_appended(t))
 
 
 def test_read_limits(catalog: Catalog) -> None:
@@ -165,7 +169,9 @@ def test_start_timestamp_waits_for_a_snapshot(catalog: Catalog) -> None:
     assert start == START
     assert planner.latest_offset(start) == START  # waits, no error
     early = MicroBatchPlanner(t, StreamSettings(from_timestamp_ms=0))
-    assert early.initial_offset() == StreamingOffset(t.current_snapshot().snapshot_id, 0, False)
+    assert early.initial_offset() == START
+    _, batches = _drain(early, START)
+    assert batches == [_appended(t)]
 
 
 def test_bad_starts_and_dropped_tables(catalog: Catalog) -> None:
@@ -231,8 +237,9 @@ def test_every_file_exactly_once(
     max_rows: float,
     poll_every: int,
 ) -> None:
-    """Appends interleaved with micro-batches: the batches hold every appended file once,
-    in commit order, and none breaks the limits (rows: soft)."""
+    """Appends interleaved with micro-batches: the batches hold every appended file once
+    (the first reads the table in full, the later ones in commit order), and none breaks
+    the files limit."""
     base = tmp_path_factory.mktemp("mb")
     cat = SqlCatalog("t", uri=f"sqlite:///{base}/c.db", warehouse=str(base / "wh"))
     cat.create_namespace("db")
@@ -241,6 +248,7 @@ def test_every_file_exactly_once(
     start = planner.initial_offset()
     limits = ReadLimits(max_files=max_files, max_rows=max_rows)
     seen: list[str] = []
+    first_batch: list[int] = []  # the size of the first batch
     next_id = 0
     for i, files in enumerate(commits):
         ids = list(range(next_id, next_id + files))
@@ -251,10 +259,16 @@ def test_every_file_exactly_once(
             if end != start:
                 batch = planner.plan(start, end)
                 assert len(batch) <= max_files
+                first_batch[:] = first_batch or [len(batch)]
                 seen.extend(x.file.file_path for x in batch)
                 start = end
     start, rest = _drain(planner, start, limits)
-    for batch in rest:
-        assert len(batch) <= max_files
+    for files_ in rest:
+        assert len(files_) <= max_files
+        first_batch[:] = first_batch or [len(files_)]
     seen.extend(f for b in rest for f in b)
-    assert seen == _appended(t)
+    appended = _appended(t)
+    assert sorted(seen) == sorted(appended) and len(set(seen)) == len(seen)
+    # after the first batch (the table read in full, in manifest order), commit order
+    later = len(seen) - first_batch[0] if first_batch else 0
+    assert seen[len(seen) - later :] == appended[len(appended) - later :]
