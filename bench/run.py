@@ -28,7 +28,7 @@ MAKE_TABLES = SHARED / "bench-tables" / "make_tables.py"
 COLS = """id, TIMESTAMP '2024-01-01 00:00:00' + make_interval(0,0,0,0,0,0, id % (30*86400)) AS ts,
   concat('cat-', CAST(id % 100 AS STRING)) AS category, CAST(id % 1000 AS DOUBLE) / 7 AS amount,
   CAST(id % 97 AS INT) AS qty, id % 3 = 0 AS flag, sha2(CAST(id AS STRING), 256) AS note"""
-SECTIONS = {"reads", "writes", "row-level"}
+SECTIONS = {"reads", "writes", "row-level", "streaming"}
 DAY_5, DAY_7 = 1704412800000000, 1704585600000000  # 2024-01-05 and 2024-01-07, UTC micros
 
 
@@ -51,10 +51,17 @@ def _ensure_tables(warehouse: Path, rows: int, files: int, commits: int) -> None
 
 
 def _reference(
-    warehouse: Path, runs: int, point: int, write_rows: int, merge_rows: int, sections: set[str]
+    warehouse: Path,
+    runs: int,
+    point: int,
+    write_rows: int,
+    merge_rows: int,
+    sections: set[str],
+    streaming: tuple[int, str] | None = None,
 ) -> dict[str, list[float]]:
     script = Path(__file__).with_name("ref_timings.py")
     args = [warehouse, runs, point, write_rows, merge_rows, ",".join(sorted(sections))]
+    args += list(streaming or ())
     done = subprocess.run(
         [str(REF_PYTHON), str(script), *[str(a) for a in args]],
         check=True,
@@ -106,6 +113,7 @@ def _measure(
     write_rows: int,
     merge_rows: int,
     sections: set[str] = SECTIONS,
+    small: bool = False,
 ) -> dict[str, dict[str, list[float]]]:
     from pyspark.sql import functions as F
 
@@ -208,6 +216,11 @@ def _measure(
             shutil.rmtree(scratch, ignore_errors=True)
     if "row-level" in sections:
         out.update(_measure_row_level(spark, schema, runs, write_rows, merge_rows))
+    if "streaming" in sections:
+        from bench import streaming
+
+        cols = [c.strip() for c in _split_cols(COLS)]
+        out.update(streaming.measure(spark, warehouse, runs, small, cols, schema))
     return out
 
 
@@ -423,14 +436,25 @@ def main(argv: list[str] | None = None) -> None:
     )
     _ensure_tables(warehouse, rows, files, commits)
     point = files * 10 // 2 + 7
+    streaming_args = None
+    if "streaming" in sections:
+        from bench import streaming
+
+        appends = streaming.ensure_appends_table(warehouse, args.small)
+        streaming_args = (streaming.sink_rows(args.small), appends)
     ref: dict[str, list[float]] = {}
     if not args.no_reference:
         print("timing the reference engine ...", flush=True)
-        ref = _reference(warehouse, args.runs, point, write_rows, merge_rows, sections)
+        ref = _reference(
+            warehouse, args.runs, point, write_rows, merge_rows, sections, streaming_args
+        )
+        print(f"reference: {json.dumps(ref)}", flush=True)
     print("timing icepark and native Spark ...", flush=True)
     spark = _session()
     try:
-        results = _measure(spark, warehouse, args.runs, point, write_rows, merge_rows, sections)
+        results = _measure(
+            spark, warehouse, args.runs, point, write_rows, merge_rows, sections, args.small
+        )
     finally:
         spark.stop()
     _print(

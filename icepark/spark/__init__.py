@@ -1,4 +1,4 @@
-"""icepark on Apache Spark (PySpark >= 4.1): the only package that imports pyspark.
+"""icepark on Apache Spark (PySpark >= 4.2): the only package that imports pyspark.
 
 DataFrame API::
 
@@ -21,6 +21,13 @@ Spark-native entry points (the ``icepark`` Python data source and SQL views)::
     spark.read.format("icepark").option("table", "db.events").load()
     df.write.format("icepark").option("table", "db.events").mode("append").save()
     ispark.register_tables(spark, "db")   # a temporary view per table: SELECT and INSERT INTO
+
+Structured Streaming (:mod:`icepark.spark.stream_source`, :mod:`icepark.spark.stream_sink`)::
+
+    ispark.read_stream(spark, "db.events", streaming_max_files_per_micro_batch=100)
+    spark.readStream.format("icepark").option("table", "db.events").load()
+    ispark.write_stream(df, "db.events", checkpoint_location="/chk/events")
+    df.writeStream.format("icepark").option("table", "db.events").start()
 
 :func:`read` and :func:`write` plan and commit on the driver with icepark and run Spark's
 native Parquet reader and writer where they can (see :mod:`icepark.spark.reader` and

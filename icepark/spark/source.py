@@ -279,7 +279,12 @@ def catalog_options(catalog: Any) -> dict[str, str]:
         return {"catalog": catalog}
     if isinstance(catalog, Mapping):
         return {f"catalog.{k}": str(v) for k, v in catalog.items()}
-    return {f"catalog.{k}": str(v) for k, v in catalog.properties.items()}
+    from icepark.catalog import FileSystemCatalog
+
+    props = dict(catalog.properties)
+    if "type" not in props:  # a catalog made directly, not by load_catalog
+        props["type"] = "filesystem" if isinstance(catalog, FileSystemCatalog) else "sql"
+    return {f"catalog.{k}": str(v) for k, v in props.items()}
 
 
 def register_tables(spark: SparkSession, namespace: str, catalog: Any = None) -> list[str]:

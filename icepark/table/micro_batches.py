@@ -147,7 +147,7 @@ class MicroBatchPlanner:
     """Plans a stream over ``table`` (reloaded from its catalog at each
     :meth:`latest_offset`); keeps the file lists of recently seen snapshots."""
 
-    def __init__(self, table: Table, settings: StreamSettings, cache_size: int = 64) -> None:
+    def __init__(self, table: Table, settings: StreamSettings, cache_size: int = 1024) -> None:
         self.table = table
         self.settings = settings
         self.cap: int | None = None  # Trigger.AvailableNow: read no further than this

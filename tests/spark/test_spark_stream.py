@@ -286,6 +286,20 @@ def test_sink_complete_mode_and_options(
     last = counts.current_snapshot()
     assert last.summary.get("owner") == "tests"
     assert last.summary.get(EPOCH_ID) == "1"
+    # write_stream in complete mode: the same
+    from icepark.spark import write_stream
+
+    again = catalog.create_table("db.counts2", counts.schema())
+    query = write_stream(
+        agg,
+        again,
+        mode="complete",
+        checkpoint_location=str(tmp_path / "chk3"),
+        trigger={"availableNow": True},
+    )
+    query.awaitTermination(180)
+    assert query.exception() is None
+    assert sorted(tuple(r.values()) for r in again.refresh().scan().to_arrow().to_pylist()) == rows
     bad = (
         agg.writeStream.format("icepark")
         .options(**catalog_options, table="db.counts", bogus="1")
@@ -295,3 +309,14 @@ def test_sink_complete_mode_and_options(
         .start()
     )
     assert "Unknown option 'bogus'" in _error(bad)
+
+
+def test_catalog_options_of_a_catalog_made_directly(tmp_path: Path) -> None:
+    """read_stream(spark, table) passes the table's catalog to the source by options: a
+    catalog made without load_catalog must keep its type."""
+    from icepark.catalog import FileSystemCatalog
+    from icepark.spark._common import catalog_from_options
+    from icepark.spark.source import catalog_options
+
+    catalog = FileSystemCatalog("direct", warehouse=str(tmp_path / "wh"))
+    assert isinstance(catalog_from_options(catalog_options(catalog)), FileSystemCatalog)
