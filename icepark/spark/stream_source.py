@@ -51,7 +51,7 @@ from pyspark.sql.types import StructType as SparkStructType
 
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, parse_filter
-from icepark.planning.planner import SplitOptions, plan_tasks
+from icepark.planning.planner import CombinedScanTask, FileScanTask, SplitOptions, plan_tasks
 from icepark.spark._common import CATALOG_OPTION_KEYS, catalog_from_options
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema
 from icepark.spec import properties as P
@@ -78,6 +78,8 @@ __all__ = [
     "stream_options",
 ]
 
+#: Spark tasks a micro-batch is read with, at most
+MAX_PARTITIONS = 64
 MAX_FILES_OPTION = "streaming-max-files-per-micro-batch"
 MAX_ROWS_OPTION = "streaming-max-rows-per-micro-batch"
 _SPLIT_OPTIONS = {"split-size", "lookback", "file-open-cost"}
@@ -157,9 +159,9 @@ def stream_options(options: Mapping[str, str]) -> _Parsed:
         row_filter=parse_filter(raw_filter) if raw_filter else AlwaysTrue(),
     )
     split = {
-        "read.split.target-size": opts.get("split-size", ""),
-        "read.split.planning-lookback": opts.get("lookback", ""),
-        "read.split.open-file-cost": opts.get("file-open-cost", ""),
+        P.SPLIT_SIZE.name: opts.get("split-size", ""),
+        P.SPLIT_LOOKBACK.name: opts.get("lookback", ""),
+        P.SPLIT_OPEN_FILE_COST.name: opts.get("file-open-cost", ""),
     }
     return _Parsed(
         settings,
@@ -167,6 +169,21 @@ def stream_options(options: Mapping[str, str]) -> _Parsed:
         _int_option(opts, MAX_ROWS_OPTION, positive=True),
         {k: v for k, v in split.items() if v},
     )
+
+
+def _spread(combined: list[CombinedScanTask], most: int) -> list[CombinedScanTask]:
+    """At most ``most`` Spark tasks: each takes the next combined task while it is the least
+    loaded (a Python task costs more to start than a JVM one, and a micro-batch of many
+    small files packs into many combined tasks)."""
+    if len(combined) <= most:
+        return combined
+    loads = [0] * most
+    groups: list[list[FileScanTask]] = [[] for _ in range(most)]
+    for c in sorted(combined, key=lambda c: -c.size):
+        i = loads.index(min(loads))
+        loads[i] += c.size
+        groups[i].extend(c.tasks)
+    return [CombinedScanTask(tuple(g)) for g in groups]
 
 
 def _load_table(options: Mapping[str, str]) -> Table:
@@ -263,7 +280,7 @@ class IcebergStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         table = planner.table
         scan = table.scan(columns=self.schema.fieldNames())
         props = {**table.metadata.properties, **self.parsed.split}
-        combined = plan_tasks(tasks, SplitOptions.from_properties(props))
+        combined = _spread(plan_tasks(tasks, SplitOptions.from_properties(props)), MAX_PARTITIONS)
         payload = pickle.dumps(scan)
         return [_Partition(payload, pickle.dumps(c)) for c in combined]
 

@@ -42,6 +42,7 @@ streaming reads (later deletes do not retract rows already streamed).
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -51,7 +52,7 @@ from icepark.errors import NoSuchTableError, ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression
 from icepark.manifest import ManifestContent
 from icepark.planning.planner import FileScanTask, TaskBuilder, delete_index
-from icepark.planning.walk import live_entries
+from icepark.planning.walk import live_entries, parallel_map
 from icepark.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
 from icepark.table.incremental_scan import appended_entries, snapshots_between
 
@@ -155,6 +156,7 @@ class MicroBatchPlanner:
         self._builder_key: int | None = None
         self._files: OrderedDict[tuple[int, bool], list[FileScanTask]] = OrderedDict()
         self._cache_size = cache_size
+        self._lock = threading.Lock()
 
     # -- the table -------------------------------------------------------------------------
 
@@ -264,7 +266,7 @@ class MicroBatchPlanner:
         end: StreamingOffset | None = None
         files = rows = size = 0
         stopped = False
-        for snapshot, all_files, first in self._walk(current, head):
+        for snapshot, all_files, first in self._prefetched(self._walk(current, head)):
             listing = self.files(snapshot, all_files)
             i = first
             while i < len(listing):
@@ -316,6 +318,29 @@ class MicroBatchPlanner:
             if not all_files and not self._should_process(snapshot):
                 continue
             yield snapshot, all_files, start.position if i == 0 else 0
+
+    def _prefetched(
+        self, walk: Iterator[tuple[Snapshot, bool, int]], size: int = 16
+    ) -> Iterator[tuple[Snapshot, bool, int]]:
+        """``walk``, with the file lists of its next ``size`` snapshots read in parallel
+        ahead of time (an error of the walk is raised where the walk raised it)."""
+        while True:
+            chunk: list[tuple[Snapshot, bool, int]] = []
+            error: ValidationError | None = None
+            try:
+                for item in walk:
+                    chunk.append(item)
+                    if len(chunk) >= size:
+                        break
+            except ValidationError as exc:
+                error = exc
+            wanted = [(s, a) for s, a, _ in chunk if (s.snapshot_id, a) not in self._files]
+            list(parallel_map(lambda pair: self.files(*pair), wanted))
+            yield from chunk
+            if error is not None:
+                raise error
+            if len(chunk) < size:
+                return
 
     def _should_process(self, snapshot: Snapshot) -> bool:
         op = snapshot.operation
@@ -372,10 +397,11 @@ class MicroBatchPlanner:
         """A snapshot's file list (see the module docstring), unfiltered: offsets count
         every file."""
         key = (snapshot.snapshot_id, all_files)
-        found = self._files.get(key)
-        if found is not None:
-            self._files.move_to_end(key)
-            return found
+        with self._lock:
+            found = self._files.get(key)
+            if found is not None:
+                self._files.move_to_end(key)
+                return found
         io, metadata, builder = self.table.io, self.table.metadata, self.builder
         if all_files:
             deletes = delete_index(io, metadata, snapshot)
@@ -386,7 +412,8 @@ class MicroBatchPlanner:
             ]
         else:
             listing = [builder.task(e) for e in appended_entries(io, snapshot)]
-        self._files[key] = listing
-        while len(self._files) > self._cache_size:
-            self._files.popitem(last=False)
+        with self._lock:
+            self._files[key] = listing
+            while len(self._files) > self._cache_size:
+                self._files.popitem(last=False)
         return listing
