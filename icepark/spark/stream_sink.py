@@ -29,9 +29,10 @@ file.
 
 Output modes: ``append`` adds the batch's files (a fast append, as Java's); ``complete``
 replaces the table's rows with the batch (an overwrite of every row). Options: ``table``
-and the catalog as in batch writes, ``branch``, ``fanout-enabled`` (icepark's writers keep a
-file per partition open whatever the input order; on the native path it also skips sorting
-each task's rows by partition), ``snapshot-property.<key>``, and the table's write properties
+and the catalog as in batch writes, ``branch``, ``fanout-enabled`` (default: the table's
+``write.spark.fanout.enabled``; icepark's Arrow writer keeps a file per partition open
+whatever the input order, and with it the native path also skips sorting each task's rows by
+partition), ``snapshot-property.<key>``, and the table's write properties
 for this stream only (their names, e.g. ``write.target-file-size-bytes``, or Java's write
 options ``target-file-size-bytes``, ``compression-codec``, ``compression-level``,
 ``distribution-mode``, ``write-format``).
@@ -369,7 +370,10 @@ class _BatchCommitter:
             table.io,
             None,
         )
-        files = write_files(df, writing, path=self.path, fanout=bool(self.parsed.fanout))
+        fanout = self.parsed.fanout
+        if fanout is None:  # as Java: the option, else the table's property
+            fanout = P.SPARK_WRITE_PARTITIONED_FANOUT_ENABLED.get(writing.metadata.properties)
+        files = write_files(df, writing, path=self.path, fanout=fanout)
         commit_epoch(
             table,
             files,
