@@ -1,7 +1,8 @@
 """The reference engine's timings for the benchmark queries (run with .venv-ref's python).
 
   .venv-ref/bin/python bench/ref_timings.py WAREHOUSE RUNS POINT_ID WRITE_ROWS \
-      [MERGE_ROWS [SECTIONS [UPKEEP_ROOT SNAPSHOTS]]]
+      [MERGE_ROWS [SECTIONS [UPKEEP_ROOT SNAPSHOTS
+      [SINK_ROWS_PER_BATCH APPENDS_TABLE]]]]
 
 Prints one JSON object {query: [seconds, ...]} on its last line; keys starting with
 ``check:`` hold the row-level benchmarks' results (counts, sums) instead of timings.
@@ -187,6 +188,21 @@ def _avro(spark, runs: int, write_rows: int) -> dict[str, list[float]]:
     return {"Avro full-scan aggregate (Spark)": [_timed(spark, sql) for _ in range(runs)]}
 
 
+def _split_cols(cols: str) -> list[str]:
+    """Split the SELECT list at top-level commas."""
+    parts, depth, current = [], 0, ""
+    for ch in cols:
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        current += ch
+    parts.append(current)
+    return parts
+
+
 def merge_name(merge_rows: int) -> str:
     return f"MoR merge {merge_rows // 1000}k (half updates, half inserts)"
 
@@ -253,6 +269,12 @@ def main() -> None:
                 spark.sql(sql).write.format("noop").mode("overwrite").save()
                 times.append(time.perf_counter() - start)
             out[f"inspect.files() ({n:,} files)"] = times
+    if "streaming" in sections:
+        sys.path.insert(0, here)
+        from ref_streaming import streaming
+
+        cols = [c.strip() for c in _split_cols(COLS)]
+        out.update(streaming(spark, int(runs), int(sys.argv[9]), sys.argv[10], cols))
     print(json.dumps(out), flush=True)
     spark.stop()
 

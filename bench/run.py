@@ -30,7 +30,17 @@ MAKE_TABLES = SHARED / "bench-tables" / "make_tables.py"
 COLS = """id, TIMESTAMP '2024-01-01 00:00:00' + make_interval(0,0,0,0,0,0, id % (30*86400)) AS ts,
   concat('cat-', CAST(id % 100 AS STRING)) AS category, CAST(id % 1000 AS DOUBLE) / 7 AS amount,
   CAST(id % 97 AS INT) AS qty, id % 3 = 0 AS flag, sha2(CAST(id AS STRING), 256) AS note"""
-SECTIONS = {"reads", "writes", "row-level", "upkeep", "avro", "inspect", "local", "compaction"}
+SECTIONS = {
+    "reads",
+    "writes",
+    "row-level",
+    "upkeep",
+    "avro",
+    "inspect",
+    "local",
+    "compaction",
+    "streaming",
+}
 # sections that build tables of their own (the standard tables are not needed for them)
 _OWN_TABLES = {"upkeep", "avro"}
 DAY_5, DAY_7 = 1704412800000000, 1704585600000000  # 2024-01-05 and 2024-01-07, UTC micros
@@ -63,10 +73,12 @@ def _reference(
     sections: set[str],
     upkeep_root: Path,
     snapshots: int,
+    streaming: tuple[int, str] | None = None,
 ) -> dict[str, list[float]]:
     script = Path(__file__).with_name("ref_timings.py")
     args = [warehouse, runs, point, write_rows, merge_rows, ",".join(sorted(sections))]
     args += [upkeep_root, snapshots]
+    args += list(streaming or ())
     done = subprocess.run(
         [str(REF_PYTHON), str(script), *[str(a) for a in args]],
         capture_output=True,
@@ -120,6 +132,7 @@ def _measure(
     write_rows: int,
     merge_rows: int,
     sections: set[str] = SECTIONS,
+    small: bool = False,
 ) -> dict[str, dict[str, list[float]]]:
     from pyspark.sql import functions as F
 
@@ -239,6 +252,11 @@ def _measure(
         from bench.local_reads import measure_local
 
         out.update(measure_local(warehouse, runs, point, CHECKS))
+    if "streaming" in sections:
+        from bench import streaming
+
+        cols = [c.strip() for c in _split_cols(COLS)]
+        out.update(streaming.measure(spark, warehouse, runs, small, cols, schema))
     return out
 
 
@@ -635,6 +653,12 @@ def main(argv: list[str] | None = None) -> None:
     if "compaction" in sections:
         prepare_many_copy(warehouse)
     point = files * 10 // 2 + 7
+    streaming_args = None
+    if "streaming" in sections:
+        from bench import streaming
+
+        appends = streaming.ensure_appends_table(warehouse, args.small)
+        streaming_args = (streaming.sink_rows(args.small), appends)
     ref: dict[str, list[float]] = {}
     if not args.no_reference:
         print("timing the reference engine ...", flush=True)
@@ -647,13 +671,16 @@ def main(argv: list[str] | None = None) -> None:
             sections,
             upkeep_root,
             snapshots,
+            streaming_args,
         )
     print("timing icepark and native Spark ...", flush=True)
     spark = _session()
     results: dict[str, dict[str, list[float]]] = {}
     try:
         if sections - {"upkeep"}:
-            results = _measure(spark, warehouse, args.runs, point, write_rows, merge_rows, sections)
+            results = _measure(
+                spark, warehouse, args.runs, point, write_rows, merge_rows, sections, args.small
+            )
         if "upkeep" in sections:
             timed, checks = upkeep.measure(spark, upkeep_root, snapshots, args.runs)
             results.update(timed)

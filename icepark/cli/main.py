@@ -19,6 +19,7 @@ from icepark.cli.commands_explain import explain_command
 from icepark.cli.commands_files import avro_command, metadata_command
 from icepark.cli.commands_inspect import inspect_command
 from icepark.cli.commands_scan import scan_command
+from icepark.cli.commands_stream import changes_command, follow_command
 from icepark.cli.commands_table import describe_command, snapshots_command
 from icepark.cli.commands_upkeep import UPKEEP_COMMANDS
 from icepark.cli.context import CliContext
@@ -89,6 +90,8 @@ for _command in (
     files_command,
     inspect_command,
     *UPKEEP_COMMANDS,
+    changes_command,
+    follow_command,
 ):
     cli.add_command(_command)
 

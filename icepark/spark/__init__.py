@@ -1,4 +1,4 @@
-"""icepark on Apache Spark (PySpark >= 4.1): the only package that imports pyspark.
+"""icepark on Apache Spark (PySpark >= 4.2): the only package that imports pyspark.
 
 DataFrame API::
 
@@ -30,6 +30,13 @@ Spark-native entry points (the ``icepark`` Python data source and SQL views)::
 
 Upkeep: ``ispark.remove_orphan_files(spark, "db.events")`` lists and compares on Spark
 (expiry and snapshot management are table methods: ``table.expire_snapshots(...)``).
+
+Structured Streaming (:mod:`icepark.spark.stream_source`, :mod:`icepark.spark.stream_sink`)::
+
+    ispark.read_stream(spark, "db.events", streaming_max_files_per_micro_batch=100)
+    spark.readStream.format("icepark").option("table", "db.events").load()
+    ispark.write_stream(df, "db.events", checkpoint_location="/chk/events")
+    df.writeStream.format("icepark").option("table", "db.events").start()
 
 :func:`read` and :func:`write` plan and commit on the driver with icepark and run Spark's
 native Parquet reader and writer where they can (see :mod:`icepark.spark.reader` and
@@ -65,6 +72,8 @@ from icepark.spark.rewrite_position_deletes_action import rewrite_position_delet
 from icepark.spark.row_level import delete, merge, update
 from icepark.spark.session import SparkSetupError, prepare_session, session
 from icepark.spark.source import IcebergDataSource, register, register_tables
+from icepark.spark.stream_sink import write_stream
+from icepark.spark.stream_source import read_stream
 from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
 from icepark.spark.writer import WriteMode, WritePath, choose_write_path, write
 from icepark.table import Table
@@ -85,6 +94,7 @@ __all__ = [
     "SparkSetupError",
     "read",
     "read_scan",
+    "read_stream",
     "register",
     "register_tables",
     "remove_orphan_files",
@@ -94,6 +104,7 @@ __all__ = [
     "to_spark_schema",
     "update",
     "write",
+    "write_stream",
 ]
 
 

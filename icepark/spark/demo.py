@@ -311,6 +311,94 @@ def _upkeep(table: Table, console: Console) -> None:
     )
 
 
+STREAM_SCHEMA = Schema(
+    NestedField(1, "event_id", LongType(), required=True),
+    NestedField(2, "ts", TimestamptzType(), required=True),
+    NestedField(3, "kind", StringType()),
+)
+
+
+def _when_idle(query: Any, timeout: float = 60.0) -> None:
+    """Wait until no micro-batch is running: stopping a query in the middle of a
+    ``foreachBatch`` call makes Spark print a stack overflow of its stream thread."""
+    deadline = time.monotonic() + timeout
+    while query.status.get("isTriggerActive") and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _streaming(spark: Any, catalog: Catalog, console: Console, batches: int = 4) -> None:
+    """Stream events into a table through the sink while another query follows it."""
+    import tempfile
+
+    from pyspark.sql import functions as F
+
+    from icepark.spark import read_stream, write_stream
+    from icepark.spark.stream_sink import EPOCH_ID_PROPERTY
+
+    if catalog.table_exists("demo.stream_events"):
+        catalog.drop_table("demo.stream_events", purge=True)
+    table = catalog.create_table("demo.stream_events", STREAM_SCHEMA, partition_by=["hour(ts)"])
+    console.print("[bold]streaming[/bold]: rate source -> demo.stream_events -> counts per minute")
+    checkpoints = tempfile.mkdtemp(prefix="icepark-demo-")
+    kinds = F.array(*[F.lit(k) for k in ("view", "click", "cart", "buy")])
+    rate = spark.readStream.format("rate").option("rowsPerSecond", 500).load()
+    events = rate.select(
+        F.col("value").alias("event_id"),
+        F.col("timestamp").alias("ts"),
+        F.element_at(kinds, (F.col("value") % 4 + 1).cast("int")).alias("kind"),
+    )
+    sink = write_stream(
+        events,
+        table,
+        checkpoint_location=f"{checkpoints}/sink",
+        trigger={"processingTime": "2 seconds"},
+    )
+    per_minute = (
+        read_stream(spark, table).groupBy(F.window("ts", "1 minute").start.alias("minute")).count()
+    )
+    follower = (
+        per_minute.writeStream.format("memory")
+        .queryName("demo_per_minute")
+        .outputMode("complete")
+        .option("checkpointLocation", f"{checkpoints}/follow")
+        .trigger(processingTime="1 second")
+        .start()
+    )
+
+    def show_counts() -> int:
+        rows = spark.sql("SELECT minute, `count` FROM demo_per_minute ORDER BY minute").collect()
+        shown = ", ".join(f"{r['minute']:%H:%M}: {r['count']:,}" for r in rows)
+        console.print(f"  follower: counts per minute {shown or '(none yet)'}")
+        return sum(r["count"] for r in rows)
+
+    try:
+        seen: set[int] = set()
+        deadline = time.monotonic() + 300
+        while len(seen) < batches and time.monotonic() < deadline:
+            time.sleep(1)
+            for snap in table.refresh().snapshots():
+                if snap.snapshot_id in seen or snap.summary is None:
+                    continue
+                seen.add(snap.snapshot_id)
+                console.print(
+                    f"  sink: epoch {snap.summary.get(EPOCH_ID_PROPERTY)} committed snapshot "
+                    f"{snap.snapshot_id} with {snap.summary.get('added-records', '0')} events"
+                )
+            show_counts()
+        _when_idle(sink)
+        sink.stop()
+        follower.processAllAvailable()
+        total = show_counts()
+        stored = table.refresh().scan().count()
+        console.print(
+            f"  stopped: the table holds {stored:,} events, the follower counted {total:,}"
+        )
+    finally:
+        for query in (sink, follower):
+            _when_idle(query)
+            query.stop()
+
+
 def _session() -> Any:
     import os
 
@@ -353,6 +441,8 @@ def main(rows: int = 2_000_000, days: int = 30) -> None:
     _compact(spark, table, console)
     _history(table, console)
     _upkeep(table, console)
+
+    _streaming(spark, catalog, console)
     console.print(f"[green]done in {time.perf_counter() - started:.1f} s[/green]")
 
 

@@ -5,6 +5,8 @@ After :func:`register`::
 
     spark.read.format("icepark").option("table", "db.t").load()
     spark.read.format("icepark").load("/path/to/metadata/v3.metadata.json")   # read-only
+    spark.readStream.format("icepark").option("table", "db.t").load()   # stream_source
+    df.writeStream.format("icepark").option("table", "db.t").start()    # stream_sink
     df.write.format("icepark").option("table", "db.t").mode("append").save()
     spark.sql("CREATE TEMPORARY VIEW t USING icepark OPTIONS (table 'db.t')")  # SELECT, INSERT
 
@@ -46,6 +48,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
     DataSourceWriter,
     InputPartition,
     WriterCommitMessage,
@@ -254,6 +258,16 @@ class IcebergDataSource(DataSource):
     def writer(self, schema: SparkStructType, overwrite: bool) -> DataSourceWriter:
         return _Writer(self.options, overwrite)
 
+    def streamReader(self, schema: SparkStructType) -> DataSourceStreamReader:
+        from icepark.spark.stream_source import IcebergStreamReader
+
+        return IcebergStreamReader(self.options, schema)
+
+    def streamWriter(self, schema: SparkStructType, overwrite: bool) -> DataSourceStreamWriter:
+        from icepark.spark.stream_sink import IcebergStreamWriter
+
+        return IcebergStreamWriter(self.options, overwrite)
+
 
 def register(spark: SparkSession) -> None:
     """Register the ``icepark`` data source and the setting icepark's native reads use
@@ -276,7 +290,12 @@ def catalog_options(catalog: Any) -> dict[str, str]:
         return {"catalog": catalog}
     if isinstance(catalog, Mapping):
         return {f"catalog.{k}": str(v) for k, v in catalog.items()}
-    return {f"catalog.{k}": str(v) for k, v in catalog.properties.items()}
+    from icepark.catalog import FileSystemCatalog
+
+    props = dict(catalog.properties)
+    if "type" not in props:  # a catalog made directly, not by load_catalog
+        props["type"] = "filesystem" if isinstance(catalog, FileSystemCatalog) else "sql"
+    return {f"catalog.{k}": str(v) for k, v in props.items()}
 
 
 def register_tables(spark: SparkSession, namespace: str, catalog: Any = None) -> list[str]:

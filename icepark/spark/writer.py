@@ -119,6 +119,8 @@ _NATIVE_TYPES = (
     StringType,
     BinaryType,
 )
+# partitions a native task writes at once with fanout (Spark's concurrent output writers)
+_FANOUT_WRITERS = 100
 _SPARK_CODECS = {
     "zstd": "zstd",
     "snappy": "snappy",
@@ -252,10 +254,14 @@ def _distribute(
     return df
 
 
-def _default_cluster(metadata: TableMetadata) -> Cluster:
+def _default_cluster(metadata: TableMetadata, fanout: bool = False) -> Cluster:
+    """The table's distribution mode, then each task's rows sorted by partition and sort
+    order; with ``fanout`` (Java's ``fanout-enabled``) and no sort order, not sorted: the
+    writers keep a file per partition open instead."""
+
     def cluster(df: DataFrame, partition: list[Column], sort: list[Column]) -> DataFrame:
         clustered = _distribute(df, metadata, partition, sort)
-        if partition or sort:
+        if (partition or sort) and not (fanout and not sort):
             clustered = clustered.sortWithinPartitions(*partition, *sort)
         return clustered
 
@@ -272,6 +278,7 @@ def _write_native(
     metadata: TableMetadata,
     cluster: Cluster | None = None,
     max_records_per_file: int | None = None,
+    fanout: bool = False,
 ) -> list[DataFile]:
     schema, spec, order = metadata.schema(), metadata.spec(), metadata.sort_order()
     aligned = align_to_schema(df, schema, with_ids=True)
@@ -279,7 +286,8 @@ def _write_native(
     sort, complete = _sort_columns(schema, order)
     with_parts = aligned.select("*", *[expr.alias(name) for name, expr in hidden])
     part_refs = [F.col(quote_column(name)) for name, _ in hidden]
-    clustered = (cluster or _default_cluster(metadata))(with_parts, part_refs, sort)
+    fans_out = fanout and not sort and cluster is None
+    clustered = (cluster or _default_cluster(metadata, fanout))(with_parts, part_refs, sort)
     props = metadata.properties
     codec = _SPARK_CODECS[P.PARQUET_COMPRESSION.get(props)]
     out = f"{data_location(metadata.location, props)}/{write_uuid}"
@@ -301,6 +309,8 @@ def _write_native(
         "spark.sql.parquet.fieldId.write.enabled": "true",
         "spark.sql.parquet.writeLegacyFormat": "false",
     }
+    if fans_out:  # a writer per partition instead of sorting each task's rows
+        settings["spark.sql.maxConcurrentOutputFileWriters"] = str(_FANOUT_WRITERS)
     try:
         with temporary_conf(clustered.sparkSession, settings):
             writer.parquet(to_spark_location(out))
@@ -383,6 +393,7 @@ def _write_python(
     write_uuid: str,
     metadata: TableMetadata,
     cluster: Cluster | None = None,
+    fanout: bool = False,
 ) -> list[DataFile]:
     schema, spec, order = metadata.schema(), metadata.spec(), metadata.sort_order()
     aligned = align_to_schema(df, schema, with_ids=False)
@@ -395,7 +406,7 @@ def _write_python(
                 hidden.append((f"src{pf.source_id}", _source_column(schema, pf.source_id)))
     sort, _ = _sort_columns(schema, order)
     parts = [expr for _, expr in hidden]
-    clustered = (cluster or _default_cluster(metadata))(aligned, parts, sort)
+    clustered = (cluster or _default_cluster(metadata, fanout))(aligned, parts, sort)
     writer = _TaskWriter(table.io, metadata, write_uuid)
     try:
         rows = clustered.mapInArrow(
@@ -467,6 +478,7 @@ def write_files(
     metadata: TableMetadata | None = None,
     cluster: Cluster | None = None,
     max_records_per_file: int | None = None,
+    fanout: bool = False,
 ) -> list[DataFile]:
     """Write ``df`` as data files of ``table`` (executors write, nothing is committed) and
     return their entries; if the job fails the files it wrote are deleted.
@@ -474,7 +486,9 @@ def write_files(
     ``metadata`` (default: the table's) gives the schema, spec, sort order and properties to
     write with (a rewrite passes its output spec); ``cluster`` lays the rows out (see
     :data:`Cluster`); ``max_records_per_file`` caps the rows of a file on the native path
-    (the python path rolls files at ``write.target-file-size-bytes``)."""
+    (the python path rolls files at ``write.target-file-size-bytes``). With ``fanout``
+    (Java's ``fanout-enabled``) and no sort order, each task's rows are not sorted by
+    partition: a file per partition stays open instead."""
     prepare_session(df.sparkSession)
     metadata = metadata or table.metadata
     chosen, why = choose_write_path(metadata)
@@ -482,9 +496,11 @@ def write_files(
         raise ValidationError(f"Cannot write natively: {why}")
     write_uuid = str(uuid.uuid4())
     if path == "python" or chosen == "python":
-        files = _write_python(df, table, write_uuid, metadata, cluster)
+        files = _write_python(df, table, write_uuid, metadata, cluster, fanout)
     else:
-        files = _write_native(df, table, write_uuid, metadata, cluster, max_records_per_file)
+        files = _write_native(
+            df, table, write_uuid, metadata, cluster, max_records_per_file, fanout
+        )
     for f in files:
         if f.record_count == 0:  # Spark writes a schema-only file for an empty input
             _delete_quietly(table.io, f.file_path)

@@ -9,7 +9,7 @@ start-up.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -31,7 +31,10 @@ from icepark.spec.updates import (
 from icepark.table.scan import DataScan
 
 if TYPE_CHECKING:
+    from icepark.table.changelog import ChangelogScan
     from icepark.table.expire_snapshots import ExpireSnapshotsResult
+    from icepark.table.follow import AppendedBatch
+    from icepark.table.incremental_scan import IncrementalAppendScan
     from icepark.table.inspect import InspectTable
     from icepark.table.remove_orphan_files import RemoveOrphanFilesResult
     from icepark.table.transaction import Transaction
@@ -435,6 +438,85 @@ class Table:
             options=dict(options or {}),
         )
 
+    def incremental_append_scan(
+        self,
+        from_snapshot_id: int | None = None,
+        to_snapshot_id: int | None = None,
+        from_inclusive: bool = False,
+        filter: str | BooleanExpression | None = None,
+        columns: Sequence[str] | None = None,
+        *,
+        ref: str | None = None,
+        case_sensitive: bool = True,
+    ) -> IncrementalAppendScan:
+        """The rows ``append`` snapshots added after ``from_snapshot_id`` up to
+        ``to_snapshot_id`` (default: the head of ``ref`` or the current snapshot); see
+        :mod:`icepark.table.incremental_scan`."""
+        from icepark.table.incremental_scan import IncrementalAppendScan
+
+        return IncrementalAppendScan(
+            self.io,
+            self.metadata,
+            _filter(filter),
+            tuple(columns) if columns is not None else None,
+            to_snapshot_id,
+            None,
+            ref,
+            case_sensitive,
+            use_snapshot_schema=False,
+            from_snapshot_id=from_snapshot_id,
+            from_inclusive=from_inclusive,
+        )
+
+    def changelog_scan(
+        self,
+        from_snapshot_id: int | None = None,
+        to_snapshot_id: int | None = None,
+        filter: str | BooleanExpression | None = None,
+        columns: Sequence[str] | None = None,
+        compute_updates: bool = False,
+        identifier_columns: Sequence[str] | None = None,
+        net_changes: bool = False,
+        *,
+        ref: str | None = None,
+        case_sensitive: bool = True,
+    ) -> ChangelogScan:
+        """The rows each snapshot inserted and deleted, as Java's ``create_changelog_view``
+        gives them; see :mod:`icepark.table.changelog`."""
+        from icepark.table.changelog import ChangelogScan
+
+        return ChangelogScan(
+            self.io,
+            self.metadata,
+            _filter(filter),
+            tuple(columns) if columns is not None else None,
+            from_snapshot_id,
+            to_snapshot_id,
+            ref,
+            case_sensitive,
+            compute_updates,
+            tuple(identifier_columns) if identifier_columns is not None else None,
+            net_changes,
+        )
+
+    def follow(
+        self,
+        start_snapshot_id: int | None = None,
+        start_timestamp: int | float | dt.datetime | None = None,
+        interval: float = 1.0,
+        filter: str | BooleanExpression | None = None,
+        columns: Sequence[str] | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
+    ) -> Iterator[AppendedBatch]:
+        """Yield each newly committed snapshot's appended rows as they land; see
+        :mod:`icepark.table.follow`."""
+        from icepark.table.follow import follow
+
+        return follow(
+            self, start_snapshot_id, start_timestamp, interval, filter, columns, branch=branch
+        )
+
     # -- branches and tags -----------------------------------------------------------------
 
     def _set_ref(
@@ -606,3 +688,9 @@ class Table:
             allow_recent=allow_recent,
             progress=progress,
         )
+
+
+def _filter(value: str | BooleanExpression | None) -> BooleanExpression:
+    if value is None:
+        return AlwaysTrue()
+    return parse_filter(value) if isinstance(value, str) else value

@@ -35,6 +35,14 @@ def test_demo_end_to_end(
     assert not any(t.delete_files for t in tasks)  # compaction applied every delete
     assert table.scan(filter="kind = 'late'").count() == 1_000
     assert table.scan(filter="kind = 'view' and ts < '2024-01-02T00:00:00+00:00'").count() == 0
+    # the streaming leg: the follower counted every event the sink committed, exactly once
+    stream = load_catalog().load_table("demo.stream_events")
+    epochs = [s.summary["spark.sql.streaming.epochId"] for s in stream.snapshots() if s.summary]
+    assert len(epochs) >= 4 and epochs == sorted(epochs, key=int)
+    stored = stream.scan().count()
+    assert f"the table holds {stored:,} events, the follower counted {stored:,}" in out
+    events = stream.scan(columns=["event_id"]).to_arrow().column("event_id").to_pylist()
+    assert sorted(events) == list(range(len(events)))
     # idempotent: a re-run starts the table over
     again = demo._fresh_table(load_catalog(), Console(file=io.StringIO()))
     assert again.current_snapshot() is None
