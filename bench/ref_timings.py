@@ -1,7 +1,8 @@
 """The reference engine's timings for the benchmark queries (run with .venv-ref's python).
 
   .venv-ref/bin/python bench/ref_timings.py WAREHOUSE RUNS POINT_ID WRITE_ROWS \
-      [MERGE_ROWS [SECTIONS [UPKEEP_ROOT SNAPSHOTS]]]
+      [MERGE_ROWS [SECTIONS [UPKEEP_ROOT SNAPSHOTS
+      [SINK_ROWS_PER_BATCH APPENDS_TABLE]]]]
 
 Prints one JSON object {query: [seconds, ...]} on its last line; keys starting with
 ``check:`` hold the row-level benchmarks' results (counts, sums) instead of timings.
@@ -102,6 +103,69 @@ def _row_level(spark, runs: int, write_rows: int, merge_rows: int) -> dict[str, 
     return out
 
 
+def _compaction(spark, runs: int, write_rows: int) -> dict[str, list]:
+    """Java's procedures on the same work as bench/run.py's compaction section: bin-pack the
+    copy of bench.many (set back to its first snapshot after every run), and after a 1%
+    merge-on-read delete on fresh tables, rewrite_position_delete_files then
+    rewrite_data_files, with full scans after them, after the delete alone and before it."""
+    out: dict[str, list] = {}
+    copy = "ref.bench.many_compact"
+    spark.sql(f"REFRESH TABLE {copy}")
+    start = spark.sql(f"SELECT snapshot_id FROM {copy}.refs WHERE name = 'main'").collect()[0][0]
+    files = spark.sql(f"SELECT count(*) FROM {copy}.files").collect()[0][0]
+    times = []
+    for i in range(runs + 1):
+        took = _timed(spark, "CALL ref.system.rewrite_data_files(table => 'bench.many_compact')")
+        if i:
+            times.append(took)
+        if i == runs:
+            after = spark.sql(f"SELECT count(*) FROM {copy}.files").collect()[0][0]
+            rows = spark.sql(f"SELECT count(*) FROM {copy}").collect()[0][0]
+            out["check: bin-pack"] = [f"{files:,} files into {after}, {rows:,} rows"]
+        spark.sql(f"CALL ref.system.set_current_snapshot('bench.many_compact', {start})")
+    out[f"bin-pack {files:,} small files"] = times
+
+    tables = [f"ref.bench.cp{i}" for i in range(runs + 3)]
+    deletes_times, data_times = [], []
+    for i, name in enumerate(tables[: runs + 1]):
+        _fresh_table(spark, name, write_rows)
+        spark.sql(f"DELETE FROM {name} WHERE id % 100 = 7")
+        short = name.removeprefix("ref.")
+        took = _timed(
+            spark,
+            f"CALL ref.system.rewrite_position_delete_files(table => '{short}', "
+            "options => map('rewrite-all', 'true'))",
+        )
+        took_data = _timed(
+            spark,
+            f"CALL ref.system.rewrite_data_files(table => '{short}', "
+            "options => map('delete-file-threshold', '1'))",
+        )
+        if i:
+            deletes_times.append(took)
+            data_times.append(took_data)
+    out["rewrite_position_delete_files after it"] = deletes_times
+    out["rewrite_data_files after the 1% delete"] = data_times
+    compacted, deleted, before = tables[runs], tables[runs + 1], tables[runs + 2]
+    _fresh_table(spark, deleted, write_rows)
+    spark.sql(f"DELETE FROM {deleted} WHERE id % 100 = 7")
+    _fresh_table(spark, before, write_rows)
+    for label, name in (
+        ("full scan after both rewrites", compacted),
+        ("full scan after the delete", deleted),
+        ("full scan before the delete", before),
+    ):
+        spark.sql(AGG.format(name)).collect()  # warm-up
+        out[label] = [_timed(spark, AGG.format(name)) for _ in range(runs)]
+    count = spark.sql(f"SELECT count(*) FROM {compacted}").collect()[0][0]
+    data = spark.sql(f"SELECT count(*) FROM {compacted}.data_files").collect()[0][0]
+    deletes = spark.sql(f"SELECT count(*) FROM {compacted}.delete_files").collect()[0][0]
+    out["check: compaction"] = [f"{count:,} rows, {data} data files, {deletes} delete files live"]
+    for name in tables:
+        spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+    return out
+
+
 def _avro(spark, runs: int, write_rows: int) -> dict[str, list[float]]:
     """Build ref.bench.avro (the bench schema in Avro data files, WRITE_ROWS rows; kept for
     later runs) and time the aggregate over it."""
@@ -124,6 +188,21 @@ def _avro(spark, runs: int, write_rows: int) -> dict[str, list[float]]:
     return {"Avro full-scan aggregate (Spark)": [_timed(spark, sql) for _ in range(runs)]}
 
 
+def _split_cols(cols: str) -> list[str]:
+    """Split the SELECT list at top-level commas."""
+    parts, depth, current = [], 0, ""
+    for ch in cols:
+        if ch == "," and depth == 0:
+            parts.append(current)
+            current = ""
+            continue
+        depth += ch == "("
+        depth -= ch == ")"
+        current += ch
+    parts.append(current)
+    return parts
+
+
 def merge_name(merge_rows: int) -> str:
     return f"MoR merge {merge_rows // 1000}k (half updates, half inserts)"
 
@@ -132,7 +211,9 @@ def main() -> None:
     warehouse, runs, point, write_rows = sys.argv[1:5]
     merge_rows = int(sys.argv[5]) if len(sys.argv) > 5 else int(write_rows) // 50
     sections = (
-        set(sys.argv[6].split(",")) if len(sys.argv) > 6 else {"reads", "writes", "row-level"}
+        set(sys.argv[6].split(","))
+        if len(sys.argv) > 6
+        else {"reads", "writes", "row-level", "compaction"}
     )
     spark = refspark.session(warehouse)
     out: dict[str, list[float]] = {}
@@ -167,6 +248,8 @@ def main() -> None:
         out["partitioned write"] = times
     if "row-level" in sections:
         out.update(_row_level(spark, int(runs), int(write_rows), merge_rows))
+    if "compaction" in sections:
+        out.update(_compaction(spark, int(runs), int(write_rows)))
     if "upkeep" in sections:
         from pathlib import Path
 
@@ -175,6 +258,23 @@ def main() -> None:
         out.update(upkeep.reference(spark, Path(sys.argv[7]), int(sys.argv[8]), int(runs)))
     if "avro" in sections:
         out.update(_avro(spark, int(runs), int(write_rows)))
+    if "inspect" in sections:  # the files metadata table, every column materialised
+        for table in ("ref.bench.many", "ref.bench.files100k"):
+            n = spark.sql(f"SELECT count(*) FROM {table}.files").collect()[0][0]
+            sql = f"SELECT * FROM {table}.files"
+            spark.sql(sql).write.format("noop").mode("overwrite").save()  # warm-up
+            times = []
+            for _ in range(int(runs)):
+                start = time.perf_counter()
+                spark.sql(sql).write.format("noop").mode("overwrite").save()
+                times.append(time.perf_counter() - start)
+            out[f"inspect.files() ({n:,} files)"] = times
+    if "streaming" in sections:
+        sys.path.insert(0, here)
+        from ref_streaming import streaming
+
+        cols = [c.strip() for c in _split_cols(COLS)]
+        out.update(streaming(spark, int(runs), int(sys.argv[9]), sys.argv[10], cols))
     print(json.dumps(out), flush=True)
     spark.stop()
 

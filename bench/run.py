@@ -30,7 +30,17 @@ MAKE_TABLES = SHARED / "bench-tables" / "make_tables.py"
 COLS = """id, TIMESTAMP '2024-01-01 00:00:00' + make_interval(0,0,0,0,0,0, id % (30*86400)) AS ts,
   concat('cat-', CAST(id % 100 AS STRING)) AS category, CAST(id % 1000 AS DOUBLE) / 7 AS amount,
   CAST(id % 97 AS INT) AS qty, id % 3 = 0 AS flag, sha2(CAST(id AS STRING), 256) AS note"""
-SECTIONS = {"reads", "writes", "row-level", "upkeep", "avro"}
+SECTIONS = {
+    "reads",
+    "writes",
+    "row-level",
+    "upkeep",
+    "avro",
+    "inspect",
+    "local",
+    "compaction",
+    "streaming",
+}
 # sections that build tables of their own (the standard tables are not needed for them)
 _OWN_TABLES = {"upkeep", "avro"}
 DAY_5, DAY_7 = 1704412800000000, 1704585600000000  # 2024-01-05 and 2024-01-07, UTC micros
@@ -63,16 +73,20 @@ def _reference(
     sections: set[str],
     upkeep_root: Path,
     snapshots: int,
+    streaming: tuple[int, str] | None = None,
 ) -> dict[str, list[float]]:
     script = Path(__file__).with_name("ref_timings.py")
     args = [warehouse, runs, point, write_rows, merge_rows, ",".join(sorted(sections))]
     args += [upkeep_root, snapshots]
+    args += list(streaming or ())
     done = subprocess.run(
         [str(REF_PYTHON), str(script), *[str(a) for a in args]],
-        check=True,
         capture_output=True,
         text=True,
     )
+    if done.returncode != 0:  # show why: the last lines Java printed
+        errors = [line for line in done.stderr.splitlines() if "WARN" not in line]
+        sys.exit("reference engine failed:\n" + "\n".join(errors[-30:]))
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     return dict(json.loads(lines[-1]))
 
@@ -118,6 +132,7 @@ def _measure(
     write_rows: int,
     merge_rows: int,
     sections: set[str] = SECTIONS,
+    small: bool = False,
 ) -> dict[str, dict[str, list[float]]]:
     from pyspark.sql import functions as F
 
@@ -129,6 +144,11 @@ def _measure(
     if sections == {"avro"}:  # needs only its own table
         return measure_avro(spark, warehouse, runs, write_rows, _time, _check)
     catalog = FileSystemCatalog("bench", warehouse=str(warehouse))
+    out: dict[str, dict[str, list[float]]] = {}
+    if "compaction" in sections:
+        out.update(_measure_compaction(spark, catalog, runs, write_rows))
+    if sections <= {"compaction"}:
+        return out
     wide = catalog.load_table("bench.wide")
     many = catalog.load_table("bench.many")
     wide_paths = [to_spark_location(t.file.file_path) for t in wide.scan().plan_files()]
@@ -141,7 +161,6 @@ def _measure(
     in_days = (F.col("ts") >= F.timestamp_micros(F.lit(DAY_5))) & (
         F.col("ts") < F.timestamp_micros(F.lit(DAY_7))
     )
-    out: dict[str, dict[str, list[float]]] = {}
 
     schema = wide.schema()
     if "reads" in sections:
@@ -225,6 +244,19 @@ def _measure(
         out.update(_measure_row_level(spark, schema, runs, write_rows, merge_rows))
     if "avro" in sections:
         out.update(measure_avro(spark, warehouse, runs, write_rows, _time, _check))
+    if "inspect" in sections:
+        from bench.inspect_bench import measure_inspect
+
+        out.update(measure_inspect(warehouse, runs, CHECKS))
+    if "local" in sections:
+        from bench.local_reads import measure_local
+
+        out.update(measure_local(warehouse, runs, point, CHECKS))
+    if "streaming" in sections:
+        from bench import streaming
+
+        cols = [c.strip() for c in _split_cols(COLS)]
+        out.update(streaming.measure(spark, warehouse, runs, small, cols, schema))
     return out
 
 
@@ -343,6 +375,159 @@ def _measure_row_level(
     return out
 
 
+MANY_COPY = "bench.many_compact"
+COMPACTION_DATA = "rewrite_data_files after the 1% delete"
+COMPACTION_DELETES = "rewrite_position_delete_files after it"
+COMPACTION_SCAN = "full scan after both rewrites"
+
+
+def binpack_name(files: int) -> str:
+    return f"bin-pack {files:,} small files"
+
+
+def prepare_many_copy(warehouse: Path) -> tuple[int, int]:
+    """A copy of bench.many that compaction may change: a new table holding the same data
+    files (registered with add_files, not copied; compaction writes into the copy's own
+    folder and never deletes them). Returns its snapshot id and file count."""
+    from icepark.catalog import FileSystemCatalog
+
+    catalog = FileSystemCatalog("bench", warehouse=str(warehouse))
+    shutil.rmtree(warehouse / "bench" / "many_compact", ignore_errors=True)
+    many = catalog.load_table("bench.many")
+    files = [t.file.file_path for t in many.scan().plan_files()]
+    copy = catalog.create_table(
+        MANY_COPY,
+        many.schema(),
+        partition_by=["day(ts)"],
+        properties={"format-version": "2", "commit.manifest-merge.enabled": "false"},
+    )
+    started = time.perf_counter()
+    result = copy.add_files(files)
+    took = time.perf_counter() - started
+    print(f"add_files of {result.added_files_count:,} files into {MANY_COPY}: {took:.1f} s")
+    head = catalog.load_table(MANY_COPY).current_snapshot()
+    assert head is not None
+    return head.snapshot_id, len(files)
+
+
+def _reset(table: Any, snapshot_id: int) -> None:
+    """Point main back at ``snapshot_id`` (the files written since stay, unreferenced)."""
+    from icepark.spec.snapshots import SnapshotRefType
+    from icepark.spec.updates import AssertRefSnapshotId, SetSnapshotRefUpdate
+
+    table.refresh()
+    head = table.current_snapshot()
+    table.commit(
+        [AssertRefSnapshotId("main", head.snapshot_id if head else None)],
+        [SetSnapshotRefUpdate("main", snapshot_id, SnapshotRefType.BRANCH)],
+    )
+
+
+def _measure_compaction(
+    spark: Any, catalog: Any, runs: int, write_rows: int
+) -> dict[str, dict[str, list[float]]]:
+    """Bin-pack the copy of bench.many (reset to its first snapshot after every run), and on
+    fresh tables of ``write_rows`` rows, after a merge-on-read delete of 1%:
+    rewrite_position_delete_files then rewrite_data_files, and full scans after them, after
+    the delete alone and before it."""
+    from pyspark.sql import functions as F
+
+    from icepark.catalog import FileSystemCatalog
+    from icepark.spark import (
+        delete,
+        read,
+        rewrite_data_files,
+        rewrite_position_delete_files,
+        write,
+    )
+
+    out: dict[str, dict[str, list[float]]] = {}
+    copy = catalog.load_table(MANY_COPY)
+    start = copy.current_snapshot().snapshot_id
+    files = len(copy.scan().plan_files())
+    results: list[Any] = []
+
+    def binpack() -> None:
+        table = catalog.load_table(MANY_COPY)
+        results.append(rewrite_data_files(spark, table))
+        after = catalog.load_table(MANY_COPY)
+        CHECKS["bin-pack"] = (
+            f"{results[-1].rewritten_data_files_count:,} files into "
+            f"{len(after.scan().plan_files())}, {after.scan().count():,} rows"
+        )
+        _reset(after, start)
+
+    out[binpack_name(files)] = _time({"icepark": binpack}, runs)
+    _check(results[-1].rewritten_data_files_count == files, f"bin-pack rewrote {results[-1]}")
+
+    aggs = [F.count("*"), F.sum("amount"), F.max("note")]
+    df = spark.range(write_rows).selectExpr(*[c.strip() for c in _split_cols(COLS)])
+    scratch = Path(tempfile.mkdtemp(prefix="icepark-bench-compaction-"))
+    try:
+        tables = FileSystemCatalog("compaction", warehouse=str(scratch / "wh"))
+        tables.create_namespace("c")
+        counter = iter(range(1000))
+        schema = catalog.load_table("bench.many").schema()
+
+        def fresh(deleted: bool) -> Any:
+            name = f"c.t{next(counter)}"
+            table = tables.create_table(
+                name, schema, partition_by=["day(ts)"], properties=ROW_LEVEL_PROPS
+            )
+            write(df, table)
+            if deleted:
+                delete(spark, tables.load_table(name), F.col("id") % 100 == 7)
+            return tables.load_table(name)
+
+        pool = [fresh(True) for _ in range(runs + 1)]
+        targets = list(pool)
+        deletes_times: list[float] = []
+        data_times: list[float] = []
+        for i, table in enumerate(targets):
+            started = time.perf_counter()
+            rewrite_position_delete_files(spark, table, options={"rewrite-all": "true"})
+            took = time.perf_counter() - started
+            table = tables.load_table(table.name)
+            started = time.perf_counter()
+            result = rewrite_data_files(spark, table, options={"delete-file-threshold": "1"})
+            took_data = time.perf_counter() - started
+            if i:  # the first is the warm-up
+                deletes_times.append(took)
+                data_times.append(took_data)
+        out[COMPACTION_DELETES] = {"icepark": deletes_times}
+        out[COMPACTION_DATA] = {"icepark": data_times}
+        compacted = tables.load_table(pool[-1].name)
+        deleted = fresh(True)
+        before = fresh(False)
+        scans = _time(
+            {
+                "icepark": lambda: read(spark, compacted).agg(*aggs).collect(),
+                "before": lambda: read(spark, before).agg(*aggs).collect(),
+                "deleted": lambda: read(spark, deleted).agg(*aggs).collect(),
+            },
+            runs,
+        )
+        out[COMPACTION_SCAN] = {
+            "icepark": scans["icepark"],
+            "icepark before the delete": scans["before"],
+            "icepark after the delete, not compacted": scans["deleted"],
+        }
+        count = read(spark, compacted).count()
+        expected = write_rows - len(range(7, write_rows, 100))
+        tasks = compacted.scan().plan_files()
+        with_deletes = sum(1 for t in tasks if t.delete_files)
+        _check(count == expected, f"count after compaction {count} != {expected}")
+        _check(with_deletes == 0, f"{with_deletes} files still have deletes after compaction")
+        CHECKS["compaction"] = (
+            f"{count:,} rows, {len(tasks)} data files, {with_deletes} with deletes; last rewrite "
+            f"{result.rewritten_data_files_count} files, {result.removed_delete_files_count} "
+            f"delete files removed"
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return out
+
+
 def _check(ok: bool, what: str) -> None:
     if not ok:
         print(f"CHECK FAILED: {what}", flush=True)
@@ -406,6 +591,21 @@ def _print(
             f"full scan after/before the MoR delete: icepark {mine.strip()},"
             f" reference {theirs.strip()}"
         )
+    if COMPACTION_SCAN in results:
+        scans = results[COMPACTION_SCAN]
+        mine = _ratio(scans["icepark"], scans["icepark before the delete"])
+        deleted = _ratio(
+            scans["icepark after the delete, not compacted"], scans["icepark before the delete"]
+        )
+        theirs = _ratio(ref.get(COMPACTION_SCAN), ref.get("full scan before the delete"))
+        theirs_deleted = _ratio(
+            ref.get("full scan after the delete"), ref.get("full scan before the delete")
+        )
+        print(
+            f"full scan after compaction / before the delete: icepark {mine.strip()}, reference"
+            f" {theirs.strip()}; after the delete alone: icepark {deleted.strip()}, reference"
+            f" {theirs_deleted.strip()}"
+        )
     for what, result in CHECKS.items():
         ref_result = ref.get(f"check: {what}")
         print(
@@ -446,7 +646,19 @@ def main(argv: list[str] | None = None) -> None:
     upkeep_root = warehouse.parent / f"upkeep-{snapshots}"
     if "upkeep" in sections:
         upkeep.build(upkeep_root, snapshots)
+    if "inspect" in sections:
+        from bench.inspect_bench import ensure_large_files_table
+
+        ensure_large_files_table(warehouse)
+    if "compaction" in sections:
+        prepare_many_copy(warehouse)
     point = files * 10 // 2 + 7
+    streaming_args = None
+    if "streaming" in sections:
+        from bench import streaming
+
+        appends = streaming.ensure_appends_table(warehouse, args.small)
+        streaming_args = (streaming.sink_rows(args.small), appends)
     ref: dict[str, list[float]] = {}
     if not args.no_reference:
         print("timing the reference engine ...", flush=True)
@@ -459,13 +671,16 @@ def main(argv: list[str] | None = None) -> None:
             sections,
             upkeep_root,
             snapshots,
+            streaming_args,
         )
     print("timing icepark and native Spark ...", flush=True)
     spark = _session()
     results: dict[str, dict[str, list[float]]] = {}
     try:
         if sections - {"upkeep"}:
-            results = _measure(spark, warehouse, args.runs, point, write_rows, merge_rows, sections)
+            results = _measure(
+                spark, warehouse, args.runs, point, write_rows, merge_rows, sections, args.small
+            )
         if "upkeep" in sections:
             timed, checks = upkeep.measure(spark, upkeep_root, snapshots, args.runs)
             results.update(timed)
@@ -478,6 +693,16 @@ def main(argv: list[str] | None = None) -> None:
         f"{mode}: {rows:,} rows, {files:,} small files, {write_rows:,} rows written;"
         f" {merge_rows:,} rows merged; local[2]; median of {args.runs} runs after a warm-up",
     )
+    if "local" in sections:  # appends under contention, after Spark has stopped
+        from bench.local_reads import contention
+
+        print("appends under contention (single-row appends, each process loads the table once)")
+        for r in contention(50 if not args.small else 20):
+            print(
+                f"  {r['engine']:10} {r['catalog']:10} {r['writers']} writers: "
+                f"{r['landed']}/{r['appends']} landed, exact rows: {r['rows_exact']}, "
+                f"{r['commits_per_s']} commits/s, p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms"
+            )
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ list or map one block of items (``count, items..., 0``), an optional value the u
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,9 +58,12 @@ BLOCK_BYTES = 64_000
 _GZIP_LEVEL = 9  # Java's Avro.GZIP_COMPRESSION_LEVEL_DEFAULT
 _ZSTD_LEVEL = 1  # Java's Avro.ZSTD_COMPRESSION_LEVEL_DEFAULT
 _B = pa.large_binary()
-_EMPTY = pa.scalar(b"", _B)
-_NULL_BRANCH = pa.scalar(b"\x00", _B)
-_VALUE_BRANCH = pa.scalar(b"\x02", _B)
+
+
+@functools.cache
+def _scalar(value: bytes) -> pa.Scalar:
+    # made on first use: building Arrow scalars imports pandas when it is installed
+    return pa.scalar(value, _B)
 
 
 def avro_codec_and_level(properties: Mapping[str, str], delete: bool = False) -> tuple[str, int]:
@@ -133,7 +137,7 @@ def _join(parts: list[pa.Array], n: int) -> pa.Array:
         return _binary(np.zeros(n + 1, dtype=np.int64), b"")
     if len(parts) == 1:
         return parts[0]
-    return pc.binary_join_element_wise(*parts, _EMPTY)
+    return pc.binary_join_element_wise(*parts, _scalar(b""))
 
 
 def _bytes_values(arr: pa.Array) -> pa.Array:
@@ -141,7 +145,7 @@ def _bytes_values(arr: pa.Array) -> pa.Array:
     if isinstance(arr.type, pa.BaseExtensionType):
         arr = arr.storage
     out = arr.cast(_B)
-    return pc.fill_null(out, _EMPTY) if out.null_count else out
+    return pc.fill_null(out, _scalar(b"")) if out.null_count else out
 
 
 def _encode_primitive(arr: pa.Array, t: IcebergType) -> pa.Array:
@@ -155,7 +159,7 @@ def _encode_primitive(arr: pa.Array, t: IcebergType) -> pa.Array:
     if isinstance(t, StringType | BinaryType):
         values = _bytes_values(arr)
         lengths = pc.binary_length(values).to_numpy(zero_copy_only=False)
-        return pc.binary_join_element_wise(_varints(lengths), values, _EMPTY)
+        return pc.binary_join_element_wise(_varints(lengths), values, _scalar(b""))
     if isinstance(t, UUIDType | FixedType):
         width = 16 if isinstance(t, UUIDType) else t.length
         storage = arr.storage if isinstance(arr.type, pa.BaseExtensionType) else arr
@@ -192,9 +196,9 @@ def _repeated(arr: pa.Array, items: pa.Array) -> pa.Array:
         counts = np.where(valid, counts, 0)
         bounds = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(counts, out=bounds[1:])
-    joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array(bounds), items), _EMPTY)
-    body = pc.binary_join_element_wise(_varints(counts), joined, _NULL_BRANCH, _EMPTY)
-    return pc.if_else(pa.array(counts == 0), _NULL_BRANCH, body)
+    joined = pc.binary_join(pa.LargeListArray.from_arrays(pa.array(bounds), items), _scalar(b""))
+    body = pc.binary_join_element_wise(_varints(counts), joined, _scalar(b"\x00"), _scalar(b""))
+    return pc.if_else(pa.array(counts == 0), _scalar(b"\x00"), body)
 
 
 def _encode(arr: pa.Array, t: IcebergType) -> pa.Array:
@@ -214,7 +218,7 @@ def _encode(arr: pa.Array, t: IcebergType) -> pa.Array:
         pairs = pc.binary_join_element_wise(
             _encode_field(keys, t.key_type, False),
             _encode_field(values, t.value_type, not t.value_required),
-            _EMPTY,
+            _scalar(b""),
         )
         return _repeated(arr, pairs)
     return _encode_primitive(arr, t)
@@ -229,10 +233,10 @@ def _encode_field(arr: pa.Array, t: IcebergType, optional: bool) -> pa.Array:
     value = _encode(arr, t)
     if not optional:
         return value
-    with_branch = pc.binary_join_element_wise(_VALUE_BRANCH, value, _EMPTY)
+    with_branch = pc.binary_join_element_wise(_scalar(b"\x02"), value, _scalar(b""))
     if not arr.null_count:
         return with_branch
-    return pc.if_else(arr.is_valid(), with_branch, _NULL_BRANCH)
+    return pc.if_else(arr.is_valid(), with_branch, _scalar(b"\x00"))
 
 
 def encode_rows(batch: pa.RecordBatch | pa.Table, schema: Schema) -> pa.Array:

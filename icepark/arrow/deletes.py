@@ -96,6 +96,15 @@ class DeleteCache:
         )
         return grouped.get(data_path, _EMPTY)
 
+    def referenced_data_files(self, io: FileIO, delete_file: DataFile) -> frozenset[str]:
+        """The data files a position delete file (or a DV) names."""
+        if delete_file.referenced_data_file is not None:
+            return frozenset({delete_file.referenced_data_file})
+        grouped = self._get(
+            self._positions, delete_file.file_path, lambda: _load_position_file(io, delete_file)
+        )
+        return frozenset(grouped)
+
     def load_positions(self, io: FileIO, tasks: Iterable[FileScanTask], workers: int = 8) -> None:
         """Load the position delete files and DVs of ``tasks``, each once and ``workers`` at a
         time, so that :meth:`positions` then finds them here."""

@@ -21,7 +21,7 @@ and partition values of a whole data file, as Java's ``ParquetUtil.fileMetrics``
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -31,11 +31,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icepark.arrow.metrics_config import MetricsConfig, MetricsMode, truncate_bounds
-from icepark.arrow.schema import field_id_of
+from icepark.arrow.schema import apply_name_mapping, field_id_of
 from icepark.errors import ValidationError
 from icepark.io import FileIO
 from icepark.spec.conversions import to_bytes
 from icepark.spec.manifests import DataFile, FileContent, FileFormat
+from icepark.spec.name_mapping import NameMapping
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import SortOrder
@@ -83,11 +84,14 @@ def chunk_start(chunk: Any) -> int:
 
 
 def sizes_and_offsets(
-    metadata: pq.FileMetaData, keep: Callable[[int], bool]
+    metadata: pq.FileMetaData,
+    keep: Callable[[int], bool],
+    arrow_schema: pa.Schema | None = None,
 ) -> tuple[dict[int, int], tuple[int, ...] | None]:
     """Compressed size per leaf column (those whose field id ``keep`` accepts) and the
-    row groups' start offsets, sorted."""
-    leaves = parquet_leaves(metadata.schema.to_arrow_schema())
+    row groups' start offsets, sorted. ``arrow_schema``: the file's schema with field ids
+    (when a name mapping gave them), else the footer's."""
+    leaves = parquet_leaves(arrow_schema or metadata.schema.to_arrow_schema())
     if metadata.num_columns != len(leaves):
         raise ValidationError(
             f"Parquet footer lists {metadata.num_columns} columns but its schema has "
@@ -120,10 +124,21 @@ class _Column:
     high: Any = None
     stats_ok: bool = True
     seen: list[Any] = field(default_factory=list)
+    scale: tuple[int, int] = (1, 1)  # (multiply, divide) raw statistics into microseconds
 
 
-def _value(t: PrimitiveType, raw: Any) -> Any:
+def _scale(arrow_type: pa.DataType) -> tuple[int, int]:
+    """How to bring a timestamp's raw value to microseconds."""
+    if pa.types.is_timestamp(arrow_type):
+        units = {"s": (1_000_000, 1), "ms": (1000, 1), "us": (1, 1), "ns": (1, 1000)}
+        return units.get(arrow_type.unit, (1, 1))
+    return (1, 1)
+
+
+def _value(t: PrimitiveType, raw: Any, scale: tuple[int, int] = (1, 1)) -> Any:
     """A Parquet physical statistics value in icepark's internal representation."""
+    if scale != (1, 1) and isinstance(raw, int):
+        return raw * scale[0] // scale[1]
     if isinstance(t, StringType):
         return bytes(raw).decode("utf-8") if not isinstance(raw, str) else raw
     if isinstance(t, DecimalType):
@@ -149,10 +164,29 @@ def _bounds(
     )
 
 
-def _scan_columns(md: pq.FileMetaData, schema: Schema, location: str) -> dict[int, _Column]:
+def _leaf_types(arrow_schema: pa.Schema) -> list[pa.DataType]:
+    """Arrow types of the leaf columns of a schema of structs and primitives, in file order."""
+    out: list[pa.DataType] = []
+
+    def walk(t: pa.DataType) -> None:
+        if pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(t.field(i).type)
+        else:
+            out.append(t)
+
+    for f in arrow_schema:
+        walk(f.type)
+    return out
+
+
+def _scan_columns(
+    md: pq.FileMetaData, arrow_schema: pa.Schema, schema: Schema, location: str
+) -> dict[int, _Column]:
     columns: dict[int, _Column] = {}
     index: list[_Column] = []
-    for field_id, path, repeated in parquet_leaves(md.schema.to_arrow_schema()):
+    leaves = parquet_leaves(arrow_schema)
+    for c, (field_id, path, repeated) in enumerate(leaves):
         f = schema.field_or_none(field_id) if field_id is not None else None
         if f is None or not isinstance(f.field_type, PrimitiveType):
             raise ValidationError(
@@ -163,8 +197,12 @@ def _scan_columns(md: pq.FileMetaData, schema: Schema, location: str) -> dict[in
                 f"Cannot take the metrics of {location} from its footer: column {path} is "
                 "inside a list or a map"
             )
-        columns[f.field_id] = col = _Column(f.field_id, f.field_type, path)
-        index.append(col)
+        index.append(_Column(f.field_id, f.field_type, path))
+        columns[f.field_id] = index[-1]
+        if md.schema.column(c).physical_type == "INT96":
+            index[-1].stats_ok = False  # legacy timestamps: statistics are not comparable
+    for col, arrow_type in zip(index, _leaf_types(arrow_schema), strict=True):
+        col.scale = _scale(arrow_type)
     for r in range(md.num_row_groups):
         rg = md.row_group(r)
         for c, col in enumerate(index):
@@ -177,9 +215,9 @@ def _scan_columns(md: pq.FileMetaData, schema: Schema, location: str) -> dict[in
                 continue
             if col.nulls is not None:
                 col.nulls += stats.null_count
-            if stats.has_min_max:
-                low = _value(col.field_type, stats.min_raw)
-                high = _value(col.field_type, stats.max_raw)
+            if stats.has_min_max and col.stats_ok:
+                low = _value(col.field_type, stats.min_raw, col.scale)
+                high = _value(col.field_type, stats.max_raw, col.scale)
                 if isinstance(col.field_type, FloatType | DoubleType):
                     # as parquet-java reads float statistics (PARQUET-1222): a zero lower bound
                     # is -0.0 and a zero upper bound +0.0, whatever sign the writer stored
@@ -206,9 +244,15 @@ def _partition_value(
             return None
         if table.column(0).null_count:
             raise ValidationError(f"{location} holds null and non-null values of {col.path}")
+        scale = (1, 1)
+        if pa.types.is_timestamp(values.type):
+            scale = _scale(values.type)
+            values = values.cast(pa.int64())
+        elif pa.types.is_date(values.type):
+            values = values.cast(pa.int32())
         mm = pc.min_max(values)
-        low = _value(col.field_type, mm["min"].as_py())
-        high = _value(col.field_type, mm["max"].as_py())
+        low = _value(col.field_type, mm["min"].as_py(), scale)
+        high = _value(col.field_type, mm["max"].as_py(), scale)
     elif col.nulls:
         raise ValidationError(f"{location} holds null and non-null values of {col.path}")
     fn = transform.bind(source)
@@ -230,12 +274,19 @@ def data_file_from_footer(
     spec: PartitionSpec,
     sort_order: SortOrder | None,
     config: MetricsConfig,
+    name_mapping: NameMapping | None = None,
+    partition_values: Mapping[int, Any] | None = None,
 ) -> DataFile:
-    """The manifest entry of a Parquet data file (structs and primitives, written with field
-    ids) from its footer; see the module docstring."""
+    """The manifest entry of a Parquet data file (structs and primitives) from its footer,
+    its columns matched to ``schema`` by field id (or through ``name_mapping`` for columns
+    without one). Partition values come from ``partition_values`` (by partition field id)
+    where given, else from the statistics of their source columns; see the module docstring."""
     with io.new_input(location).open() as stream:
         md = pq.ParquetFile(stream).metadata
-    columns = _scan_columns(md, schema, location)
+    arrow_schema = md.schema.to_arrow_schema()
+    if name_mapping is not None:
+        arrow_schema = apply_name_mapping(arrow_schema, name_mapping)
+    columns = _scan_columns(md, arrow_schema, schema, location)
     rows = md.num_rows
     values: dict[int, int] = {}
     nulls: dict[int, int] = {}
@@ -255,9 +306,14 @@ def data_file_from_footer(
                 lower[field_id] = lo
             if hi is not None:
                 upper[field_id] = hi
-    sizes, offsets = sizes_and_offsets(md, lambda fid: fid in modes and modes[fid].has_counts)
+    sizes, offsets = sizes_and_offsets(
+        md, lambda fid: fid in modes and modes[fid].has_counts, arrow_schema
+    )
     partition: list[Any] = []
     for pf in spec.fields:
+        if partition_values is not None and pf.field_id in partition_values:
+            partition.append(partition_values[pf.field_id])
+            continue
         if pf.transform.is_void:
             partition.append(None)
             continue

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,8 +35,9 @@ from icepark.arrow.orc_reader import (
     ICEBERG_REQUIRED_ATTRIBUTE,
 )
 from icepark.arrow.schema import primitive_to_arrow
+from icepark.arrow.sink import StreamSink
 from icepark.errors import ValidationError
-from icepark.io.fileio import FileIO, OutputStream
+from icepark.io.fileio import FileIO
 from icepark.spec import properties as P
 from icepark.spec.schema import Schema
 from icepark.spec.types import (
@@ -141,35 +141,6 @@ def _convert(arr: pa.Array, t: pa.DataType) -> pa.Array:
     return arr if arr.type.equals(t) else arr.cast(t)
 
 
-class _Sink:
-    """What pyarrow writes to: the FileIO stream, which pyarrow must not close."""
-
-    def __init__(self, stream: OutputStream) -> None:
-        self._stream = stream
-        self.discard = False
-
-    def write(self, data: Any) -> int:
-        if self.discard:
-            return len(memoryview(data))
-        return self._stream.write(data)
-
-    def tell(self) -> int:
-        return self._stream.tell()
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    @property
-    def closed(self) -> bool:
-        return False
-
-    def writable(self) -> bool:
-        return True
-
-
 class OrcOpenFile:
     """An ORC data file being written: rows go in as Arrow tables of the file schema."""
 
@@ -189,7 +160,7 @@ class OrcOpenFile:
         if codec is None:
             raise ValidationError(f"Unsupported ORC compression codec: {codec_name!r}")
         self.stream = io.new_output(location).create()
-        self._sink = _Sink(self.stream)
+        self._sink = StreamSink(self.stream)
         self.chunks: set[int] = set()
         self.row_groups = 0
         try:

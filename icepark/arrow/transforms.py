@@ -13,6 +13,7 @@ type; ``void`` gives nulls of the input type. Chunked arrays give chunked arrays
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -60,12 +61,15 @@ _UNIT_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 _LITTLE_ENDIAN = sys.byteorder == "little"
 
 _U32 = pa.uint32()
-_C1 = pa.scalar(0xCC9E2D51, _U32)
-_C2 = pa.scalar(0x1B873593, _U32)
-_M5 = pa.scalar(5, _U32)
-_N1 = pa.scalar(0xE6546B64, _U32)
-_F1 = pa.scalar(0x85EBCA6B, _U32)
-_F2 = pa.scalar(0xC2B2AE35, _U32)
+
+
+@functools.cache
+def _murmur_constants() -> tuple[pa.Scalar, ...]:
+    # made on first use: building Arrow scalars imports pandas when it is installed, which
+    # importing icepark must not do
+    return tuple(
+        pa.scalar(v, _U32) for v in (0xCC9E2D51, 0x1B873593, 5, 0xE6546B64, 0x85EBCA6B, 0xC2B2AE35)
+    )
 
 
 def apply_transform(
@@ -198,17 +202,18 @@ def _rotl(x: pa.Array, r: int) -> pa.Array:
 
 def _murmur3_words(words: list[pa.Array], length: int) -> pa.Array:
     """Murmur3 x86_32 (seed 0) of equal-length keys given as little-endian uint32 blocks."""
+    c1, c2, m5, n1, f1, f2 = _murmur_constants()
     h: pa.Array | None = None
     for k in words:
-        k = pc.multiply(_rotl(pc.multiply(k, _C1), 15), _C2)
+        k = pc.multiply(_rotl(pc.multiply(k, c1), 15), c2)
         h = k if h is None else pc.bit_wise_xor(h, k)
-        h = pc.add(pc.multiply(_rotl(h, 13), _M5), _N1)
+        h = pc.add(pc.multiply(_rotl(h, 13), m5), n1)
     assert h is not None
     h = pc.bit_wise_xor(h, pa.scalar(length, _U32))
     h = pc.bit_wise_xor(h, pc.shift_right(h, pa.scalar(16, _U32)))
-    h = pc.multiply(h, _F1)
+    h = pc.multiply(h, f1)
     h = pc.bit_wise_xor(h, pc.shift_right(h, pa.scalar(13, _U32)))
-    h = pc.multiply(h, _F2)
+    h = pc.multiply(h, f2)
     return pc.bit_wise_xor(h, pc.shift_right(h, pa.scalar(16, _U32)))
 
 

@@ -68,9 +68,10 @@ from icepark.arrow.conform import conform_batch, file_schema
 from icepark.arrow.metrics import Metrics, MetricsCollector, MetricsConfig
 from icepark.arrow.orc_writer import OrcOpenFile
 from icepark.arrow.schema import schema_to_arrow
+from icepark.arrow.sink import StreamSink
 from icepark.arrow.transforms import apply_transform
 from icepark.errors import UnsupportedOperationError, ValidationError
-from icepark.io.fileio import FileIO, OutputStream
+from icepark.io.fileio import FileIO
 from icepark.spec import properties as P
 from icepark.spec.manifests import DataFile, FileContent, FileFormat
 from icepark.spec.partitioning import PartitionSpec
@@ -165,36 +166,6 @@ def parquet_writer_options(properties: Mapping[str, str]) -> dict[str, Any]:
 # -- one open file -----------------------------------------------------------------------------
 
 
-class _Sink:
-    """What pyarrow writes to: the FileIO stream, which pyarrow must not close; writes are
-    dropped once the file is being aborted."""
-
-    def __init__(self, stream: OutputStream) -> None:
-        self._stream = stream
-        self.discard = False
-
-    def write(self, data: Any) -> int:
-        if self.discard:
-            return len(memoryview(data))
-        return self._stream.write(data)
-
-    def tell(self) -> int:
-        return self._stream.tell()
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-    @property
-    def closed(self) -> bool:
-        return False
-
-    def writable(self) -> bool:
-        return True
-
-
 class _OpenFile:
     def __init__(
         self,
@@ -207,7 +178,7 @@ class _OpenFile:
         self.location = location
         self.collector = collector
         self.stream = io.new_output(location).create()
-        self._sink = _Sink(self.stream)
+        self._sink = StreamSink(self.stream)
         self.chunks: set[int] = set()
         self.row_groups = 0
         try:

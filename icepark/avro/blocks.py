@@ -27,7 +27,7 @@ import re
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import fastavro
@@ -310,14 +310,26 @@ def _decompress(codec: str, payload: bytes) -> bytes:
 
 @dataclass(frozen=True)
 class AvroBlocks:
-    """An Avro file split into its blocks, with what is needed to decode any of them."""
+    """An Avro file split into its blocks, with what is needed to decode any of them.
+
+    ``writer_schema`` and ``named`` are shared by every file with the same schema text:
+    treat them as read-only."""
 
     location: str
     writer_schema: Any
     named: dict[str, Any]
     metadata: dict[str, str]
-    header: bytes  # the header to put before blocks for fastavro (logical types stripped)
+    raw_header: dict[str, Any]  # as read, with the codec the blocks are stored in
     blocks: tuple[_Block, ...]
+
+    @cached_property
+    def header(self) -> bytes:
+        """The header to put before blocks for fastavro (logical types stripped)."""
+        meta = dict(self.raw_header["meta"])
+        meta["avro.schema"] = json.dumps(strip_logical_types(self.writer_schema)).encode("utf-8")
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, _HEADER_SCHEMA, {**self.raw_header, "meta": meta})
+        return out.getvalue()
 
     def block_data(self) -> Sequence[tuple[int, bytes]]:
         """Each block's record count and decompressed records."""
@@ -328,11 +340,23 @@ class AvroBlocks:
         return self.header + b"".join(self.blocks[i].raw for i in block_indexes)
 
 
+@lru_cache(maxsize=64)
+def _schema(text: bytes) -> tuple[Any, dict[str, Any]]:
+    writer_schema = _writer_schema("", {"avro.schema": text})
+    return writer_schema, named_avro_types(writer_schema)
+
+
 def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
     """Split the bytes of an Avro file into decompressed blocks."""
     stream = io.BytesIO(data)
     header = _read_header(location, stream)
-    writer_schema = _writer_schema(location, header["meta"])
+    text = header["meta"].get("avro.schema")
+    try:
+        writer_schema, named = _schema(bytes(text)) if text is not None else (None, {})
+    except InvalidAvroFileError:
+        writer_schema = _writer_schema(location, header["meta"])  # the error, naming the file
+    if writer_schema is None:
+        writer_schema = _writer_schema(location, header["meta"])
     raw_meta = dict(header["meta"])
     codec = bytes(raw_meta.get("avro.codec", b"null")).decode("utf-8", errors="replace")
     sync: bytes = header["sync"]
@@ -358,17 +382,14 @@ def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
             body = _write_long(b.count) + _write_long(len(b.data)) + b.data + sync
             rebuilt.append(_Block(b.count, body, b.data))
         blocks = rebuilt
-    raw_meta["avro.schema"] = json.dumps(strip_logical_types(writer_schema)).encode("utf-8")
     raw_meta["avro.codec"] = codec.encode("utf-8")
-    out = io.BytesIO()
-    fastavro.schemaless_writer(out, _HEADER_SCHEMA, {**header, "meta": raw_meta})
     metadata = _metadata_strings(header["meta"])
     return AvroBlocks(
         location,
         writer_schema,
-        named_avro_types(writer_schema),
+        named,
         metadata,
-        out.getvalue(),
+        {**header, "meta": raw_meta},
         tuple(blocks),
     )
 

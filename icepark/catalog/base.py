@@ -13,10 +13,8 @@ import re
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
-from icepark.arrow.schema import arrow_to_schema
 from icepark.errors import (
     CommitFailedError,
     CommitStateUnknownError,
@@ -37,6 +35,9 @@ from icepark.spec.schema import Schema
 from icepark.spec.sorting import build_sort_order
 from icepark.spec.updates import TableRequirement, TableUpdate
 from icepark.table.table import CommitResult, Table, read_table_metadata
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "Catalog",
@@ -74,6 +75,10 @@ def schema_from_user(schema: Schema | pa.Schema) -> Schema:
     """An icepark schema from an icepark or pyarrow schema (fresh ids where it has none)."""
     if isinstance(schema, Schema):
         return schema
+    import pyarrow as pa  # a pyarrow schema means pyarrow is loaded already
+
+    from icepark.arrow.schema import arrow_to_schema
+
     if isinstance(schema, pa.Schema):
         return arrow_to_schema(schema, assign_ids=True)
     raise ValidationError(

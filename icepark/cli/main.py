@@ -12,10 +12,14 @@ from typing import Any
 import click
 
 from icepark.cli.commands_catalog import namespaces_command, tables_command
+from icepark.cli.commands_compact import compact_commands
 from icepark.cli.commands_data_files import files_command
+from icepark.cli.commands_doctor import doctor_command
 from icepark.cli.commands_explain import explain_command
 from icepark.cli.commands_files import avro_command, metadata_command
+from icepark.cli.commands_inspect import inspect_command
 from icepark.cli.commands_scan import scan_command
+from icepark.cli.commands_stream import changes_command, follow_command
 from icepark.cli.commands_table import describe_command, snapshots_command
 from icepark.cli.commands_upkeep import UPKEEP_COMMANDS
 from icepark.cli.context import CliContext
@@ -80,9 +84,14 @@ for _command in (
     metadata_command,
     avro_command,
     scan_command,
+    *compact_commands,
     explain_command,
+    doctor_command,
     files_command,
+    inspect_command,
     *UPKEEP_COMMANDS,
+    changes_command,
+    follow_command,
 ):
     cli.add_command(_command)
 

@@ -101,6 +101,16 @@ class _PartitionReader:
         self._fields: list[tuple[str, IcebergType] | None] = [
             None if f is None else (f["name"], avro_to_type(f["type"], named)) for f in chosen
         ]
+        # the Avro field name of each partition field id (spec ids, else the file's own)
+        self.names_by_id: dict[int, str] = {}
+        if spec is not None and (spec.fields or not avro_fields):
+            for pf, found in zip(spec.fields, self._fields):
+                if found is not None:
+                    self.names_by_id[pf.field_id] = found[0]
+        else:
+            for f in avro_fields:
+                if FIELD_ID_PROP in f:
+                    self.names_by_id[int(f[FIELD_ID_PROP])] = f["name"]
 
     def read(self, value: dict[str, Any] | None) -> tuple[Any, ...]:
         if value is None:
@@ -169,10 +179,11 @@ class EntryDecoder:
         metadata: dict[str, str],
         manifest: ManifestFile | None,
         spec: PartitionSpec | None,
+        named: dict[str, Any] | None = None,
     ) -> None:
         self.location = location
         self.manifest = manifest
-        named = named_avro_types(writer_schema)
+        named = named_avro_types(writer_schema) if named is None else named
         top = _record_type(writer_schema, named)
         if top is None:
             raise InvalidAvroFileError(f"Not a manifest (no record schema): {location}")
@@ -208,6 +219,7 @@ class EntryDecoder:
             self.spec_id = int(metadata.get("partition-spec-id", "0"))
         self.top_fields = top_fields
         self.file_fields = file_fields
+        self.named = named
         self.top_names = {fid: f["name"] for fid, f in top_fields.items()}
         self.file_names = {fid: f["name"] for fid, f in file_fields.items()}
         self.v1 = format_version == 1 or 3 not in top_fields

@@ -21,6 +21,7 @@ from icepark.io import FileIO
 from icepark.manifest import (
     DataFile,
     ManifestContent,
+    ManifestEntry,
 )
 from icepark.planning.delete_index import DeleteFileIndex
 from icepark.planning.matching import FileMatcher
@@ -33,6 +34,8 @@ from icepark.spec.snapshots import Snapshot
 __all__ = [
     "FileScanTask",
     "CombinedScanTask",
+    "TaskBuilder",
+    "delete_index",
     "iter_plan_files",
     "plan_files",
     "plan_tasks",
@@ -106,6 +109,56 @@ def adjust_split_size(scan_size: int, parallelism: int, split_size: int) -> int:
     return adjusted if split_count < parallelism else split_size
 
 
+class TaskBuilder:
+    """Makes the :class:`FileScanTask` of a data file's manifest entry: its residual of the
+    filter for its partition (true when the strict metrics show every row matches) and the
+    delete files of ``deletes`` that apply to it. Used by every planner of data files (full
+    scans here, incremental scans in :mod:`icepark.table.incremental_scan`)."""
+
+    def __init__(
+        self,
+        metadata: TableMetadata,
+        row_filter: BooleanExpression,
+        schema: Schema | None = None,
+        case_sensitive: bool = True,
+    ) -> None:
+        self.schema = schema or metadata.schema()
+        self.specs = metadata.specs()
+        self.row_filter = row_filter
+        self.matcher = FileMatcher(self.schema, self.specs, row_filter, case_sensitive)
+        self._residuals = {
+            spec_id: residual_evaluator(spec, row_filter, self.schema, case_sensitive)
+            for spec_id, spec in self.specs.items()
+        }
+
+    def task(self, entry: ManifestEntry, deletes: DeleteFileIndex | None = None) -> FileScanTask:
+        f = entry.data_file
+        spec_id = f.spec_id or 0
+        seq = entry.sequence_number or 0
+        residual: BooleanExpression = self._residuals[spec_id].residual_for(tuple(f.partition))
+        if not isinstance(residual, AlwaysTrue) and self.matcher.all_match(f):
+            residual = AlwaysTrue()
+        applying = tuple(deletes.for_data_file(f, seq)) if deletes is not None else ()
+        return FileScanTask(f, applying, residual, spec_id, seq)
+
+
+def delete_index(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot | None,
+    matcher: FileMatcher | None = None,
+    workers: int = 8,
+) -> DeleteFileIndex:
+    """The live delete files of ``snapshot`` (those that may apply to rows ``matcher``
+    selects), indexed by partition and sequence number."""
+    deletes = DeleteFileIndex(metadata.specs())
+    for _, entries in live_entries(
+        io, metadata, snapshot, matcher, ManifestContent.DELETES, workers=workers
+    ):
+        deletes.add_entries(entries)
+    return deletes
+
+
 def plan_files(
     io: FileIO,
     metadata: TableMetadata,
@@ -135,29 +188,13 @@ def iter_plan_files(
     reader that stops early stops planning too."""
     if snapshot is None or not snapshot.manifest_list:
         return
-    schema = schema or metadata.schema()
-    specs = metadata.specs()
-    matcher = FileMatcher(schema, specs, row_filter, case_sensitive)
-    deletes = DeleteFileIndex(specs)
+    builder = TaskBuilder(metadata, row_filter, schema, case_sensitive)
+    deletes = delete_index(io, metadata, snapshot, builder.matcher, workers)
     for _, entries in live_entries(
-        io, metadata, snapshot, matcher, ManifestContent.DELETES, workers=workers
-    ):
-        deletes.add_entries(entries)
-    residuals = {
-        spec_id: residual_evaluator(spec, row_filter, schema, case_sensitive)
-        for spec_id, spec in specs.items()
-    }
-    for _, entries in live_entries(
-        io, metadata, snapshot, matcher, ManifestContent.DATA, workers=workers
+        io, metadata, snapshot, builder.matcher, ManifestContent.DATA, workers=workers
     ):
         for e in entries:  # pruned by partition and metrics already
-            f = e.data_file
-            spec_id = f.spec_id or 0
-            seq = e.sequence_number or 0
-            residual: BooleanExpression = residuals[spec_id].residual_for(tuple(f.partition))
-            if not isinstance(residual, AlwaysTrue) and matcher.all_match(f):
-                residual = AlwaysTrue()
-            yield FileScanTask(f, tuple(deletes.for_data_file(f, seq)), residual, spec_id, seq)
+            yield builder.task(e, deletes)
 
 
 def _split(task: FileScanTask, target: int) -> Iterable[FileScanTask]:

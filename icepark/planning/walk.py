@@ -13,7 +13,9 @@ Three questions are asked of manifests, and each has one function:
   and incremental scans, read the history this way.
 * :func:`read_entries`: the entries of given manifests, in their order (all entries, deleted
   ones included, unless ``live_only``), for the callers that rewrite or list manifests
-  (snapshot producers, metadata tables, expiry, purge).
+  (snapshot producers, expiry, purge). :func:`read_entries_table` gives the same entries as
+  one Arrow table, decoded column by column (:mod:`icepark.manifest.columnar`) without a
+  Python object per entry: the metadata tables, which list every field of every file.
 
 Manifests are read in parallel by a thread pool (``workers``, 8 by default: reads are IO and
 fastavro's decoding releases little of the GIL, so more threads do not help on two cores),
@@ -26,10 +28,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from icepark.errors import ValidationError
 from icepark.io import FileIO
@@ -44,7 +46,12 @@ from icepark.manifest import (
 from icepark.manifest.pruned import read_manifest_pruned
 from icepark.planning.matching import FileMatcher
 from icepark.spec.metadata import TableMetadata
+from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.snapshots import Operation, Snapshot
+from icepark.spec.types import StructType
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = [
     "ChangedEntry",
@@ -55,6 +62,7 @@ __all__ = [
     "manifests_of",
     "parallel_map",
     "read_entries",
+    "read_entries_table",
     "remember_manifest_list",
     "unique_manifests",
 ]
@@ -187,6 +195,33 @@ def read_entries(
         return manifest, _read(io, manifest, matcher, live_only)
 
     yield from parallel_map(read, manifests, workers)
+
+
+def read_entries_table(
+    io: FileIO,
+    manifests: Sequence[ManifestFile],
+    data_file_type: pa.StructType,
+    data_file_struct: StructType,
+    specs: Mapping[int, PartitionSpec],
+    *,
+    live_only: bool = True,
+    workers: int = DEFAULT_WORKERS,
+) -> pa.Table:
+    """The entries of ``manifests`` as one Arrow table (``status``, ``snapshot_id``, the
+    sequence numbers and a ``data_file`` struct of ``data_file_type``, the Arrow form of
+    ``data_file_struct``; see :func:`~icepark.manifest.columnar.read_entries_columnar`), in
+    manifest order. The files are read in parallel, then decoded together."""
+    # imported here: the columnar decoder builds Arrow columns, which planning never needs
+    from icepark.manifest.columnar import ManifestBytes, read_entries_columnar
+
+    def fetch(manifest: ManifestFile) -> ManifestBytes:
+        data = io.new_input(manifest.manifest_path).read_bytes()
+        return ManifestBytes(manifest.manifest_path, data, manifest)
+
+    files = list(parallel_map(fetch, manifests, workers))
+    return read_entries_columnar(
+        files, data_file_type, data_file_struct, specs, live_only=live_only
+    )
 
 
 def live_entries(

@@ -1,4 +1,4 @@
-"""icepark on Apache Spark (PySpark >= 4.1): the only package that imports pyspark.
+"""icepark on Apache Spark (PySpark >= 4.2): the only package that imports pyspark.
 
 DataFrame API::
 
@@ -15,6 +15,12 @@ copy-on-write or merge-on-read; see :mod:`icepark.spark.row_level`)::
     ispark.merge(spark, "db.events", updates_df, on="id",
                  when_matched_update="*", when_not_matched_insert="*")
 
+Compaction and maintenance (Java's procedures; see :mod:`icepark.spark.rewrite_data_files_action`)::
+
+    ispark.rewrite_data_files(spark, "db.events", strategy="sort", sort_order="zorder(id, ts)")
+    ispark.rewrite_position_delete_files(spark, "db.events")
+    ispark.add_files(spark, "db.events", "/data/events_hive")
+
 Spark-native entry points (the ``icepark`` Python data source and SQL views)::
 
     ispark.register(spark)
@@ -24,6 +30,13 @@ Spark-native entry points (the ``icepark`` Python data source and SQL views)::
 
 Upkeep: ``ispark.remove_orphan_files(spark, "db.events")`` lists and compares on Spark
 (expiry and snapshot management are table methods: ``table.expire_snapshots(...)``).
+
+Structured Streaming (:mod:`icepark.spark.stream_source`, :mod:`icepark.spark.stream_sink`)::
+
+    ispark.read_stream(spark, "db.events", streaming_max_files_per_micro_batch=100)
+    spark.readStream.format("icepark").option("table", "db.events").load()
+    ispark.write_stream(df, "db.events", checkpoint_location="/chk/events")
+    df.writeStream.format("icepark").option("table", "db.events").start()
 
 :func:`read` and :func:`write` plan and commit on the driver with icepark and run Spark's
 native Parquet reader and writer where they can (see :mod:`icepark.spark.reader` and
@@ -51,17 +64,23 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
 from icepark.spark._common import resolve_table
+from icepark.spark.add_files_action import add_files
 from icepark.spark.reader import ReadPath, choose_path, read, read_scan
 from icepark.spark.remove_orphan_files import remove_orphan_files
+from icepark.spark.rewrite_data_files_action import rewrite_data_files
+from icepark.spark.rewrite_position_deletes_action import rewrite_position_delete_files
 from icepark.spark.row_level import delete, merge, update
 from icepark.spark.session import SparkSetupError, prepare_session, session
 from icepark.spark.source import IcebergDataSource, register, register_tables
+from icepark.spark.stream_sink import write_stream
+from icepark.spark.stream_source import read_stream
 from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
 from icepark.spark.writer import WriteMode, WritePath, choose_write_path, write
 from icepark.table import Table
 
 __all__ = [
     "IcebergDataSource",
+    "add_files",
     "ReadPath",
     "WriteMode",
     "WritePath",
@@ -75,13 +94,17 @@ __all__ = [
     "SparkSetupError",
     "read",
     "read_scan",
+    "read_stream",
     "register",
     "register_tables",
     "remove_orphan_files",
     "resolve_table",
+    "rewrite_data_files",
+    "rewrite_position_delete_files",
     "to_spark_schema",
     "update",
     "write",
+    "write_stream",
 ]
 
 

@@ -6,10 +6,11 @@ an events table partitioned by ``day(ts)`` and ``bucket(16, user_id)``, and then
 the driver commits), queries with pruning (and says how many files it skipped), appends a
 second batch, reads the earlier snapshot by time travel, adds a column and a partition field
 and appends data that has them (old and new files read together), deletes, updates and
-merges late events (merge-on-read: delete files, not rewrites), and prints the snapshot
-history with each snapshot's summary. It ends with upkeep: the partitions (a metadata table),
-an expiry that keeps the last two snapshots, and the files and bytes it freed. Re-running it
-starts the table over.
+merges late events (merge-on-read: delete files, not rewrites), compacts the table (the
+files rewritten with their deletes applied; files and full-scan time before and after), and
+prints the snapshot history with each snapshot's summary. It ends with upkeep: the partitions
+(a metadata table), an expiry that keeps the last two snapshots, and the files and bytes it
+freed. Re-running it starts the table over.
 
 ``python -m icepark.spark.demo [ROWS]`` (2,000,000 by default).
 """
@@ -219,6 +220,42 @@ def _row_level(
     console.print(f"  {n:,} rows are now 'late'")
 
 
+def _files(table: Table) -> tuple[int, int]:
+    tasks = table.scan().plan_files()
+    return len(tasks), len({(d.file_path, d.content_offset) for t in tasks for d in t.delete_files})
+
+
+def _compact(spark: Any, table: Table, console: Console) -> None:
+    """Compact after the merge-on-read changes: files and full-scan time before and after."""
+    from pyspark.sql import functions as F
+
+    from icepark.spark import read, rewrite_data_files
+
+    def scan() -> float:
+        started = time.perf_counter()
+        read(spark, table).agg(F.count("*"), F.sum("amount")).collect()
+        return time.perf_counter() - started
+
+    scan()  # warm up
+    data, deletes = _files(table)
+    before = scan()
+    options = {"min-input-files": "2", "delete-file-threshold": "1"}
+    with _Timer(console, f"compact (rewrite_data_files, bin-pack, {options})"):
+        result = rewrite_data_files(spark, table, options=options)
+    table.refresh()
+    after_data, after_deletes = _files(table)
+    after = scan()
+    console.print(
+        f"  {result.rewritten_data_files_count:,} files rewritten into "
+        f"{result.added_data_files_count:,}; {result.removed_delete_files_count:,} delete files "
+        f"removed"
+    )
+    console.print(
+        f"  data files {data:,} -> {after_data:,}, delete files {deletes:,} -> {after_deletes:,};"
+        f" full scan {before:.2f} s -> {after:.2f} s"
+    )
+
+
 def _history(table: Table, console: Console) -> None:
     out = RichTable(title="snapshot history")
     columns = {
@@ -243,12 +280,8 @@ def _history(table: Table, console: Console) -> None:
 
 def _partitions(table: Table, console: Console, limit: int = 8) -> None:
     """The ``partitions`` metadata table (``table.inspect.partitions()``: rows, files and
-    delete files per partition), where the metadata tables are available."""
-    inspect = getattr(table, "inspect", None)
-    if inspect is None or not hasattr(inspect, "partitions"):
-        console.print("  [dim](partitions table: needs the metadata tables, table.inspect)[/dim]")
-        return
-    rows = inspect.partitions()
+    delete files per partition)."""
+    rows = table.inspect.partitions()
     out = RichTable(title=f"partitions ({rows.num_rows}, first {min(limit, rows.num_rows)})")
     for name in rows.column_names:
         out.add_column(name)
@@ -276,6 +309,94 @@ def _upkeep(table: Table, console: Console) -> None:
         f"{result.deleted_bytes / 1024 / 1024:,.1f} MiB"
         + (f"; {len(result.failed)} could not be deleted" if result.failed else "")
     )
+
+
+STREAM_SCHEMA = Schema(
+    NestedField(1, "event_id", LongType(), required=True),
+    NestedField(2, "ts", TimestamptzType(), required=True),
+    NestedField(3, "kind", StringType()),
+)
+
+
+def _when_idle(query: Any, timeout: float = 60.0) -> None:
+    """Wait until no micro-batch is running: stopping a query in the middle of a
+    ``foreachBatch`` call makes Spark print a stack overflow of its stream thread."""
+    deadline = time.monotonic() + timeout
+    while query.status.get("isTriggerActive") and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _streaming(spark: Any, catalog: Catalog, console: Console, batches: int = 4) -> None:
+    """Stream events into a table through the sink while another query follows it."""
+    import tempfile
+
+    from pyspark.sql import functions as F
+
+    from icepark.spark import read_stream, write_stream
+    from icepark.spark.stream_sink import EPOCH_ID_PROPERTY
+
+    if catalog.table_exists("demo.stream_events"):
+        catalog.drop_table("demo.stream_events", purge=True)
+    table = catalog.create_table("demo.stream_events", STREAM_SCHEMA, partition_by=["hour(ts)"])
+    console.print("[bold]streaming[/bold]: rate source -> demo.stream_events -> counts per minute")
+    checkpoints = tempfile.mkdtemp(prefix="icepark-demo-")
+    kinds = F.array(*[F.lit(k) for k in ("view", "click", "cart", "buy")])
+    rate = spark.readStream.format("rate").option("rowsPerSecond", 500).load()
+    events = rate.select(
+        F.col("value").alias("event_id"),
+        F.col("timestamp").alias("ts"),
+        F.element_at(kinds, (F.col("value") % 4 + 1).cast("int")).alias("kind"),
+    )
+    sink = write_stream(
+        events,
+        table,
+        checkpoint_location=f"{checkpoints}/sink",
+        trigger={"processingTime": "2 seconds"},
+    )
+    per_minute = (
+        read_stream(spark, table).groupBy(F.window("ts", "1 minute").start.alias("minute")).count()
+    )
+    follower = (
+        per_minute.writeStream.format("memory")
+        .queryName("demo_per_minute")
+        .outputMode("complete")
+        .option("checkpointLocation", f"{checkpoints}/follow")
+        .trigger(processingTime="1 second")
+        .start()
+    )
+
+    def show_counts() -> int:
+        rows = spark.sql("SELECT minute, `count` FROM demo_per_minute ORDER BY minute").collect()
+        shown = ", ".join(f"{r['minute']:%H:%M}: {r['count']:,}" for r in rows)
+        console.print(f"  follower: counts per minute {shown or '(none yet)'}")
+        return sum(r["count"] for r in rows)
+
+    try:
+        seen: set[int] = set()
+        deadline = time.monotonic() + 300
+        while len(seen) < batches and time.monotonic() < deadline:
+            time.sleep(1)
+            for snap in table.refresh().snapshots():
+                if snap.snapshot_id in seen or snap.summary is None:
+                    continue
+                seen.add(snap.snapshot_id)
+                console.print(
+                    f"  sink: epoch {snap.summary.get(EPOCH_ID_PROPERTY)} committed snapshot "
+                    f"{snap.snapshot_id} with {snap.summary.get('added-records', '0')} events"
+                )
+            show_counts()
+        _when_idle(sink)
+        sink.stop()
+        follower.processAllAvailable()
+        total = show_counts()
+        stored = table.refresh().scan().count()
+        console.print(
+            f"  stopped: the table holds {stored:,} events, the follower counted {total:,}"
+        )
+    finally:
+        for query in (sink, follower):
+            _when_idle(query)
+            query.stop()
 
 
 def _session() -> Any:
@@ -317,8 +438,11 @@ def main(rows: int = 2_000_000, days: int = 30) -> None:
     second = rows + rows // 4
     _evolve(spark, table, console, second, rows // 4, days)
     _row_level(spark, table, console, second + rows // 4, max(rows // 200, 1_000), days)
+    _compact(spark, table, console)
     _history(table, console)
     _upkeep(table, console)
+
+    _streaming(spark, catalog, console)
     console.print(f"[green]done in {time.perf_counter() - started:.1f} s[/green]")
 
 

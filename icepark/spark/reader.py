@@ -59,12 +59,12 @@ from icepark.planning.planner import (
     plan_tasks,
 )
 from icepark.spark._common import (
-    resolve_table,
     spark_reported_path,
     temporary_conf,
     to_spark_location,
 )
 from icepark.spark.filters import quote_column, to_spark_column
+from icepark.spark.metadata_tables import read_metadata_table, resolve_table_or_metadata
 from icepark.spark.positions import DELETED_PATH, DELETED_POS, DeletedPositions, drop_deleted
 from icepark.spark.session import prepare_session
 from icepark.spark.storage import choose_storage_path
@@ -125,7 +125,19 @@ def read(
     (``as_of``: epoch ms or datetime) or ref. ``table`` is a Table or a name loaded from
     ``catalog`` (default ``icepark.load_catalog()``). ``path`` forces the native or python
     path (see the module docstring)."""
-    resolved = resolve_table(table, catalog)
+    resolved, metadata_name = resolve_table_or_metadata(table, catalog)
+    if metadata_name is not None:  # "db.events.files": a metadata table, as in Java
+        return read_metadata_table(
+            spark,
+            resolved,
+            metadata_name,
+            filter=filter,
+            columns=columns,
+            snapshot_id=snapshot_id,
+            as_of=as_of,
+            ref=ref,
+            case_sensitive=case_sensitive,
+        )
     scan = resolved.scan(filter, columns, snapshot_id, as_of, ref, case_sensitive)
     return read_scan(spark, scan, path=path)
 

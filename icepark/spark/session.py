@@ -18,20 +18,21 @@ what to set; :func:`session` builds a session where it cannot happen.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from icepark.errors import IceparkError
 
-__all__ = ["SparkSetupError", "check_python_workers", "prepare_session", "session"]
+__all__ = ["SparkSetupError", "check_python_workers", "prepare_session", "session", "spark_session"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -142,3 +143,20 @@ def session(
         register_source(spark)
     _LOG.info("icepark Spark session %s (workers: %s)", spark.sparkContext.master, sys.executable)
     return spark
+
+
+@contextlib.contextmanager
+def spark_session(master: str | None = None, app: str = "icepark") -> Iterator[SparkSession]:
+    """For the command line: the active session when there is one and no ``master`` is asked
+    for; otherwise a new one from :func:`session` (workers on this interpreter, console
+    progress off), stopped when the block ends."""
+    active = SparkSession.getActiveSession()
+    if active is not None and master is None:
+        yield active
+        return
+    spark = session(master, app_name=app, config={"spark.ui.showConsoleProgress": "false"})
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        yield spark
+    finally:
+        spark.stop()

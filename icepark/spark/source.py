@@ -5,6 +5,8 @@ After :func:`register`::
 
     spark.read.format("icepark").option("table", "db.t").load()
     spark.read.format("icepark").load("/path/to/metadata/v3.metadata.json")   # read-only
+    spark.readStream.format("icepark").option("table", "db.t").load()   # stream_source
+    df.writeStream.format("icepark").option("table", "db.t").start()    # stream_sink
     df.write.format("icepark").option("table", "db.t").mode("append").save()
     spark.sql("CREATE TEMPORARY VIEW t USING icepark OPTIONS (table 'db.t')")  # SELECT, INSERT
 
@@ -46,6 +48,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
     DataSourceWriter,
     InputPartition,
     WriterCommitMessage,
@@ -56,6 +60,11 @@ from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
 from icepark.spark._common import catalog_from_options, write_task_files
 from icepark.spark.filters import from_spark_filters
+from icepark.spark.metadata_tables import (
+    MetadataTableReader,
+    metadata_source,
+    metadata_spark_schema,
+)
 from icepark.spark.session import prepare_session
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
 from icepark.table import Table
@@ -234,15 +243,30 @@ class IcebergDataSource(DataSource):
         return SOURCE_NAME
 
     def schema(self) -> SparkStructType:
+        meta = metadata_source(self.options)  # "db.t.files": a metadata table
+        if meta is not None:
+            return metadata_spark_schema(meta.table, meta.name)
         return to_spark_schema(_scan(self.options).schema, with_ids=False)
 
     def reader(self, schema: SparkStructType) -> DataSourceReader:
+        if metadata_source(self.options) is not None:
+            return MetadataTableReader(self.options, schema)
         if _lower(self.options).get("pushdown", "false").lower() == "true":
             return _PushdownReader(self.options, schema)
         return _Reader(self.options, schema)
 
     def writer(self, schema: SparkStructType, overwrite: bool) -> DataSourceWriter:
         return _Writer(self.options, overwrite)
+
+    def streamReader(self, schema: SparkStructType) -> DataSourceStreamReader:
+        from icepark.spark.stream_source import IcebergStreamReader
+
+        return IcebergStreamReader(self.options, schema)
+
+    def streamWriter(self, schema: SparkStructType, overwrite: bool) -> DataSourceStreamWriter:
+        from icepark.spark.stream_sink import IcebergStreamWriter
+
+        return IcebergStreamWriter(self.options, overwrite)
 
 
 def register(spark: SparkSession) -> None:
@@ -266,7 +290,12 @@ def catalog_options(catalog: Any) -> dict[str, str]:
         return {"catalog": catalog}
     if isinstance(catalog, Mapping):
         return {f"catalog.{k}": str(v) for k, v in catalog.items()}
-    return {f"catalog.{k}": str(v) for k, v in catalog.properties.items()}
+    from icepark.catalog import FileSystemCatalog
+
+    props = dict(catalog.properties)
+    if "type" not in props:  # a catalog made directly, not by load_catalog
+        props["type"] = "filesystem" if isinstance(catalog, FileSystemCatalog) else "sql"
+    return {f"catalog.{k}": str(v) for k, v in props.items()}
 
 
 def register_tables(spark: SparkSession, namespace: str, catalog: Any = None) -> list[str]:

@@ -155,7 +155,13 @@ def _cast(arr: pa.Array, target: pa.DataType) -> pa.Array:
         if isinstance(arr.type, pa.UuidType) and pa.types.is_string(target):
             return _uuid_strings(arr)
         arr = arr.storage
-    if pa.types.is_struct(target) and pa.types.is_struct(arr.type) and _has_uuid(arr.type):
+    if (
+        pa.types.is_struct(target)
+        and pa.types.is_struct(arr.type)
+        and (_has_uuid(arr.type) or arr.null_count)
+    ):
+        # rebuilt from its children: Arrow's cast refuses a null struct whose required
+        # fields hold nulls there (a deleted row a position delete file did not store)
         children = [_cast(arr.field(i), target.field(i).type) for i in range(target.num_fields)]
         mask = arr.is_null() if arr.null_count else None
         return pa.StructArray.from_arrays(children, fields=list(target), mask=mask)

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import pickle
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
@@ -90,6 +90,7 @@ from icepark.table.operations import AppendAction, OverwriteAction, ReplaceParti
 from icepark.table.wap import staged, with_wap_id
 
 __all__ = [
+    "Cluster",
     "write",
     "write_files",
     "WriteMode",
@@ -100,6 +101,11 @@ __all__ = [
 
 WriteMode = Literal["append", "overwrite", "overwrite-partitions"]
 WritePath = Literal["auto", "native", "python"]
+Cluster = Callable[[DataFrame, list[Column], list[Column]], DataFrame]
+"""Lays rows out before they are written: given the DataFrame (table columns plus the
+partition columns), its partition columns and the sort order's columns, returns it
+distributed and sorted within each Spark partition (partition columns first). The default
+follows ``write.distribution-mode`` and sorts by partition and sort order."""
 
 _NATIVE_TYPES = (
     BooleanType,
@@ -114,6 +120,8 @@ _NATIVE_TYPES = (
     StringType,
     BinaryType,
 )
+# partitions a native task writes at once with fanout (Spark's concurrent output writers)
+_FANOUT_WRITERS = 100
 _SPARK_CODECS = {
     "zstd": "zstd",
     "snappy": "snappy",
@@ -256,20 +264,40 @@ def _distribute(
     return df
 
 
+def _default_cluster(metadata: TableMetadata, fanout: bool = False) -> Cluster:
+    """The table's distribution mode, then each task's rows sorted by partition and sort
+    order; with ``fanout`` (Java's ``fanout-enabled``) and no sort order, not sorted: the
+    writers keep a file per partition open instead."""
+
+    def cluster(df: DataFrame, partition: list[Column], sort: list[Column]) -> DataFrame:
+        clustered = _distribute(df, metadata, partition, sort)
+        if (partition or sort) and not (fanout and not sort):
+            clustered = clustered.sortWithinPartitions(*partition, *sort)
+        return clustered
+
+    return cluster
+
+
 # -- native -----------------------------------------------------------------------------------
 
 
-def _write_native(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile]:
-    metadata = table.metadata
+def _write_native(
+    df: DataFrame,
+    table: Table,
+    write_uuid: str,
+    metadata: TableMetadata,
+    cluster: Cluster | None = None,
+    max_records_per_file: int | None = None,
+    fanout: bool = False,
+) -> list[DataFile]:
     schema, spec, order = metadata.schema(), metadata.spec(), metadata.sort_order()
     aligned = align_to_schema(df, schema, with_ids=True)
     hidden = _partition_columns(schema, spec)
     sort, complete = _sort_columns(schema, order)
     with_parts = aligned.select("*", *[expr.alias(name) for name, expr in hidden])
     part_refs = [F.col(quote_column(name)) for name, _ in hidden]
-    clustered = _distribute(with_parts, metadata, part_refs, sort)
-    if part_refs or sort:
-        clustered = clustered.sortWithinPartitions(*part_refs, *sort)
+    fans_out = fanout and not sort and cluster is None
+    clustered = (cluster or _default_cluster(metadata, fanout))(with_parts, part_refs, sort)
     props = metadata.properties
     codec = _SPARK_CODECS[P.PARQUET_COMPRESSION.get(props)]
     out = f"{data_location(metadata.location, props)}/{write_uuid}"
@@ -282,6 +310,8 @@ def _write_native(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile
     row_group = P.PARQUET_ROW_GROUP_SIZE_BYTES.raw(props)
     if row_group:
         writer = writer.option("parquet.block.size", row_group)
+    if max_records_per_file:
+        writer = writer.option("maxRecordsPerFile", str(max_records_per_file))
     if hidden:
         writer = writer.partitionBy(*[name for name, _ in hidden])
     settings = {
@@ -289,6 +319,8 @@ def _write_native(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile
         "spark.sql.parquet.fieldId.write.enabled": "true",
         "spark.sql.parquet.writeLegacyFormat": "false",
     }
+    if fans_out:  # a writer per partition instead of sorting each task's rows
+        settings["spark.sql.maxConcurrentOutputFileWriters"] = str(_FANOUT_WRITERS)
     try:
         with temporary_conf(clustered.sparkSession, settings):
             writer.parquet(to_spark_location(out))
@@ -365,8 +397,14 @@ class _TaskWriter:
         )
 
 
-def _write_python(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile]:
-    metadata = table.metadata
+def _write_python(
+    df: DataFrame,
+    table: Table,
+    write_uuid: str,
+    metadata: TableMetadata,
+    cluster: Cluster | None = None,
+    fanout: bool = False,
+) -> list[DataFile]:
     schema, spec, order = metadata.schema(), metadata.spec(), metadata.sort_order()
     aligned = align_to_schema(df, schema, with_ids=False)
     hidden = _partition_columns(schema, spec)
@@ -378,9 +416,7 @@ def _write_python(df: DataFrame, table: Table, write_uuid: str) -> list[DataFile
                 hidden.append((f"src{pf.source_id}", _source_column(schema, pf.source_id)))
     sort, _ = _sort_columns(schema, order)
     parts = [expr for _, expr in hidden]
-    clustered = _distribute(aligned, metadata, parts, sort)
-    if parts or sort:
-        clustered = clustered.sortWithinPartitions(*parts, *sort)
+    clustered = (cluster or _default_cluster(metadata, fanout))(aligned, parts, sort)
     writer = _TaskWriter(table.io, metadata, write_uuid)
     try:
         rows = clustered.mapInArrow(
@@ -444,18 +480,37 @@ def _action(
     raise ValidationError(f"Unknown write mode {mode!r} (append, overwrite, overwrite-partitions)")
 
 
-def write_files(df: DataFrame, table: Table, *, path: WritePath = "auto") -> list[DataFile]:
+def write_files(
+    df: DataFrame,
+    table: Table,
+    *,
+    path: WritePath = "auto",
+    metadata: TableMetadata | None = None,
+    cluster: Cluster | None = None,
+    max_records_per_file: int | None = None,
+    fanout: bool = False,
+) -> list[DataFile]:
     """Write ``df`` as data files of ``table`` (executors write, nothing is committed) and
-    return their entries; if the job fails the files it wrote are deleted."""
+    return their entries; if the job fails the files it wrote are deleted.
+
+    ``metadata`` (default: the table's) gives the schema, spec, sort order and properties to
+    write with (a rewrite passes its output spec); ``cluster`` lays the rows out (see
+    :data:`Cluster`); ``max_records_per_file`` caps the rows of a file on the native path
+    (the python path rolls files at ``write.target-file-size-bytes``). With ``fanout``
+    (Java's ``fanout-enabled``) and no sort order, each task's rows are not sorted by
+    partition: a file per partition stays open instead."""
     prepare_session(df.sparkSession)
-    chosen, why = choose_write_path(table.metadata, spark=df.sparkSession, io=table.io)
+    metadata = metadata or table.metadata
+    chosen, why = choose_write_path(metadata, spark=df.sparkSession, io=table.io)
     if path == "native" and chosen == "python":
         raise ValidationError(f"Cannot write natively: {why}")
     write_uuid = str(uuid.uuid4())
     if path == "python" or chosen == "python":
-        files = _write_python(df, table, write_uuid)
+        files = _write_python(df, table, write_uuid, metadata, cluster, fanout)
     else:
-        files = _write_native(df, table, write_uuid)
+        files = _write_native(
+            df, table, write_uuid, metadata, cluster, max_records_per_file, fanout
+        )
     for f in files:
         if f.record_count == 0:  # Spark writes a schema-only file for an empty input
             _delete_quietly(table.io, f.file_path)

@@ -113,7 +113,9 @@ def added_files_since(
     matcher: FileMatcher | None = None,
 ) -> list[DataFile]:
     """Data files added on ``branch`` by the snapshots after ``since_snapshot_id`` (with
-    ``matcher``, only those that may hold rows matching its filter)."""
+    ``matcher``, only those that may hold rows matching its filter). Only ``append`` and
+    ``overwrite`` snapshots add rows (Java's ``VALIDATE_ADDED_FILES_OPERATIONS``): the files a
+    ``replace`` (compaction) adds hold rows the table already had."""
     head = metadata.snapshot_by_name(branch)
     changes = changes_since(
         io,
@@ -122,6 +124,7 @@ def added_files_since(
         since_snapshot_id,
         content=ManifestContent.DATA,
         statuses=(ManifestEntryStatus.ADDED,),
+        operations=(Operation.APPEND, Operation.OVERWRITE),
         matcher=matcher,
         where=f"branch {branch}",
     )

@@ -22,7 +22,7 @@ from __future__ import annotations
 import secrets
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from icepark.errors import ValidationError
@@ -126,6 +126,9 @@ class SnapshotProducer:
     # the live entries of the parent's delete manifests to remove (e.g. a replaced DV).
     added_delete_files: Sequence[DataFile] = ()
     remove_delete_entry: EntryFilter | None = None
+    # Data sequence numbers of added files by path (a rewrite keeps the sequence number it
+    # started from, so that newer deletes still apply); the others inherit the snapshot's.
+    added_sequence_numbers: Mapping[str, int] = field(default_factory=dict)
     _attempt: int = 0
     _manifest_count: int = 0
     _snapshot_id: int | None = None
@@ -182,8 +185,7 @@ class SnapshotProducer:
             for m in (*added, *filtered.rewritten, *filtered.kept)
             if m.has_added_files or m.has_existing_files or m.added_snapshot_id == snapshot_id
         ]
-        if self.merge and P.MANIFEST_MERGE_ENABLED.get(base.properties):
-            manifests = self._merge(base, manifests, snapshot_id)
+        manifests = self._transform_manifests(base, manifests, snapshot_id)
         list_path = (
             f"{metadata_folder(base)}/snap-{snapshot_id}-{self._attempt}-{self.commit_uuid}.avro"
         )
@@ -318,6 +320,15 @@ class SnapshotProducer:
             out.rewritten.append(self._rewritten[key])
         return out
 
+    def _transform_manifests(
+        self, base: TableMetadata, manifests: list[ManifestFile], snapshot_id: int
+    ) -> list[ManifestFile]:
+        """The snapshot's final manifests: merged when this is a merge append (a subclass
+        may regroup them otherwise, e.g. a manifest rewrite)."""
+        if self.merge and P.MANIFEST_MERGE_ENABLED.get(base.properties):
+            return self._merge(base, manifests, snapshot_id)
+        return manifests
+
     def _write_added_manifests(self, base: TableMetadata, snapshot_id: int) -> list[ManifestFile]:
         """One manifest per spec and content for the added files; written once."""
         if self._added_manifests is not None:
@@ -337,7 +348,7 @@ class SnapshotProducer:
 
             def fill(writer: ManifestWriter, files: list[DataFile] = files) -> None:
                 for f in files:
-                    writer.add(f)
+                    writer.add(f, self.added_sequence_numbers.get(f.file_path))
 
             manifests.append(self._new_manifest(base, spec_id, snapshot_id, content, fill))
         self._added_manifests = manifests

@@ -284,6 +284,11 @@ def validate_row_level(
                     f"concurrent snapshot {snapshot_id} ({where})"
                 )
         elif content == ManifestContent.DELETES and entry.status == ManifestEntryStatus.ADDED:
+            # a ``replace`` (rewritten position deletes) deletes no new row; only the DVs it
+            # adds can clash with ours (Java's VALIDATE_ADDED_DVS_OPERATIONS)
+            rewritten = change.snapshot.operation == Operation.REPLACE
+            if rewritten and f.file_format != FileFormat.PUFFIN:
+                continue
             if _may_apply(f, p, base):
                 raise ValidationError(
                     f"Cannot commit {what}: found new conflicting delete file {f.file_path} "

@@ -1,11 +1,17 @@
-"""`Table`: a handle on one Iceberg table, its current metadata and its FileIO."""
+"""`Table`: a handle on one Iceberg table, its current metadata and its FileIO.
+
+What changes a table (transactions and writers, schema and spec updates, snapshot management,
+expiry, orphan removal) and the metadata tables are imported when first used: loading a table
+and planning a scan then need neither Arrow nor the writers, which halves a fresh process's
+start-up.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from icepark.errors import IceparkError, InvalidMetadataError, ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
@@ -22,14 +28,19 @@ from icepark.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
-from icepark.table import manage_snapshots
-from icepark.table.expire_snapshots import ExpireSnapshotsResult, expire_snapshots
-from icepark.table.remove_orphan_files import RemoveOrphanFilesResult, remove_orphan_files
 from icepark.table.scan import DataScan
-from icepark.table.transaction import Transaction
-from icepark.table.update_schema import UpdateSchema
-from icepark.table.update_sort_order import ReplaceSortOrder
-from icepark.table.update_spec import UpdateSpec
+
+if TYPE_CHECKING:
+    from icepark.table.changelog import ChangelogScan
+    from icepark.table.expire_snapshots import ExpireSnapshotsResult
+    from icepark.table.follow import AppendedBatch
+    from icepark.table.incremental_scan import IncrementalAppendScan
+    from icepark.table.inspect import InspectTable
+    from icepark.table.remove_orphan_files import RemoveOrphanFilesResult
+    from icepark.table.transaction import Transaction
+    from icepark.table.update_schema import UpdateSchema
+    from icepark.table.update_sort_order import ReplaceSortOrder
+    from icepark.table.update_spec import UpdateSpec
 
 __all__ = ["CommitResult", "TableCommitter", "Table", "ReadOnlyTableError", "read_table_metadata"]
 
@@ -148,6 +159,13 @@ class Table:
     def history(self) -> list[Any]:
         return list(self.metadata.snapshot_log)
 
+    @property
+    def inspect(self) -> InspectTable:
+        """The metadata tables (``table.inspect.files()``, ``.snapshots()``, ...) as Arrow."""
+        from icepark.table.inspect import InspectTable
+
+        return InspectTable(self)
+
     # -- changes ---------------------------------------------------------------------------
 
     @property
@@ -180,6 +198,8 @@ class Table:
 
     def transaction(self) -> Transaction:
         """``with table.transaction() as tx:`` commits only when the block exits cleanly."""
+        from icepark.table.transaction import Transaction
+
         return Transaction(self)
 
     def append(
@@ -336,6 +356,8 @@ class Table:
         self, allow_incompatible_changes: bool = False, case_sensitive: bool = True
     ) -> UpdateSchema:
         """``with table.update_schema() as u:`` commits the changes on a clean exit."""
+        from icepark.table.update_schema import UpdateSchema
+
         return UpdateSchema(
             self,
             allow_incompatible_changes=allow_incompatible_changes,
@@ -344,7 +366,25 @@ class Table:
 
     def update_spec(self, case_sensitive: bool = True) -> UpdateSpec:
         """``with table.update_spec() as u:`` commits the new default spec on a clean exit."""
+        from icepark.table.update_spec import UpdateSpec
+
         return UpdateSpec(self, case_sensitive=case_sensitive)
+
+    def rewrite_manifests(
+        self, spec_id: int | None = None, cluster_by: Sequence[str] | None = None
+    ) -> Any:
+        """Regroup the manifests of a spec by partition to ``commit.manifest.target-size-bytes``
+        (one ``replace`` snapshot); see :mod:`icepark.table.rewrite_manifests`."""
+        from icepark.table.rewrite_manifests import rewrite_manifests
+
+        return rewrite_manifests(self, spec_id, cluster_by)
+
+    def add_files(self, paths: str | Sequence[str], check_duplicate_files: bool = True) -> Any:
+        """Register existing Parquet files (or folders of them) without rewriting them; see
+        :mod:`icepark.table.add_files`."""
+        from icepark.table.add_files import add_files
+
+        return add_files(self, paths, check_duplicate_files)
 
     def replace_sort_order(self, *terms: str, case_sensitive: bool = True) -> Table:
         """Make the table's default sort order ``terms`` (``"id"``, ``"ts desc nulls last"``,
@@ -360,6 +400,8 @@ class Table:
     def update_sort_order(self, case_sensitive: bool = True) -> ReplaceSortOrder:
         """``with table.update_sort_order() as u: u.asc("id").desc("ts")`` replaces the
         default sort order with the one built in the block, committed on a clean exit."""
+        from icepark.table.update_sort_order import ReplaceSortOrder
+
         return ReplaceSortOrder(self, case_sensitive=case_sensitive)
 
     def scan(
@@ -394,6 +436,85 @@ class Table:
             case_sensitive,
             use_snapshot_schema=use_snapshot_schema,
             options=dict(options or {}),
+        )
+
+    def incremental_append_scan(
+        self,
+        from_snapshot_id: int | None = None,
+        to_snapshot_id: int | None = None,
+        from_inclusive: bool = False,
+        filter: str | BooleanExpression | None = None,
+        columns: Sequence[str] | None = None,
+        *,
+        ref: str | None = None,
+        case_sensitive: bool = True,
+    ) -> IncrementalAppendScan:
+        """The rows ``append`` snapshots added after ``from_snapshot_id`` up to
+        ``to_snapshot_id`` (default: the head of ``ref`` or the current snapshot); see
+        :mod:`icepark.table.incremental_scan`."""
+        from icepark.table.incremental_scan import IncrementalAppendScan
+
+        return IncrementalAppendScan(
+            self.io,
+            self.metadata,
+            _filter(filter),
+            tuple(columns) if columns is not None else None,
+            to_snapshot_id,
+            None,
+            ref,
+            case_sensitive,
+            use_snapshot_schema=False,
+            from_snapshot_id=from_snapshot_id,
+            from_inclusive=from_inclusive,
+        )
+
+    def changelog_scan(
+        self,
+        from_snapshot_id: int | None = None,
+        to_snapshot_id: int | None = None,
+        filter: str | BooleanExpression | None = None,
+        columns: Sequence[str] | None = None,
+        compute_updates: bool = False,
+        identifier_columns: Sequence[str] | None = None,
+        net_changes: bool = False,
+        *,
+        ref: str | None = None,
+        case_sensitive: bool = True,
+    ) -> ChangelogScan:
+        """The rows each snapshot inserted and deleted, as Java's ``create_changelog_view``
+        gives them; see :mod:`icepark.table.changelog`."""
+        from icepark.table.changelog import ChangelogScan
+
+        return ChangelogScan(
+            self.io,
+            self.metadata,
+            _filter(filter),
+            tuple(columns) if columns is not None else None,
+            from_snapshot_id,
+            to_snapshot_id,
+            ref,
+            case_sensitive,
+            compute_updates,
+            tuple(identifier_columns) if identifier_columns is not None else None,
+            net_changes,
+        )
+
+    def follow(
+        self,
+        start_snapshot_id: int | None = None,
+        start_timestamp: int | float | dt.datetime | None = None,
+        interval: float = 1.0,
+        filter: str | BooleanExpression | None = None,
+        columns: Sequence[str] | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
+    ) -> Iterator[AppendedBatch]:
+        """Yield each newly committed snapshot's appended rows as they land; see
+        :mod:`icepark.table.follow`."""
+        from icepark.table.follow import follow
+
+        return follow(
+            self, start_snapshot_id, start_timestamp, interval, filter, columns, branch=branch
         )
 
     # -- branches and tags -----------------------------------------------------------------
@@ -436,34 +557,50 @@ class Table:
 
     def rollback_to_snapshot(self, snapshot_id: int) -> Table:
         """Make ``snapshot_id``, an ancestor of the current snapshot, current again."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.rollback_to_snapshot(self, snapshot_id)
 
     def rollback_to_timestamp(self, timestamp: int | dt.datetime | dt.date) -> Table:
         """Make current the newest ancestor committed before ``timestamp`` (ms or datetime)."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.rollback_to_timestamp(self, timestamp)
 
     def set_current_snapshot(self, snapshot_id: int | None = None, ref: str | None = None) -> Table:
         """Make ``snapshot_id`` (or branch or tag ``ref``'s snapshot) current."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.set_current_snapshot(self, snapshot_id, ref)
 
     def cherrypick_snapshot(self, snapshot_id: int) -> Table:
         """Apply a snapshot's changes (append, dynamic overwrite or fast-forward) to main."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.cherrypick_snapshot(self, snapshot_id)
 
     def publish_changes(self, wap_id: str) -> Table:
         """Cherry-pick the snapshot staged under ``wap_id`` (write-audit-publish)."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.publish_changes(self, wap_id)
 
     def fast_forward(self, branch: str, to: str) -> Table:
         """Move ``branch`` forward to ref ``to``'s snapshot (a descendant of the branch's)."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.fast_forward(self, branch, to)
 
     def replace_branch(self, name: str, to: int | str) -> Table:
         """Point branch ``name`` at snapshot id ``to`` or at ref ``to``'s snapshot."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.replace_branch(self, name, to)
 
     def replace_tag(self, name: str, snapshot_id: int) -> Table:
         """Point tag ``name`` at ``snapshot_id``."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.replace_tag(self, name, snapshot_id)
 
     def set_ref_retention(
@@ -475,6 +612,8 @@ class Table:
         max_ref_age_ms: int | None = None,
     ) -> Table:
         """Set a branch's or tag's retention (what expiry keeps)."""
+        from icepark.table import manage_snapshots
+
         return manage_snapshots.set_ref_retention(
             self,
             name,
@@ -490,11 +629,31 @@ class Table:
         snapshot_ids: Sequence[int] | None = None,
         clean_expired_metadata: bool = False,
         dry_run: bool = False,
-        **kw: Any,
+        *,
+        progress: Callable[[int, int], None] | None = None,
     ) -> ExpireSnapshotsResult:
-        """Expire old snapshots and refs, then delete the files only they reached."""
+        """Expire snapshots, then delete the files that only they reached, as Java's
+        ``expire_snapshots``: snapshots older than ``older_than`` (default: the table's
+        ``history.expire.max-snapshot-age-ms``, 5 days) beyond the last ``retain_last``
+        (default ``history.expire.min-snapshots-to-keep``, 1) of each branch, or exactly
+        ``snapshot_ids``; refs past their ``max-ref-age-ms`` go too. The metadata is committed
+        first; data, delete, manifest, manifest-list and statistics files no retained
+        snapshot reaches are then deleted in parallel (a failed delete is reported in the
+        result, never raised). ``dry_run`` commits and deletes nothing. Returns Java's six
+        counts and the files (``progress(done, total)`` follows the deletes).
+
+        >>> table.expire_snapshots(retain_last=10)  # doctest: +SKIP
+        """
+        from icepark.table.expire_snapshots import expire_snapshots
+
         return expire_snapshots(
-            self, older_than, retain_last, snapshot_ids, clean_expired_metadata, dry_run, **kw
+            self,
+            older_than,
+            retain_last,
+            snapshot_ids,
+            clean_expired_metadata,
+            dry_run,
+            progress=progress,
         )
 
     def remove_orphan_files(
@@ -505,10 +664,19 @@ class Table:
         equal_schemes: dict[str, str] | None = None,
         equal_authorities: dict[str, str] | None = None,
         prefix_mismatch_mode: str = "error",
-        **kw: Any,
+        *,
+        allow_recent: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> RemoveOrphanFilesResult:
-        """Delete files under the table's location that no metadata references (default:
-        older than 3 days)."""
+        """Delete the files under the table's location (or ``location`` inside it) that no
+        metadata file, snapshot, manifest or ref references and that are older than
+        ``older_than`` (default: 3 days ago; less than 24 hours ago is refused unless
+        ``allow_recent``, as an in-flight write's files look orphaned). ``equal_schemes``
+        and ``equal_authorities`` extend Java's equivalences (``s3a``/``s3n`` = ``s3``);
+        ``prefix_mismatch_mode`` is ``error``, ``ignore`` or ``delete``. ``dry_run`` only
+        lists them. On Spark, ``icepark.spark.remove_orphan_files`` lists in parallel."""
+        from icepark.table.remove_orphan_files import remove_orphan_files
+
         return remove_orphan_files(
             self,
             older_than,
@@ -517,5 +685,12 @@ class Table:
             equal_schemes,
             equal_authorities,
             prefix_mismatch_mode,
-            **kw,
+            allow_recent=allow_recent,
+            progress=progress,
         )
+
+
+def _filter(value: str | BooleanExpression | None) -> BooleanExpression:
+    if value is None:
+        return AlwaysTrue()
+    return parse_filter(value) if isinstance(value, str) else value

@@ -52,8 +52,7 @@ def _run(kind: str, uri: str, warehouse: Path) -> None:
     start = time.time() + 3  # every process is loaded and starts at once
     with ctx.Pool(WORKERS) as pool:
         jobs = [
-            pool.apply_async(_append, (kind, uri, str(warehouse), w, start))
-            for w in range(WORKERS)
+            pool.apply_async(_append, (kind, uri, str(warehouse), w, start)) for w in range(WORKERS)
         ]
         errors = [e for job in jobs for e in job.get(timeout=900)]
     assert errors == []

@@ -1,0 +1,215 @@
+"""One-machine reads, planning and commits under contention (``--only local``): icepark next
+to ``pyarrow.dataset`` on the same files and PyIceberg (with pyiceberg-core when installed)
+on the same tables, as ratios.
+
+* **read 2 of 7 columns**: ``table.scan(columns=["id", "amount"]).to_arrow()`` on
+  ``bench.wide`` against ``pyarrow.dataset.dataset(files).to_table(columns=...)`` and
+  PyIceberg's ``scan(selected_fields=...).to_arrow()``;
+* **stream 7 columns**: ``for b in table.scan().to_batches()`` against the dataset's
+  ``to_batches()``; each variant runs in a fresh process, which reports its time and peak RSS;
+* **plan a point query** on ``bench.many`` (10,000 files): ``scan(filter="id = N")
+  .plan_files()``, imports done (in one process, first plan then repeated), and in a fresh
+  process the import plus the first plan; against PyIceberg's ``plan_files()``;
+* **appends under contention**: :mod:`bench.contention` (8 processes x 50 single-row
+  appends; 1, 4 and 8 writers) on SQLite, and on PostgreSQL when ``scripts/postgres.sh``
+  can start one.
+
+Each timed figure is the median of ``runs`` after a warm-up (the page cache is warm).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["measure_local"]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tables(warehouse: Path) -> tuple[Any, Any]:
+    from icepark.catalog import load_catalog
+
+    catalog = load_catalog("bench", type="filesystem", warehouse=str(warehouse))
+    return catalog.load_table("bench.wide"), catalog.load_table("bench.many")
+
+
+def _median(fn: Any, runs: int) -> float:
+    fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _child(args: list[str]) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.local_reads", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def _variant(kind: str, warehouse: Path, point: int) -> dict[str, Any]:
+    """Run in a fresh process: one variant, its time (and import time) and peak RSS."""
+    t0 = time.perf_counter()
+    if kind.startswith("icepark"):
+        from icepark.catalog import load_catalog
+    else:
+        from pyiceberg.table import StaticTable
+    if kind.endswith("dataset"):
+        import pyarrow.dataset as ds
+    imported = time.perf_counter() - t0
+    start = time.perf_counter()
+    if kind == "icepark-plan":
+        table = load_catalog("bench", type="filesystem", warehouse=str(warehouse)).load_table(
+            "bench.many"
+        )
+        n = len(table.scan(filter=f"id = {point}").plan_files())
+    elif kind == "pyiceberg-plan":
+        from icepark.catalog import load_catalog as _lc  # only to find the metadata file
+
+        location = (
+            _lc("bench", type="filesystem", warehouse=str(warehouse))
+            .load_table("bench.many")
+            .metadata_location
+        )
+        start = time.perf_counter()
+        static = StaticTable.from_metadata(location)
+        from pyiceberg.expressions import EqualTo
+
+        n = len(list(static.scan(row_filter=EqualTo("id", point)).plan_files()))
+    elif kind == "icepark-batches":
+        table = load_catalog("bench", type="filesystem", warehouse=str(warehouse)).load_table(
+            "bench.wide"
+        )
+        n = sum(b.num_rows for b in table.scan().to_batches())
+    elif kind == "icepark-dataset":
+        from icepark.catalog import load_catalog as _lc
+
+        table = _lc("bench", type="filesystem", warehouse=str(warehouse)).load_table("bench.wide")
+        files = [t.file.file_path.removeprefix("file:") for t in table.scan().plan_files()]
+        start = time.perf_counter()
+        n = sum(b.num_rows for b in ds.dataset(files, format="parquet").to_batches())
+    else:
+        raise SystemExit(f"unknown variant {kind}")
+    seconds = time.perf_counter() - start
+    return {
+        "kind": kind,
+        "import": imported,
+        "seconds": seconds,
+        "rows": n,
+        "rss_mb": _peak_rss_mb(),
+    }
+
+
+def _peak_rss_mb() -> float:
+    """This process's peak resident memory (VmHWM: unlike ``ru_maxrss`` it starts afresh at
+    exec, so a child forked from a big parent does not report the parent's peak)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure_local(
+    warehouse: Path, runs: int, point: int, checks: dict[str, str] | None = None
+) -> dict[str, dict[str, list[float]]]:
+    """The section's rows: query -> {"icepark": [s], peer: [s], ...} (medians); what was
+    checked goes to ``checks``."""
+    import pyarrow.dataset as ds
+    from pyiceberg.expressions import EqualTo
+    from pyiceberg.table import StaticTable
+
+    checks = checks if checks is not None else {}
+    wide, many = _tables(warehouse)
+    files = [t.file.file_path.removeprefix("file:") for t in wide.scan().plan_files()]
+    cols = ["id", "amount"]
+    py_wide = StaticTable.from_metadata(wide.metadata_location)
+    ours = wide.scan(columns=cols).to_arrow()
+    theirs = ds.dataset(files, format="parquet").to_table(columns=cols)
+    checks["local read 2 of 7"] = f"{ours.num_rows:,} rows (pyarrow.dataset {theirs.num_rows:,})"
+    out: dict[str, dict[str, list[float]]] = {}
+    out["local read 2 of 7 columns"] = {
+        "icepark": [_median(lambda: wide.scan(columns=cols).to_arrow(), runs)],
+        "pyarrow.dataset": [
+            _median(lambda: ds.dataset(files, format="parquet").to_table(columns=cols), runs)
+        ],
+        "pyiceberg": [_median(lambda: py_wide.scan(selected_fields=tuple(cols)).to_arrow(), runs)],
+    }
+    stream: dict[str, list[dict[str, Any]]] = {
+        kind: [_child([kind, str(warehouse), str(point)]) for _ in range(runs)]
+        for kind in ("icepark-batches", "icepark-dataset")
+    }
+    out["local stream 7 columns"] = {
+        "icepark": [statistics.median(r["seconds"] for r in stream["icepark-batches"])],
+        "pyarrow.dataset": [statistics.median(r["seconds"] for r in stream["icepark-dataset"])],
+    }
+    out["local stream 7 columns, peak RSS in MB"] = {
+        "icepark": [max(r["rss_mb"] for r in stream["icepark-batches"])],
+        "pyarrow.dataset": [max(r["rss_mb"] for r in stream["icepark-dataset"])],
+    }
+    plans = {
+        kind: [_child([kind, str(warehouse), str(point)]) for _ in range(runs)]
+        for kind in ("icepark-plan", "pyiceberg-plan")
+    }
+    out["plan point query (10,000 files), first in a process"] = {
+        "icepark": [statistics.median(r["seconds"] for r in plans["icepark-plan"])],
+        "pyiceberg": [statistics.median(r["seconds"] for r in plans["pyiceberg-plan"])],
+    }
+    out["plan point query, fresh process: import + first plan"] = {
+        "icepark": [statistics.median(r["seconds"] + r["import"] for r in plans["icepark-plan"])],
+        "pyiceberg": [
+            statistics.median(r["seconds"] + r["import"] for r in plans["pyiceberg-plan"])
+        ],
+    }
+    py_many = StaticTable.from_metadata(many.metadata_location)
+    out["plan point query, repeated in a process"] = {
+        "icepark": [_median(lambda: many.scan(filter=f"id = {point}").plan_files(), runs)],
+        "pyiceberg": [
+            _median(lambda: list(py_many.scan(row_filter=EqualTo("id", point)).plan_files()), runs)
+        ],
+    }
+    counts = {r["kind"]: r["rows"] for rs in plans.values() for r in rs}
+    checks["plan point query"] = f"files planned: {counts}"
+    return out
+
+
+def contention(appends: int = 50) -> list[dict[str, Any]]:
+    """8 processes x ``appends`` single-row appends (1, 4, 8 writers), icepark and PyIceberg,
+    on SQLite and (when it starts) PostgreSQL."""
+    from dataclasses import asdict
+
+    from bench.contention import run
+
+    results = [asdict(r) for r in run(["icepark", "pyiceberg"], [1, 4, 8], appends)]
+    started = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "postgres.sh"), "start"], capture_output=True, check=False
+    )
+    if started.returncode == 0:
+        url = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "postgres.sh"), "url"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        results += [asdict(r) for r in run(["icepark", "pyiceberg"], [1, 4, 8], appends, url)]
+    return results
+
+
+if __name__ == "__main__":
+    print(json.dumps(_variant(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]))))

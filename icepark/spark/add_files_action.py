@@ -1,0 +1,140 @@
+"""``add_files`` on Spark: register existing Parquet files, their footers read by executors.
+
+Java's ``add_files`` procedure. The source is a folder or file (Hive-style ``key=value``
+folders give partition values) or the name of a table Spark knows (its input files are
+added; ``key=value`` folders in their paths give partition values). Finding the files, the
+name mapping, the checks and the commit are :mod:`icepark.table.add_files`'s; the footers are
+read in Spark tasks (:func:`~icepark.table.add_files.describe_file`), a task per 64 files.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator, Sequence
+from typing import Any
+from urllib.parse import unquote
+
+import pyarrow as pa
+from pyspark.sql import SparkSession
+
+from icepark.errors import ValidationError
+from icepark.io import FileIO
+from icepark.manifest import DataFile
+from icepark.spark._common import resolve_table
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.name_mapping import NameMapping
+from icepark.spec.snapshots import MAIN_BRANCH
+from icepark.table import Table
+from icepark.table.add_files import (
+    AddFilesResult,
+    FoundFile,
+    describe_file,
+    partition_values_from_path,
+)
+from icepark.table.add_files import (
+    add_files as add_files_to_table,
+)
+
+__all__ = ["add_files"]
+
+_PER_TASK = 64
+
+
+class _Describe:
+    """The function ``mapInArrow`` runs: describe the pickled files of each input row."""
+
+    def __init__(self, io: FileIO, metadata: TableMetadata, mapping: NameMapping) -> None:
+        self.io, self.metadata, self.mapping = io, metadata, mapping
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for payload in batch.column("found").to_pylist():
+                found = pickle.loads(payload)
+                files = [describe_file(self.io, self.metadata, f, self.mapping) for f in found]
+                yield pa.RecordBatch.from_pydict(
+                    {"files": [pickle.dumps(files)]}, schema=pa.schema([("files", pa.binary())])
+                )
+
+
+def _describer(spark: SparkSession, table: Table) -> Any:
+    def describe(
+        metadata: TableMetadata, found: list[FoundFile], mapping: NameMapping
+    ) -> list[tuple[DataFile, bool]]:
+        chunks = [found[i : i + _PER_TASK] for i in range(0, len(found), _PER_TASK)]
+        rows = [(i, pickle.dumps(c)) for i, c in enumerate(chunks)]
+        rdd = spark.sparkContext.parallelize(rows, len(rows))
+        frame = spark.createDataFrame(rdd, "i int, found binary")
+        out = frame.mapInArrow(_Describe(table.io, metadata, mapping), "files binary").collect()
+        return [f for row in out for f in pickle.loads(row["files"])]
+
+    return describe
+
+
+def _local(location: str) -> str:
+    """A Spark input file URI as icepark names it (``file:/x`` is ``/x``)."""
+    if location.startswith("file:"):
+        rest = location[len("file:") :]
+        if rest.startswith("//"):
+            rest = rest[2:]
+            rest = rest[rest.index("/") :] if "/" in rest else "/"
+        return unquote(rest)
+    if location.startswith("s3a://"):
+        return "s3://" + location[len("s3a://") :]
+    return location
+
+
+def _table_files(spark: SparkSession, table: Table, source: str) -> list[FoundFile]:
+    try:
+        files = spark.table(source).inputFiles()
+    except Exception as exc:
+        raise ValidationError(
+            f"Cannot add files from {source!r}: not a table Spark knows ({exc})"
+        ) from None
+    metadata = table.metadata
+    out = []
+    for uri in files:
+        location = _local(uri)
+        folders = location.split("/")[:-1]
+        values = partition_values_from_path(metadata.spec(), metadata.schema(), folders, location)
+        out.append(FoundFile(location, table.io.new_input(location).length(), values))
+    return out
+
+
+def _is_path(source: str) -> bool:
+    return "/" in source or "://" in source or source.endswith(".parquet")
+
+
+def add_files(
+    spark: SparkSession,
+    table: Table | str,
+    source_path_or_table: str | Sequence[str],
+    check_duplicate_files: bool = True,
+    *,
+    catalog: Any = None,
+    branch: str = MAIN_BRANCH,
+) -> AddFilesResult:
+    """Register the Parquet files of a folder (or of a table Spark knows) in ``table``
+    without rewriting them; returns Java's columns (``added_files_count``,
+    ``changed_partition_count``). See :mod:`icepark.table.add_files`."""
+    resolved = resolve_table(table, catalog)
+    describe = _describer(spark, resolved)
+    sources = (
+        [source_path_or_table]
+        if isinstance(source_path_or_table, str)
+        else list(source_path_or_table)
+    )
+    if all(_is_path(s) for s in sources):
+        return add_files_to_table(
+            resolved, sources, check_duplicate_files, branch=branch, describe=describe
+        )
+    if len(sources) != 1:
+        raise ValidationError("Give one table name, or paths, to add files from")
+    found = _table_files(spark, resolved, sources[0])
+    return add_files_to_table(
+        resolved,
+        [],
+        check_duplicate_files,
+        branch=branch,
+        describe=describe,
+        found=found,
+    )

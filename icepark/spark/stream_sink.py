@@ -1,0 +1,432 @@
+"""Structured Streaming sink: each micro-batch one commit, exactly once.
+
+Two entry points, both exactly-once::
+
+    df.writeStream.format("icepark").option("table", "db.events")
+      .option("checkpointLocation", "/chk/events").outputMode("append").start()
+    icepark.spark.write_stream(df, "db.events", checkpoint_location="/chk/events")
+
+* ``format("icepark")`` is the Python data source's stream writer
+  (:class:`IcebergStreamWriter`): each Spark task writes its Arrow batches with icepark's
+  writer (partition fan-out, file rolling, metrics) and sends back the files; Spark then calls
+  ``commit(messages, batchId)`` on the driver in a Python worker of its own, which loads the
+  table from the options and commits.
+* :func:`write_stream` runs ``foreachBatch`` with the batch write path of
+  :func:`icepark.spark.write` (Spark's own Parquet writer where it can, see
+  :mod:`icepark.spark.writer`), which is faster, then commits on the driver.
+
+Exactly once, as Java's ``SparkWrite`` streaming writes: every commit records the query id and
+the epoch (Spark's batch id) in the snapshot summary (``spark.sql.streaming.queryId``,
+``spark.sql.streaming.epochId``). Before committing epoch E, the branch's history is walked
+from its head to the newest snapshot of the same query; if that snapshot's epoch is E or
+later, the epoch was committed before (the query died after committing and before Spark
+recorded the batch as done, and now replays it) and nothing is committed: the files written
+for the replay are deleted. The check runs again on every commit attempt (a retry after a
+conflict re-reads the history), so it holds against concurrent writers too. The query id is
+Spark's (stable across restarts from one checkpoint): tasks read it from the job's local
+properties (``sql.streaming.queryId``); the commit falls back to the checkpoint's ``metadata``
+file.
+
+Output modes: ``append`` adds the batch's files (a fast append, as Java's); ``complete``
+replaces the table's rows with the batch (an overwrite of every row). Options: ``table``
+and the catalog as in batch writes, ``branch``, ``fanout-enabled`` (default: the table's
+``write.spark.fanout.enabled``; icepark's Arrow writer keeps a file per partition open
+whatever the input order, and with it the native path also skips sorting each task's rows by
+partition), ``snapshot-property.<key>``, and the table's write properties
+for this stream only (their names, e.g. ``write.target-file-size-bytes``, or Java's write
+options ``target-file-size-bytes``, ``compression-codec``, ``compression-level``,
+``distribution-mode``, ``write-format``).
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.streaming import StreamingQuery
+
+from icepark.errors import IceparkError, ValidationError
+from icepark.expressions import AlwaysTrue
+from icepark.io import FileIO, load_file_io
+from icepark.manifest import DataFile
+from icepark.spark._common import CATALOG_OPTION_KEYS, catalog_from_options
+from icepark.spark.writer import WritePath
+from icepark.spec import properties as P
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.snapshots import MAIN_BRANCH
+from icepark.table import Table
+from icepark.table.operations import Action, AppendAction, OverwriteAction, Staged
+from icepark.table.writes import write_arrow
+
+__all__ = [
+    "EPOCH_ID_PROPERTY",
+    "IcebergStreamWriter",
+    "QUERY_ID_PROPERTY",
+    "SinkOptions",
+    "commit_epoch",
+    "last_committed_epoch",
+    "sink_options",
+    "write_stream",
+]
+
+QUERY_ID_PROPERTY = "spark.sql.streaming.queryId"
+EPOCH_ID_PROPERTY = "spark.sql.streaming.epochId"
+_QUERY_ID_LOCAL_PROPERTY = "sql.streaming.queryId"  # Spark's StreamExecution.QUERY_ID_KEY
+_SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
+_JAVA_WRITE_OPTIONS = {
+    "target-file-size-bytes": P.WRITE_TARGET_FILE_SIZE_BYTES.name,
+    "compression-codec": P.PARQUET_COMPRESSION.name,
+    "compression-level": P.PARQUET_COMPRESSION_LEVEL.name,
+    "distribution-mode": P.WRITE_DISTRIBUTION_MODE.name,
+    "write-format": P.DEFAULT_FILE_FORMAT.name,
+}
+_SINK_OPTIONS = frozenset(
+    {"table", "catalog", *CATALOG_OPTION_KEYS, "branch", "fanout-enabled", "checkpointlocation"}
+)
+
+OutputMode = Literal["append", "complete"]
+
+
+# -- exactly once ------------------------------------------------------------------------------
+
+
+def last_committed_epoch(metadata: TableMetadata, branch: str, query_id: str) -> int | None:
+    """The epoch of the newest snapshot on ``branch`` committed by ``query_id`` (None when
+    it committed none), as Java's ``findLastCommittedEpochId``."""
+    head = metadata.snapshot_by_name(branch)
+    for snapshot in metadata.ancestors_of(head.snapshot_id if head else None):
+        summary = snapshot.summary
+        if summary is not None and summary.get(QUERY_ID_PROPERTY) == query_id:
+            epoch = summary.get(EPOCH_ID_PROPERTY)
+            return int(epoch) if epoch is not None else None
+    return None
+
+
+class _AlreadyCommitted(IceparkError):
+    """The epoch was committed by an earlier run of the query: commit nothing."""
+
+
+class _EpochGuard(Action):
+    """Runs ``inner`` unless the branch already holds this query's epoch (checked on the
+    base of every attempt)."""
+
+    def __init__(self, inner: Action, query_id: str, epoch_id: int, branch: str) -> None:
+        self.inner = inner
+        self.query_id = query_id
+        self.epoch_id = epoch_id
+        self.branch = branch
+        self.revalidates = inner.revalidates
+
+    def stage(self, base: TableMetadata, start: TableMetadata) -> Staged:
+        last = last_committed_epoch(base, self.branch, self.query_id)
+        if last is not None and self.epoch_id <= last:
+            raise _AlreadyCommitted(
+                f"Epoch {self.epoch_id} of query {self.query_id} is already committed"
+            )
+        return self.inner.stage(base, start)
+
+    def committed(self, io: FileIO) -> None:
+        self.inner.committed(io)
+
+    def abort(self, io: FileIO) -> None:
+        self.inner.abort(io)
+
+
+def commit_epoch(
+    table: Table,
+    files: Sequence[DataFile],
+    *,
+    query_id: str,
+    epoch_id: int,
+    mode: OutputMode = "append",
+    branch: str = MAIN_BRANCH,
+    snapshot_properties: Mapping[str, str] | None = None,
+) -> bool:
+    """Commit one micro-batch's files (``append``: add them; ``complete``: replace every row
+    with them) unless the epoch is already committed; True when it committed. Either way the
+    files are owned: a skipped or failed commit deletes them."""
+    props = {
+        **dict(snapshot_properties or {}),
+        QUERY_ID_PROPERTY: query_id,
+        EPOCH_ID_PROPERTY: str(epoch_id),
+    }
+    io = table.io
+    inner: Action
+    if mode == "append":
+        inner = AppendAction(io, list(files), branch, props, merge=False)
+    elif mode == "complete":
+        # as Java's streaming overwrite: every row replaced, no conflict validation
+        inner = OverwriteAction(
+            io, list(files), branch, props, row_filter=AlwaysTrue(), isolation=P.SNAPSHOT
+        )
+    else:
+        raise ValidationError(f"Unsupported output mode {mode!r} (append, complete)")
+    tx = table.transaction()
+    tx.add_action(_EpochGuard(inner, query_id, epoch_id, branch))
+    try:
+        tx.commit_transaction()
+    except _AlreadyCommitted:
+        return False
+    return True
+
+
+# -- options -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    branch: str
+    fanout: bool | None
+    properties: dict[str, str]  # table write properties for this stream
+    snapshot_properties: dict[str, str]
+    checkpoint: str | None
+
+
+def sink_options(options: Mapping[str, str]) -> SinkOptions:
+    """The sink's options; an unknown one is a :class:`ValidationError` naming it."""
+    properties: dict[str, str] = {}
+    snapshot_properties: dict[str, str] = {}
+    fanout: bool | None = None
+    for key, value in options.items():
+        lowered = key.lower()
+        if lowered in _JAVA_WRITE_OPTIONS:
+            properties[_JAVA_WRITE_OPTIONS[lowered]] = value
+        elif lowered in P.ALL and lowered.startswith("write."):
+            properties[lowered] = value
+        elif lowered.startswith(_SNAPSHOT_PROPERTY_PREFIX):
+            snapshot_properties[key[len(_SNAPSHOT_PROPERTY_PREFIX) :]] = value
+        elif lowered == "fanout-enabled":
+            try:
+                fanout = P.parse_bool(value)
+            except ValueError:
+                raise ValidationError(
+                    f"Option fanout-enabled must be true or false, not {value!r}"
+                ) from None
+        elif lowered not in _SINK_OPTIONS and not lowered.startswith("catalog."):
+            raise ValidationError(
+                f"Unknown option {key!r} for the icepark streaming sink (known: "
+                f"{', '.join(sorted(_SINK_OPTIONS | set(_JAVA_WRITE_OPTIONS)))}, "
+                "catalog.<property>, snapshot-property.<key>, write.<table property>)"
+            )
+    lowered_opts = {k.lower(): v for k, v in options.items()}
+    return SinkOptions(
+        lowered_opts.get("branch") or MAIN_BRANCH,
+        fanout,
+        properties,
+        snapshot_properties,
+        lowered_opts.get("checkpointlocation"),
+    )
+
+
+def _with_properties(metadata: TableMetadata, overrides: Mapping[str, str]) -> TableMetadata:
+    """The metadata files are written against: the table's, with the stream's write
+    properties (never committed)."""
+    if not overrides:
+        return metadata
+    return replace(metadata, properties={**metadata.properties, **overrides})
+
+
+def _load(options: Mapping[str, str]) -> Table:
+    name = {k.lower(): v for k, v in options.items()}.get("table")
+    if not name:
+        raise ValidationError("The icepark streaming sink needs option 'table'")
+    table: Table = catalog_from_options(options).load_table(name)
+    return table
+
+
+def _query_id_from_checkpoint(location: str | None) -> str | None:
+    """The query id Spark keeps in ``<checkpoint>/metadata`` (``{"id": ...}``)."""
+    if not location:
+        return None
+    path = location.rstrip("/") + "/metadata"
+    try:
+        text = load_file_io({}, path).new_input(path).read_bytes()
+        found = json.loads(text.decode().splitlines()[0]).get("id")
+    except Exception:
+        return None
+    return str(found) if found else None
+
+
+# -- the Python data source's stream writer ------------------------------------------------
+
+
+@dataclass
+class _EpochFiles(WriterCommitMessage):
+    files: bytes
+    query_id: str | None
+
+
+class IcebergStreamWriter(DataSourceStreamArrowWriter):
+    """``df.writeStream.format("icepark")``'s writer (see the module docstring)."""
+
+    def __init__(self, options: Mapping[str, str], overwrite: bool) -> None:
+        self.options = dict(options)
+        self.mode: OutputMode = "complete" if overwrite else "append"
+        self.parsed = sink_options(options)
+        table = _load(options)
+        self.io = table.io
+        self.metadata = _with_properties(table.metadata, self.parsed.properties)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        from pyspark import TaskContext
+
+        from icepark.spark.source import _batches
+
+        context = TaskContext.get()
+        files = write_arrow(
+            self.io,
+            self.metadata,
+            _batches(iterator),
+            context.partitionId() if context is not None else 0,
+            write_uuid=str(uuid.uuid4()),
+            attempt_id=context.attemptNumber() if context is not None else 0,
+        )
+        query_id = context.getLocalProperty(_QUERY_ID_LOCAL_PROPERTY) if context else None
+        return _EpochFiles(pickle.dumps(files), query_id)
+
+    @staticmethod
+    def _files(messages: Sequence[WriterCommitMessage | None]) -> list[DataFile]:
+        out: list[DataFile] = []
+        for m in messages:
+            if isinstance(m, _EpochFiles):
+                out.extend(pickle.loads(m.files))
+        return out
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        files = self._files(messages)
+        ids = {m.query_id for m in messages if isinstance(m, _EpochFiles) and m.query_id}
+        query_id = next(iter(ids)) if len(ids) == 1 else None
+        query_id = query_id or _query_id_from_checkpoint(self.parsed.checkpoint)
+        table = _load(self.options)
+        if query_id is None:
+            for f in files:
+                _delete_quietly(table.io, f.file_path)
+            raise ValidationError(
+                f"Cannot commit epoch {batchId} to table {table.name} exactly once: the "
+                "streaming query id is unknown (set option checkpointLocation)"
+            )
+        commit_epoch(
+            table,
+            files,
+            query_id=query_id,
+            epoch_id=batchId,
+            mode=self.mode,
+            branch=self.parsed.branch,
+            snapshot_properties=self.parsed.snapshot_properties,
+        )
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        for f in self._files(messages):
+            _delete_quietly(self.io, f.file_path)
+
+
+def _delete_quietly(io: FileIO, path: str) -> None:
+    try:
+        io.delete(path)
+    except Exception:
+        pass
+
+
+# -- foreachBatch on the batch write path ------------------------------------------------------
+
+
+class _BatchCommitter:
+    """The ``foreachBatch`` function of :func:`write_stream`."""
+
+    def __init__(
+        self,
+        load: Callable[[], Table],
+        mode: OutputMode,
+        parsed: SinkOptions,
+        path: WritePath,
+    ) -> None:
+        self.load = load
+        self.mode = mode
+        self.parsed = parsed
+        self.path = path
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        from icepark.spark.writer import write_files
+
+        spark = df.sparkSession
+        query_id = spark.sparkContext.getLocalProperty(_QUERY_ID_LOCAL_PROPERTY)
+        if not query_id:
+            raise ValidationError("write_stream's batch function runs outside a streaming query")
+        table = self.load()
+        last = last_committed_epoch(table.metadata, self.parsed.branch, query_id)
+        if last is not None and batch_id <= last:
+            return  # a replay of a committed epoch: nothing to write
+        writing = Table(
+            table.identifier,
+            _with_properties(table.metadata, self.parsed.properties),
+            table.metadata_location,
+            table.io,
+            None,
+        )
+        fanout = self.parsed.fanout
+        if fanout is None:  # as Java: the option, else the table's property
+            fanout = P.SPARK_WRITE_PARTITIONED_FANOUT_ENABLED.get(writing.metadata.properties)
+        files = write_files(df, writing, path=self.path, fanout=fanout)
+        commit_epoch(
+            table,
+            files,
+            query_id=query_id,
+            epoch_id=batch_id,
+            mode=self.mode,
+            branch=self.parsed.branch,
+            snapshot_properties=self.parsed.snapshot_properties,
+        )
+
+
+def write_stream(
+    df: DataFrame,
+    table: Table | str,
+    *,
+    mode: OutputMode = "append",
+    checkpoint_location: str | None = None,
+    trigger: Mapping[str, Any] | None = None,
+    catalog: Any = None,
+    branch: str = MAIN_BRANCH,
+    fanout: bool | None = None,
+    query_name: str | None = None,
+    options: Mapping[str, str] | None = None,
+    path: WritePath = "auto",
+) -> StreamingQuery:
+    """Start a streaming query writing ``df`` into ``table`` (a Table or a name in
+    ``catalog``), one exactly-once commit per micro-batch (see the module docstring).
+    ``trigger`` is passed to ``DataStreamWriter.trigger`` (``{"processingTime": "1 second"}``,
+    ``{"availableNow": True}``); ``options`` are the sink's (write properties,
+    ``snapshot-property.<key>``); ``path`` forces the native or python write path."""
+    from icepark.spark._common import resolve_table
+
+    if mode not in ("append", "complete"):
+        raise ValidationError(f"Unsupported output mode {mode!r} (append, complete)")
+    opts = dict(options or {})
+    opts["branch"] = branch
+    if fanout is not None:
+        opts["fanout-enabled"] = str(fanout).lower()
+    parsed = sink_options(opts)
+    resolved = resolve_table(table, catalog)
+    if resolved.read_only:
+        raise ValidationError(f"Table {resolved.name} was opened from a metadata file: read-only")
+    if branch != MAIN_BRANCH and resolved.metadata.ref(branch) is None:
+        raise ValidationError(f"Cannot find branch {branch!r} in table {resolved.name}")
+
+    def load() -> Table:
+        return resolved.refresh()
+
+    writer = df.writeStream.outputMode(mode).foreachBatch(_BatchCommitter(load, mode, parsed, path))
+    if checkpoint_location:
+        writer = writer.option("checkpointLocation", checkpoint_location)
+    if query_name:
+        writer = writer.queryName(query_name)
+    if trigger:
+        writer = writer.trigger(**trigger)
+    return writer.start()
