@@ -282,8 +282,8 @@ def _sql_string(value: str) -> str:
 
 
 def catalog_options(catalog: Any) -> dict[str, str]:
-    """Data source options naming a catalog: a Catalog (its properties), a configured name,
-    or a mapping of properties."""
+    """Data source options naming a catalog: a Catalog (its name and properties), a
+    configured name, or a mapping of properties."""
     if catalog is None:
         return {}
     if isinstance(catalog, str):
@@ -295,7 +295,8 @@ def catalog_options(catalog: Any) -> dict[str, str]:
     props = dict(catalog.properties)
     if "type" not in props:  # a catalog made directly, not by load_catalog
         props["type"] = "filesystem" if isinstance(catalog, FileSystemCatalog) else "sql"
-    return {f"catalog.{k}": str(v) for k, v in props.items()}
+    # the name too: a SQL catalog keeps its tables under its name
+    return {"catalog": catalog.name, **{f"catalog.{k}": str(v) for k, v in props.items()}}
 
 
 def register_tables(spark: SparkSession, namespace: str, catalog: Any = None) -> list[str]:

@@ -24,6 +24,7 @@ __all__ = [
     "one_machine_rows",
     "pyiceberg_rows",
     "check_table",
+    "check_upkeep",
     "missing_referenced_files",
 ]
 
@@ -137,3 +138,19 @@ def check_table(
     assert pyiceberg_rows(props, name) == expected, "PyIceberg's read"
     missing = missing_referenced_files(props, name)
     assert missing == [], f"referenced files missing: {missing}"
+
+
+def check_upkeep(props: dict[str, str], name: str, out: dict[str, Any]) -> None:
+    """What ``s3_scenarios.upkeep`` did: the stream copied every row (a commit per
+    micro-batch at most), position deletes were merged and the data files compacted, and the
+    rows are still the model's."""
+    check_table(props, f"{name}_copy", out["streamed"], model_rows(0, 300))
+    assert 1 <= out["stream_commits"] <= 3
+    check_table(props, name, out["rows"], model_rows(20, 290))
+    # three writes of three partitions; two deletes touching every partition
+    assert out["files_before"] >= 9 and out["delete_files_before"] >= 6
+    rewritten = out["rewritten_deletes"]
+    assert rewritten["rewritten_delete_files_count"] == out["delete_files_before"]
+    assert rewritten["added_delete_files_count"] == 3
+    assert out["compacted"]["rewritten_data_files_count"] == out["files_before"]
+    assert out["files_after"] == 3 and out["delete_files_after"] == 0

@@ -196,6 +196,61 @@ def orphans(spark: Any, props: dict[str, str], name: str) -> dict[str, Any]:
     }
 
 
+def upkeep(spark: Any, props: dict[str, str], name: str, checkpoint: str) -> dict[str, Any]:
+    """The streaming source and sink (the table followed into ``<name>_copy`` with
+    ``availableNow``), then merge-on-read deletes, ``rewrite_position_delete_files`` and
+    ``rewrite_data_files`` (binpack) on the table."""
+    catalog = _catalog(props)
+    catalog.create_namespace_if_not_exists("db")
+    properties = {"format-version": "2", "write.delete.mode": "merge-on-read"}
+    ispark.create_table_from(
+        spark,
+        _source(spark, 0, 100),
+        name,
+        partition_by=["name"],
+        properties=properties,
+        catalog=catalog,
+    )
+    for start in (100, 200):
+        ispark.write(_source(spark, start, start + 100), name, catalog=catalog)
+    copy = f"{name}_copy"
+    catalog.create_table(copy, catalog.load_table(name).schema(), partition_by=["name"])
+    stream = ispark.read_stream(spark, name, catalog=catalog)
+    query = ispark.write_stream(
+        stream,
+        copy,
+        catalog=catalog,
+        checkpoint_location=checkpoint,
+        trigger={"availableNow": True},
+    )
+    query.awaitTermination(300)
+    if query.exception() is not None:
+        raise RuntimeError(f"the streaming query failed: {query.exception()}")
+    streamed = spark_rows(ispark.read(spark, copy, catalog=catalog))
+
+    ispark.delete(spark, name, "id < 20", catalog=catalog)
+    ispark.delete(spark, name, "id >= 290", catalog=catalog)
+    before = catalog.load_table(name).scan().plan_files()
+    deletes = ispark.rewrite_position_delete_files(
+        spark, name, options={"rewrite-all": "true"}, catalog=catalog
+    )
+    compacted = ispark.rewrite_data_files(
+        spark, name, options={"min-input-files": "2"}, catalog=catalog
+    )
+    after = catalog.load_table(name).scan().plan_files()
+    return {
+        "streamed": streamed,
+        "stream_commits": len(catalog.load_table(copy).snapshots()),
+        "rows": spark_rows(ispark.read(spark, name, catalog=catalog)),
+        "files_before": len(before),
+        "delete_files_before": sum(len(t.delete_files) for t in before),
+        "files_after": len(after),
+        "delete_files_after": sum(len(t.delete_files) for t in after),
+        "rewritten_deletes": deletes.to_dict(),
+        "compacted": compacted.to_dict(),
+    }
+
+
 def local_pipeline(spark: Any, warehouse: str) -> dict[str, Any]:
     """Spark's native Parquet reader and writer on local files (file-system catalog), the data
     source (Python tasks), and delete, update and merge in merge-on-read."""
@@ -249,5 +304,6 @@ SCENARIOS = {
     "row_level": row_level,
     "source": source,
     "orphans": orphans,
+    "upkeep": upkeep,
     "local_pipeline": local_pipeline,
 }

@@ -158,3 +158,11 @@ def test_s3_data_source_and_orphans(cluster: Cluster, props: dict[str, str]) -> 
     out = cluster.run("orphans", props=props, name="db.o")
     assert out["dry_run"] == out["deleted"] == out["strays"] and out["left"] == []
     checks.check_table(props, "db.o", out["rows"], checks.model_rows(0, 60))
+
+
+@pytest.mark.s3
+def test_s3_streaming_and_compaction(
+    cluster: Cluster, props: dict[str, str], tmp_path: Path
+) -> None:
+    out = cluster.run("upkeep", props=props, name="db.u", checkpoint=str(tmp_path / "chk"))
+    checks.check_upkeep(props, "db.u", out)

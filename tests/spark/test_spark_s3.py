@@ -66,6 +66,11 @@ def test_orphan_removal(spark: Any, props: dict[str, str]) -> None:
     checks.check_table(props, "db.o", out["rows"], checks.model_rows(0, 60))
 
 
+def test_streaming_and_compaction(spark: Any, props: dict[str, str], tmp_path: Path) -> None:
+    out = scenarios.upkeep(spark, props, "db.u", str(tmp_path / "checkpoint"))
+    checks.check_upkeep(props, "db.u", out)
+
+
 def test_paths_give_identical_rows_and_metrics(
     spark: Any, props: dict[str, str], tmp_path: Path
 ) -> None:
