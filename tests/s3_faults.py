@@ -51,6 +51,7 @@ class FaultyS3Proxy:
         self.fail_when: Callable[[str, str], bool] | None = None
         self.requests = 0
         self.served_errors = 0
+        self.seen: list[tuple[str, str]] = []  # (method, path) of every request, in order
         self._random = random.Random(seed)
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -84,6 +85,7 @@ class FaultyS3Proxy:
     def _should_fail(self, method: str, path: str) -> bool:
         with self._lock:
             self.requests += 1
+            self.seen.append((method, path))
             rule = self.fail_when
             fail = (rule is not None and rule(method, path)) or self._random.random() < self.share
             if fail:
