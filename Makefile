@@ -1,7 +1,9 @@
 # icepark: two commands set everything up.
 #   make test   creates the venv, installs everything (the reference engine too) and runs
 #               ruff, mypy and the whole test suite
-#   make demo   runs the main job on the embedded default catalog (./warehouse)
+#   make demo   runs the main job on the embedded default catalog (./warehouse), or where
+#               ICEPARK_WAREHOUSE says (s3://bucket/wh, with s3.* in ~/.icepark.yaml);
+#               DEMO_ROWS sets its size, ICEPARK_SPARK_MASTER its Spark master
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -47,8 +49,10 @@ plain-install: $(STAMP)
 
 test: lint typecheck plain-install pytest
 
+DEMO_ROWS ?= 2000000
+
 demo: $(STAMP)
-	$(BIN)/python -m icepark.spark.demo
+	$(BIN)/python -m icepark.spark.demo $(DEMO_ROWS)
 
 bench: $(STAMP) reference
 	$(BIN)/python -m bench.run

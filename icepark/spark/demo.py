@@ -12,7 +12,11 @@ prints the snapshot history with each snapshot's summary. It ends with upkeep: t
 (a metadata table), an expiry that keeps the last two snapshots, and the files and bytes it
 freed. Re-running it starts the table over.
 
-``python -m icepark.spark.demo [ROWS]`` (2,000,000 by default).
+``python -m icepark.spark.demo [ROWS]`` (2,000,000 by default). The catalog is
+``load_catalog()``'s, so the whole pipeline runs wherever the configuration puts the
+warehouse: ``ICEPARK_WAREHOUSE=s3://bucket/wh make demo`` with the ``s3.*`` settings in
+``~/.icepark.yaml`` runs it on object storage (Spark reaches S3 through icepark's Python tasks
+unless the session has hadoop-aws), ``ICEPARK_SPARK_MASTER=spark://host:7077`` on a cluster.
 """
 
 from __future__ import annotations
@@ -422,7 +426,10 @@ def main(rows: int = 2_000_000, days: int = 30) -> None:
     with _Timer(console, "started Spark"):
         spark = _session()
     catalog = load_catalog()
-    console.print(f"catalog [bold]{catalog.name}[/bold]: {catalog.properties.get('uri')}")
+    console.print(
+        f"catalog [bold]{catalog.name}[/bold]: {catalog.properties.get('uri')}, "
+        f"warehouse {catalog.properties.get('warehouse')}"
+    )
     table = _fresh_table(catalog, console)
     _ingest(spark, table, console, 0, rows, days)
     first = table.current_snapshot()
