@@ -320,3 +320,18 @@ def test_catalog_options_of_a_catalog_made_directly(tmp_path: Path) -> None:
 
     catalog = FileSystemCatalog("direct", warehouse=str(tmp_path / "wh"))
     assert isinstance(catalog_from_options(catalog_options(catalog)), FileSystemCatalog)
+
+
+def test_catalog_options_keep_a_sql_catalogs_name(tmp_path: Path) -> None:
+    """A SQL catalog keeps its tables under its name: the options name it, so that the
+    source and the sink (in other processes) find the tables of a catalog named e.g. 'lake'."""
+    from icepark.catalog import load_catalog
+    from icepark.spark._common import catalog_from_options
+    from icepark.spark.source import catalog_options
+
+    props = {"uri": f"sqlite:///{tmp_path}/c.db", "warehouse": str(tmp_path / "wh")}
+    catalog = load_catalog("lake", properties=props)
+    catalog.create_namespace("db")
+    catalog.create_table("db.t", SCHEMA)
+    again = catalog_from_options(catalog_options(catalog))
+    assert again.name == "lake" and again.table_exists("db.t")
