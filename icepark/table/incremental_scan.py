@@ -22,6 +22,7 @@ list order, then entry order): the streaming source counts its offsets in that o
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -132,9 +133,14 @@ class IncrementalAppendScan(DataScan):
 
     def plan_files(self) -> list[FileScanTask]:
         """The appended data files that may hold matching rows, oldest snapshot first."""
+        return list(self.iter_plan_files())
+
+    def iter_plan_files(self) -> Iterator[FileScanTask]:
+        """:meth:`plan_files` as an iterator: what ``to_batches`` and ``count`` read (the
+        batch scan's own planning would read the whole snapshot)."""
         snapshots = self.snapshots
         if not snapshots:
-            return []
+            return iter(())
         builder = TaskBuilder(self.metadata, self.row_filter, self.schema, self.case_sensitive)
         builder.matcher.bound  # noqa: B018  (fail early on unknown columns)
         first, last = snapshots[0], snapshots[-1]
@@ -152,9 +158,9 @@ class IncrementalAppendScan(DataScan):
         by_snapshot: dict[int, list[ManifestEntry]] = {}
         for change in changes:
             by_snapshot.setdefault(change.snapshot_id, []).append(change.entry)
-        return [
-            builder.task(entry) for s in snapshots for entry in by_snapshot.get(s.snapshot_id, [])
-        ]
+        return iter(
+            [builder.task(entry) for s in snapshots for entry in by_snapshot.get(s.snapshot_id, [])]
+        )
 
     def _parent_known(self, snapshot: Snapshot) -> bool:
         parent = snapshot.parent_snapshot_id
