@@ -255,17 +255,22 @@ class FileSystemCatalog(Catalog):
     def _swap_metadata_location(
         self, identifier: Identifier, expected: str | None, new: str
     ) -> None:
-        # The exclusive create of ``new`` in _write_metadata was the atomic step; record it.
+        # The exclusive create of ``new`` in _write_metadata was the atomic step: from then on
+        # the commit has landed, and a concurrent writer may already have built the next
+        # version on it (so a newer version existing now is no reason to fail, and deleting
+        # ``new`` would cut that writer's history). Only the version hint is left to record.
         m = _VERSION_FILE.match(new.rsplit("/", 1)[-1])
         if m is None:
             raise ValidationError(f"Not a file-system catalog metadata file: {new}")
         version = int(m.group(1))
         expected_match = _VERSION_FILE.match((expected or "").rsplit("/", 1)[-1])
         expected_version = int(expected_match.group(1)) if expected_match else 0
-        if expected_version != version - 1 or max(self._versions(identifier), default=0) > version:
+        if expected_version != version - 1:  # a pointer that does not follow ``expected``
             raise CommitFailedError(
                 f"Cannot commit {'.'.join(identifier)}: {expected} is not the version before {new}"
             )
+        if max(self._versions(identifier), default=0) > version:
+            return  # a later commit landed already; its hint (or a reader's look-ahead) wins
         hint = self.io.new_output(self._location(identifier) + f"/metadata/{_VERSION_HINT}")
         hint.write_bytes(m.group(1).encode(), overwrite=True)
 

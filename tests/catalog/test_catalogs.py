@@ -314,3 +314,34 @@ def test_sql_catalog_shares_java_tables(tmp_path: Path) -> None:
         ).all()
     assert rows == [("test", "db", "t", table.metadata_location, "TABLE")]
     assert props == [("db", "exists", "true")]
+
+
+def test_filesystem_commit_stands_when_the_next_version_lands_at_once(tmp_path: Path) -> None:
+    """The exclusive create of v<N+1> is the commit: a writer that builds v<N+2> on it before
+    the first writer records its version hint must not make the first commit fail (which
+    would delete v<N+1> and the first writer's manifests under the second's history)."""
+    schema = pa.schema([pa.field("id", pa.int64())])
+    first = FileSystemCatalog("fs", warehouse=str(tmp_path))
+    second = FileSystemCatalog("fs", warehouse=str(tmp_path))
+    first.create_namespace("db")
+    first.create_table("db.t", schema)
+    racer = second.load_table("db.t")
+    write = first._write_metadata
+    raced: list[str] = []
+
+    def write_then_race(metadata: Any, location: str) -> None:
+        write(metadata, location)
+        if not raced:  # the other writer sees v<N+1> (readers look past the hint) and commits
+            raced.append(location)
+            racer.append(pa.table({"id": [2]}, schema=schema))
+
+    first._write_metadata = write_then_race  # type: ignore[method-assign]
+    table = first.load_table("db.t")
+    table.append(pa.table({"id": [1]}, schema=schema))
+    assert raced and raced[0].endswith("/v2.metadata.json")
+    fresh = second.load_table("db.t")
+    assert fresh.metadata_location.endswith("/v3.metadata.json")
+    assert len(fresh.snapshots()) == 2
+    assert sorted(fresh.scan().to_arrow().column("id").to_pylist()) == [1, 2]
+    for task in fresh.scan().plan_files():  # every referenced file is still there
+        assert Path(task.file.file_path.removeprefix("file://")).exists()
