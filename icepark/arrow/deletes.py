@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icepark.arrow.reader import read_data_file
+from icepark.arrow.reader import DEFAULT_BATCH_SIZE, read_data_file
 from icepark.arrow.schema import schema_to_arrow
 from icepark.errors import UnsupportedOperationError, ValidationError
 from icepark.expressions import Expression
@@ -325,11 +325,13 @@ def read_task(
     row_filter: Expression | None = None,
     name_mapping: NameMapping | None = None,
     cache: DeleteCache | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
 ) -> Iterator[pa.RecordBatch]:
     """The rows of a scan task (its data file, or its byte range) that its delete files
     leave and that ``row_filter`` (bound) selects, as batches of
-    ``schema_to_arrow(projected_schema)``: the one reader of scan tasks, for scans, row-level
-    changes and rewrites. ``cache`` keeps decoded delete files for the tasks that follow."""
+    ``schema_to_arrow(projected_schema)`` of at most ``batch_size`` rows: the one reader of
+    scan tasks, for scans, row-level changes and rewrites. ``cache`` keeps decoded delete
+    files for the tasks that follow."""
     if not task.delete_files:
         yield from read_data_file(
             io,
@@ -341,6 +343,7 @@ def read_task(
             name_mapping=name_mapping,
             start=task.start,
             length=task.length,
+            batch_size=batch_size,
         )
         return
     cache = cache if cache is not None else DeleteCache()
@@ -376,6 +379,7 @@ def read_task(
         include_positions=len(deleted) > 0,
         start=task.start,
         length=task.length,
+        batch_size=batch_size,
     )
     for batch in batches:
         mask = np.zeros(batch.num_rows, dtype=bool)

@@ -325,8 +325,13 @@ def _read_parquet(
     location = data_file.file_path
     with _open(io, location) as opened:
         fragment = opened.fragment() if row_filter is not None else None
+        # pre_buffer: the column chunks of the row groups read are fetched in coalesced
+        # reads, in parallel (on local disks ~20% faster for a few columns; on S3 far fewer
+        # requests)
         pf = pq.ParquetFile(
-            opened.source(), metadata=fragment.metadata if fragment is not None else None
+            opened.source(),
+            metadata=fragment.metadata if fragment is not None else None,
+            pre_buffer=True,
         )
         file_schema = file_schema_with_ids(pf.schema_arrow, name_mapping, location)
         index = _index_file(file_schema)
