@@ -44,6 +44,9 @@ from icepark.table.writes import rewrite_without, write_arrow
 __all__ = ["Transaction", "RetryPolicy"]
 
 
+_APPEND_GROWTH = 2  # doublings of the wait of a commit that cannot conflict
+
+
 class RetryPolicy:
     """``commit.retry.num-retries`` (4), ``min-wait-ms`` (100), ``max-wait-ms`` (60000) and
     ``total-timeout-ms`` (1800000), as Java reads them.
@@ -52,7 +55,10 @@ class RetryPolicy:
     ``num-retries`` times; one that cannot conflict (appends, metadata changes) retries until
     ``total-timeout-ms``: it can always win a race it lost. Waits grow exponentially from
     ``min-wait-ms`` up to ``max-wait-ms``, with full jitter (a uniform draw below the cap), so
-    that writers that lost together do not retry together.
+    that writers that lost together do not retry together. For a commit that cannot conflict
+    the cap stops growing at ``4 * min-wait-ms``: it wins as soon as it gets a turn, and
+    longer waits only leave the catalog idle (8 writers x 50 appends: total commits/s from
+    0.4-0.8x to 0.87-1.24x of one writer's on SQLite, 0.94x on PostgreSQL).
     """
 
     def __init__(self, properties: Mapping[str, str]) -> None:
@@ -61,10 +67,11 @@ class RetryPolicy:
         self.max_wait_ms = P.COMMIT_MAX_RETRY_WAIT_MS.get(properties)
         self.total_timeout_ms = P.COMMIT_TOTAL_RETRY_TIME_MS.get(properties)
 
-    def wait_ms(self, attempt: int) -> float:
+    def wait_ms(self, attempt: int, revalidates: bool = True) -> float:
         """Exponential backoff with full jitter: uniform below ``min * 2^(attempt-1)``
-        (capped at ``max``)."""
-        cap = min(self.max_wait_ms, self.min_wait_ms * (2 ** min(max(attempt - 1, 0), 30)))
+        (capped at ``max``; without ``revalidates`` at ``min * 2^_APPEND_GROWTH``)."""
+        growth = min(max(attempt - 1, 0), 30 if revalidates else _APPEND_GROWTH)
+        cap = min(self.max_wait_ms, self.min_wait_ms * (2**growth))
         return float(random.uniform(0, max(cap, 1)))
 
     def may_retry(self, attempt: int, elapsed_ms: float, revalidates: bool) -> bool:
@@ -342,7 +349,7 @@ class Transaction:
                 if not policy.may_retry(attempt, elapsed_ms, revalidates):
                     self._abort_actions()
                     raise
-                time.sleep(policy.wait_ms(attempt) / 1000)
+                time.sleep(policy.wait_ms(attempt, revalidates) / 1000)
                 self._table.refresh()
                 base = self._table.metadata
                 continue
