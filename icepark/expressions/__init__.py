@@ -39,7 +39,7 @@ from icepark.expressions.model import (
     not_,
     or_,
 )
-from icepark.expressions.parser import parse_filter
+from icepark.expressions.parser import as_filter, parse_filter
 from icepark.expressions.predicates import (
     Accessor,
     BoundLiteralPredicate,
@@ -113,6 +113,7 @@ __all__ = [
     "format_literal",
     "not_",
     "or_",
+    "as_filter",
     "parse_filter",
     "predicate",
     "referenced_field_ids",

@@ -47,7 +47,7 @@ from icepark.expressions.predicates import (
     UnaryPredicate,
 )
 
-__all__ = ["parse_filter"]
+__all__ = ["as_filter", "parse_filter"]
 
 
 @dataclass(frozen=True)
@@ -425,6 +425,14 @@ def _like(column: Reference, tok: _Token, negated: bool) -> Expression:
         prefix.append(c)
         i += 1
     return LiteralPredicate(Operation.NOT_EQ if negated else Operation.EQ, column, "".join(prefix))
+
+
+def as_filter(value: str | Expression | None) -> Expression:
+    """What every API taking a filter accepts: a filter string (parsed), an expression (as
+    it is) or None (every row)."""
+    if value is None:
+        return AlwaysTrue()
+    return parse_filter(value) if isinstance(value, str) else value
 
 
 def parse_filter(text: str) -> Expression:

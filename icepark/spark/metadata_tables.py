@@ -31,7 +31,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType as SparkStructType
 
 from icepark.errors import NoSuchTableError, ValidationError
-from icepark.expressions import BooleanExpression, parse_filter
+from icepark.expressions import BooleanExpression, as_filter
 from icepark.spark.filters import to_spark_column
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
 from icepark.table import Table
@@ -169,7 +169,7 @@ def read_metadata_table(
     rows, _ = _spark_arrow(table, name, {"snapshot_id": snapshot_id, "as_of": as_of, "ref": ref})
     df = spark.createDataFrame(_placeholders(rows))
     if filter is not None:
-        expr = parse_filter(filter) if isinstance(filter, str) else filter
+        expr = as_filter(filter)
         condition = to_spark_column(
             expr, metadata_table_schema(_context(table), name), case_sensitive
         )

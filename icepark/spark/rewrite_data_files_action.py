@@ -45,7 +45,7 @@ from pyspark.sql import types as T
 
 from icepark.arrow.zorder import PRIMITIVE_BUFFER_SIZE, zorder_values
 from icepark.errors import ValidationError
-from icepark.expressions import AlwaysTrue, BooleanExpression, bind, parse_filter
+from icepark.expressions import AlwaysTrue, BooleanExpression, as_filter, bind
 from icepark.manifest import DataFile
 from icepark.spark._common import resolve_table
 from icepark.spark.filters import quote_column
@@ -151,9 +151,7 @@ def rewrite_data_files(
 def _filter(
     where: str | BooleanExpression | None, metadata: TableMetadata, case_sensitive: bool
 ) -> BooleanExpression:
-    if where is None:
-        return AlwaysTrue()
-    expr = parse_filter(where) if isinstance(where, str) else where
+    expr = as_filter(where)
     bind(metadata.schema(), expr, case_sensitive)  # names a missing column now
     return expr
 

@@ -19,7 +19,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from icepark.errors import ValidationError
-from icepark.expressions import BooleanExpression, bind, parse_filter
+from icepark.expressions import BooleanExpression, as_filter, bind
 from icepark.io import FileIO
 from icepark.manifest import DataFile
 from icepark.spark._common import resolve_table
@@ -95,7 +95,7 @@ def rewrite_position_delete_files(
     resolved = resolve_table(table, catalog)
     row_filter = None
     if where is not None:
-        row_filter = parse_filter(where) if isinstance(where, str) else where
+        row_filter = as_filter(where)
         bind(resolved.schema(), row_filter, case_sensitive)
     action = RewritePositionDeleteFiles(
         resolved,

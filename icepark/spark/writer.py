@@ -48,7 +48,7 @@ from icepark.arrow.footer import data_file_from_footer
 from icepark.arrow.metrics import MetricsConfig
 from icepark.arrow.writer import data_location
 from icepark.errors import ValidationError
-from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
+from icepark.expressions import BooleanExpression, as_filter
 from icepark.io import FileIO
 from icepark.manifest import DataFile
 from icepark.planning.planner import FileScanTask
@@ -541,7 +541,7 @@ def write(
         )
     if filter is not None and mode != "overwrite":
         raise ValidationError("A filter applies to mode='overwrite' only")
-    row_filter = parse_filter(filter) if isinstance(filter, str) else (filter or AlwaysTrue())
+    row_filter = as_filter(filter)
     files = write_files(df, resolved, path=path)
     action = staged(
         _action(resolved, files, mode, row_filter, branch, props, case_sensitive), wap_id

@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from icepark.errors import ValidationError
-from icepark.expressions import AlwaysTrue, BooleanExpression, bind, parse_filter
+from icepark.expressions import AlwaysTrue, BooleanExpression, as_filter, bind
 from icepark.io import FileIO
 from icepark.planning.explain import ScanExplanation, explain_scan
 from icepark.planning.planner import (
@@ -109,7 +109,7 @@ class DataScan:
     # -- refinement ------------------------------------------------------------------------
 
     def filter(self, expr: str | BooleanExpression) -> DataScan:
-        extra = parse_filter(expr) if isinstance(expr, str) else expr
+        extra = as_filter(expr)
         combined = extra if isinstance(self.row_filter, AlwaysTrue) else self.row_filter & extra
         return replace(self, row_filter=combined)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from icepark.errors import IceparkError, InvalidMetadataError, ValidationError
-from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
+from icepark.expressions import BooleanExpression, as_filter
 from icepark.io import FileIO, load_file_io
 from icepark.spec.metadata import TableMetadata, table_metadata_from_json
 from icepark.spec.partitioning import PartitionSpec
@@ -418,13 +418,7 @@ class Table:
         """A scan; ``filter`` is an expression or a string like ``"ts >= '2024-01-01'"``;
         ``as_of`` is epoch milliseconds or a datetime; ``ref`` a branch or tag. Time travel
         reads with the snapshot's schema unless ``use_snapshot_schema=False``."""
-        row_filter = (
-            AlwaysTrue()
-            if filter is None
-            else parse_filter(filter)
-            if isinstance(filter, str)
-            else filter
-        )
+        row_filter = as_filter(filter)
         return DataScan(
             self.io,
             self.metadata,
@@ -457,7 +451,7 @@ class Table:
         return IncrementalAppendScan(
             self.io,
             self.metadata,
-            _filter(filter),
+            as_filter(filter),
             tuple(columns) if columns is not None else None,
             to_snapshot_id,
             None,
@@ -488,7 +482,7 @@ class Table:
         return ChangelogScan(
             self.io,
             self.metadata,
-            _filter(filter),
+            as_filter(filter),
             tuple(columns) if columns is not None else None,
             from_snapshot_id,
             to_snapshot_id,
@@ -688,9 +682,3 @@ class Table:
             allow_recent=allow_recent,
             progress=progress,
         )
-
-
-def _filter(value: str | BooleanExpression | None) -> BooleanExpression:
-    if value is None:
-        return AlwaysTrue()
-    return parse_filter(value) if isinstance(value, str) else value

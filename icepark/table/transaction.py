@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from icepark.errors import CommitFailedError, CommitStateUnknownError, ValidationError
-from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
+from icepark.expressions import BooleanExpression, as_filter
 from icepark.manifest import DataFile
 from icepark.planning.planner import FileScanTask
 from icepark.spec import properties as P
@@ -79,14 +79,6 @@ class RetryPolicy:
         if elapsed_ms > self.total_timeout_ms:
             return False
         return not revalidates or attempt <= self.num_retries
-
-
-def _as_filter(value: str | BooleanExpression | None) -> BooleanExpression:
-    if value is None:
-        return AlwaysTrue()
-    if isinstance(value, str):
-        return parse_filter(value)
-    return value
 
 
 def _holds(requirement: TableRequirement, base: TableMetadata) -> bool:
@@ -178,7 +170,7 @@ class Transaction:
         """Replace the rows matching ``filter`` (all rows when None) with ``data`` (staged
         only, with ``wap_id``)."""
         props = with_wap_id(self._start, snapshot_properties, wap_id, self._table.name)
-        row_filter = _as_filter(filter)
+        row_filter = as_filter(filter)
         io = self._table.io
         files = self._write(data) if data is not None else []
 
@@ -231,7 +223,7 @@ class Transaction:
             delete_action(
                 self._table.io,
                 self._start,
-                _as_filter(filter),
+                as_filter(filter),
                 branch=branch,
                 case_sensitive=case_sensitive,
                 snapshot_properties=dict(snapshot_properties or {}),

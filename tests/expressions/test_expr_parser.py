@@ -118,3 +118,14 @@ def test_error_shows_position() -> None:
 def test_not_a_string() -> None:
     with pytest.raises(ValidationError):
         parse_filter(5)  # type: ignore[arg-type]
+
+
+def test_as_filter_takes_what_the_apis_take() -> None:
+    from icepark.expressions import as_filter
+
+    assert as_filter(None) == AlwaysTrue()
+    expr = col("x") > 5
+    assert as_filter(expr) is expr
+    assert as_filter("x > 5") == parse_filter("x > 5")
+    with pytest.raises(ValidationError, match="Invalid filter"):
+        as_filter("x >")
