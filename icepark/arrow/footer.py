@@ -24,7 +24,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,13 +50,22 @@ from icepark.spec.types import (
     StringType,
 )
 
-__all__ = ["chunk_start", "data_file_from_footer", "parquet_leaves", "sizes_and_offsets"]
+__all__ = ["Leaf", "chunk_start", "data_file_from_footer", "parquet_leaves", "sizes_and_offsets"]
 
 
-def parquet_leaves(arrow_schema: pa.Schema) -> list[tuple[int | None, str, bool]]:
-    """``(field id, dotted path, repeated)`` of each leaf column in file order; ``repeated``
-    when the leaf is inside a list or a map (Java keeps only its column size)."""
-    out: list[tuple[int | None, str, bool]] = []
+class Leaf(NamedTuple):
+    """A leaf column of a Parquet file: ``repeated`` when it is inside a list or a map (Java
+    keeps only its column size)."""
+
+    field_id: int | None
+    path: str
+    repeated: bool
+    arrow_type: pa.DataType
+
+
+def parquet_leaves(arrow_schema: pa.Schema) -> list[Leaf]:
+    """The leaf columns of a file's Arrow schema, in file order (dotted paths)."""
+    out: list[Leaf] = []
 
     def walk(f: pa.Field, path: str, repeated: bool) -> None:
         t = f.type
@@ -69,7 +78,7 @@ def parquet_leaves(arrow_schema: pa.Schema) -> list[tuple[int | None, str, bool]
             walk(t.key_field, f"{path}.key", True)
             walk(t.item_field, f"{path}.value", True)
         else:
-            out.append((field_id_of(f), path, repeated))
+            out.append(Leaf(field_id_of(f), path, repeated, t))
 
     for f in arrow_schema:
         walk(f, f.name, False)
@@ -101,7 +110,7 @@ def sizes_and_offsets(
     offsets: list[int] = []
     for r in range(metadata.num_row_groups):
         rg = metadata.row_group(r)
-        for c, (field_id, _, _) in enumerate(leaves):
+        for c, (field_id, *_) in enumerate(leaves):
             chunk = rg.column(c)
             if c == 0:
                 offsets.append(chunk_start(chunk))
@@ -164,29 +173,13 @@ def _bounds(
     )
 
 
-def _leaf_types(arrow_schema: pa.Schema) -> list[pa.DataType]:
-    """Arrow types of the leaf columns of a schema of structs and primitives, in file order."""
-    out: list[pa.DataType] = []
-
-    def walk(t: pa.DataType) -> None:
-        if pa.types.is_struct(t):
-            for i in range(t.num_fields):
-                walk(t.field(i).type)
-        else:
-            out.append(t)
-
-    for f in arrow_schema:
-        walk(f.type)
-    return out
-
-
 def _scan_columns(
     md: pq.FileMetaData, arrow_schema: pa.Schema, schema: Schema, location: str
 ) -> dict[int, _Column]:
     columns: dict[int, _Column] = {}
     index: list[_Column] = []
     leaves = parquet_leaves(arrow_schema)
-    for c, (field_id, path, repeated) in enumerate(leaves):
+    for c, (field_id, path, repeated, arrow_type) in enumerate(leaves):
         f = schema.field_or_none(field_id) if field_id is not None else None
         if f is None or not isinstance(f.field_type, PrimitiveType):
             raise ValidationError(
@@ -197,12 +190,10 @@ def _scan_columns(
                 f"Cannot take the metrics of {location} from its footer: column {path} is "
                 "inside a list or a map"
             )
-        index.append(_Column(f.field_id, f.field_type, path))
+        index.append(_Column(f.field_id, f.field_type, path, scale=_scale(arrow_type)))
         columns[f.field_id] = index[-1]
         if md.schema.column(c).physical_type == "INT96":
             index[-1].stats_ok = False  # legacy timestamps: statistics are not comparable
-    for col, arrow_type in zip(index, _leaf_types(arrow_schema), strict=True):
-        col.scale = _scale(arrow_type)
     for r in range(md.num_row_groups):
         rg = md.row_group(r)
         for c, col in enumerate(index):

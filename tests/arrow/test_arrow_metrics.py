@@ -455,12 +455,13 @@ def test_column_sizes_and_split_offsets_from_footer() -> None:
         pq.write_table(rg, sink)
     footer = pq.ParquetFile(pa.BufferReader(sink.getvalue())).metadata
     leaves = parquet_leaves(footer.schema.to_arrow_schema())
-    assert leaves == [
+    assert [(leaf.field_id, leaf.path, leaf.repeated) for leaf in leaves] == [
         (1, "id", False),
         (3, "l.element", True),
         (5, "m.key", True),
         (6, "m.value", True),
     ]
+    assert leaves[0].arrow_type == pa.int64()
 
 
 def test_uuid_bounds_merge_row_groups_like_java() -> None:
