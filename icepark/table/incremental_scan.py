@@ -131,13 +131,9 @@ class IncrementalAppendScan(DataScan):
         )
         return [s for s in between if s.operation == Operation.APPEND]
 
-    def plan_files(self) -> list[FileScanTask]:
-        """The appended data files that may hold matching rows, oldest snapshot first."""
-        return list(self.iter_plan_files())
-
     def iter_plan_files(self) -> Iterator[FileScanTask]:
-        """:meth:`plan_files` as an iterator: what ``to_batches`` and ``count`` read (the
-        batch scan's own planning would read the whole snapshot)."""
+        """The appended data files that may hold matching rows, oldest snapshot first (what
+        ``plan_files``, ``to_batches`` and ``count`` read)."""
         snapshots = self.snapshots
         if not snapshots:
             return iter(())
