@@ -34,7 +34,8 @@ from icepark.spec.partitioning import build_partition_spec
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import build_sort_order
 from icepark.spec.updates import TableRequirement, TableUpdate
-from icepark.table.table import CommitResult, Table, read_table_metadata
+from icepark.table.interface import CommitResult, read_table_metadata
+from icepark.table.table import Table
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -43,7 +43,8 @@ from icepark.errors import (
 )
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.updates import TableRequirement, TableUpdate
-from icepark.table.table import CommitResult, Table, read_table_metadata
+from icepark.table.interface import CommitResult, read_table_metadata
+from icepark.table.table import Table
 
 __all__ = ["FileSystemCatalog", "SINGLE_WRITER"]
 

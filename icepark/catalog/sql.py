@@ -51,7 +51,8 @@ from icepark.errors import (
     ValidationError,
 )
 from icepark.spec.metadata import TableMetadata
-from icepark.table.table import Table, read_table_metadata
+from icepark.table.interface import read_table_metadata
+from icepark.table.table import Table
 
 __all__ = ["SqlCatalog"]
 

@@ -1,5 +1,6 @@
 """``icepark doctor``: a table's health at a glance, each finding with the command that fixes
-it (see :mod:`icepark.table.doctor`); ``--json`` for monitoring (exit status 0 either way)."""
+it (see :mod:`icepark.table.maintenance.doctor`); ``--json`` for monitoring (exit status 0
+either way)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rich.text import Text
 from icepark.cli.commands_table import open_table
 from icepark.cli.context import CliContext, pass_cli
 from icepark.cli.output import emit_json, json_option, make_console
-from icepark.table.doctor import HealthReport, diagnose
+from icepark.table.maintenance.doctor import HealthReport, diagnose
 
 __all__ = ["doctor_command"]
 

@@ -113,7 +113,7 @@ class TaskBuilder:
     """Makes the :class:`FileScanTask` of a data file's manifest entry: its residual of the
     filter for its partition (true when the strict metrics show every row matches) and the
     delete files of ``deletes`` that apply to it. Used by every planner of data files (full
-    scans here, incremental scans in :mod:`icepark.table.incremental_scan`)."""
+    scans here, incremental scans in :mod:`icepark.table.incremental.append_scan`)."""
 
     def __init__(
         self,

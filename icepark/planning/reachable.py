@@ -13,10 +13,10 @@ parallel), and returns them by kind (:class:`ReferencedFiles`):
 
 Who asks:
 
-* expiry (:mod:`icepark.table.expire_snapshots`): the files of expired snapshots minus those
-  of retained ones (``skip_manifests`` avoids reading manifests a retained snapshot still
-  uses, as Java's ``ReachableFileCleanup``);
-* orphan removal (:mod:`icepark.table.remove_orphan_files`): everything the table
+* expiry (:mod:`icepark.table.maintenance.expire_snapshots`): the files of expired snapshots
+  minus those of retained ones (``skip_manifests`` avoids reading manifests a retained snapshot
+  still uses, as Java's ``ReachableFileCleanup``);
+* orphan removal (:mod:`icepark.table.maintenance.remove_orphan_files`): everything the table
   references, metadata files included (Java's ``DeleteOrphanFilesSparkAction``);
 * a purging drop (:mod:`icepark.catalog.purge`): every file, ``DELETED`` entries included,
   skipping what is already gone.

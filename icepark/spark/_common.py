@@ -14,7 +14,7 @@ from icepark.io import FileIO
 from icepark.manifest import DataFile
 from icepark.spec.metadata import TableMetadata
 from icepark.table import Table
-from icepark.table.writes import write_arrow
+from icepark.table.write.data_files import write_arrow
 
 __all__ = [
     "CATALOG_OPTION_KEYS",

@@ -3,8 +3,9 @@
 Java's ``add_files`` procedure. The source is a folder or file (Hive-style ``key=value``
 folders give partition values) or the name of a table Spark knows (its input files are
 added; ``key=value`` folders in their paths give partition values). Finding the files, the
-name mapping, the checks and the commit are :mod:`icepark.table.add_files`'s; the footers are
-read in Spark tasks (:func:`~icepark.table.add_files.describe_file`), a task per 64 files.
+name mapping, the checks and the commit are :mod:`icepark.table.maintenance.add_files`'s; the
+footers are read in Spark tasks (:func:`~icepark.table.maintenance.add_files.describe_file`), a
+task per 64 files.
 """
 
 from __future__ import annotations
@@ -25,13 +26,13 @@ from icepark.spec.metadata import TableMetadata
 from icepark.spec.name_mapping import NameMapping
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table import Table
-from icepark.table.add_files import (
+from icepark.table.maintenance.add_files import (
     AddFilesResult,
     FoundFile,
     describe_file,
     partition_values_from_path,
 )
-from icepark.table.add_files import (
+from icepark.table.maintenance.add_files import (
     add_files as add_files_to_table,
 )
 
@@ -115,7 +116,7 @@ def add_files(
 ) -> AddFilesResult:
     """Register the Parquet files of a folder (or of a table Spark knows) in ``table``
     without rewriting them; returns Java's columns (``added_files_count``,
-    ``changed_partition_count``). See :mod:`icepark.table.add_files`."""
+    ``changed_partition_count``). See :mod:`icepark.table.maintenance.add_files`."""
     resolved = resolve_table(table, catalog)
     describe = _describer(spark, resolved)
     sources = (

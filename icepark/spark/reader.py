@@ -82,8 +82,8 @@ from icepark.spec.metadata_columns import (
 from icepark.spec.schema import Schema, walk_fields
 from icepark.spec.types import IcebergType, ListType, MapType, NestedField, StructType, UUIDType
 from icepark.table import Table
-from icepark.table.row_delta import deleted_positions
 from icepark.table.scan import DataScan
+from icepark.table.write.row_delta import deleted_positions
 
 __all__ = [
     "read",

@@ -1,8 +1,9 @@
 """Orphan file removal on Spark, for tables with millions of files.
 
-The same operation as :func:`icepark.table.remove_orphan_files.remove_orphan_files` (same
-arguments, checks, hidden-path rules, URI equivalences and prefix-mismatch modes), with the
-two costly steps spread over the cluster, as Java's ``DeleteOrphanFilesSparkAction``:
+The same operation as
+:func:`icepark.table.maintenance.remove_orphan_files.remove_orphan_files` (same arguments,
+checks, hidden-path rules, URI equivalences and prefix-mismatch modes), with the two costly
+steps spread over the cluster, as Java's ``DeleteOrphanFilesSparkAction``:
 
 * **listing**: the driver lists the top of the location (at most 3 levels, and only folders
   with at most 10 sub-folders); every folder below that is listed recursively by a Spark task
@@ -33,7 +34,7 @@ from icepark.manifest import ManifestFile, read_manifest
 from icepark.planning.reachable import referenced_files
 from icepark.spark._common import resolve_table
 from icepark.table import Table
-from icepark.table.remove_orphan_files import (
+from icepark.table.maintenance.remove_orphan_files import (
     OrphanOptions,
     PrefixMismatchError,
     Progress,

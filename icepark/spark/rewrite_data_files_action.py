@@ -2,7 +2,8 @@
 
 Java's ``RewriteDataFilesSparkAction`` with its runners (``SparkBinPackFileRewriteRunner``,
 ``SparkSortFileRewriteRunner``, ``SparkZOrderFileRewriteRunner``). Planning, concurrency,
-partial progress and commits are :class:`icepark.table.rewrite_data_files.RewriteDataFiles`'s;
+partial progress and commits are
+:class:`icepark.table.maintenance.rewrite_data_files.RewriteDataFiles`'s;
 this module rewrites one file group as one Spark job, in a session of its own (so that
 concurrent groups each have their own settings; adaptive execution off, as in Java):
 
@@ -28,7 +29,8 @@ concurrent groups each have their own settings; adaptive execution off, as in Ja
   writer with field ids) into the group's output spec, capping the rows of a file so that a
   file stays under the group's largest output size (estimated from the input's bytes per row).
 
-The result is a :class:`~icepark.table.rewrite_data_files.RewriteDataFilesResult` with Java's
+The result is a
+:class:`~icepark.table.maintenance.rewrite_data_files.RewriteDataFilesResult` with Java's
 columns; ``result.to_df(spark)`` gives Java's one-row DataFrame.
 """
 
@@ -64,12 +66,12 @@ from icepark.spec.updates import (
     SetPropertiesUpdate,
 )
 from icepark.table import Table
-from icepark.table.rewrite_data_files import (
+from icepark.table.maintenance.rewrite_data_files import (
     ProgressListener,
     RewriteDataFiles,
     RewriteDataFilesResult,
 )
-from icepark.table.rewrite_planner import RewriteFileGroup, RewriteOptions
+from icepark.table.maintenance.rewrite_planner import RewriteFileGroup, RewriteOptions
 from icepark.table.scan import DataScan
 
 __all__ = ["rewrite_data_files", "SMALL_FILE_BYTES", "SPREAD_FILE_BYTES", "STRATEGIES"]
@@ -98,8 +100,8 @@ def rewrite_data_files(
     progress: ProgressListener | None = None,
 ) -> RewriteDataFilesResult:
     """Compact ``table``'s data files on Spark (see the module docstring and
-    :mod:`icepark.table.rewrite_data_files`); ``where`` (an icepark filter) limits the files
-    considered; ``branch`` rewrites a branch instead of ``main``; ``options`` are Java's
+    :mod:`icepark.table.maintenance.rewrite_data_files`); ``where`` (an icepark filter) limits
+    the files considered; ``branch`` rewrites a branch instead of ``main``; ``options`` are Java's
     (``target-file-size-bytes``, ``min-input-files``, ``partial-progress.enabled``, ...).
     Unknown strategies, options and sort columns raise
     :class:`~icepark.errors.ValidationError` before anything is written."""

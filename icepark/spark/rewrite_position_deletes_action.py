@@ -1,9 +1,10 @@
 """``rewrite_position_delete_files`` on Spark (Java's ``RewritePositionDeleteFilesSparkAction``).
 
 Planning and commits are those of
-:class:`icepark.table.rewrite_position_deletes.RewritePositionDeleteFiles`; here every file
-group becomes one Spark task, which runs icepark's
-:func:`~icepark.table.rewrite_position_deletes.rewrite_group` (read the group's delete files,
+:class:`icepark.table.maintenance.rewrite_position_deletes.RewritePositionDeleteFiles`; here
+every file group becomes one Spark task, which runs icepark's
+:func:`~icepark.table.maintenance.rewrite_position_deletes.rewrite_group` (read the group's
+delete files,
 keep the deletes whose data file is live, write the merged position delete files or, on v3,
 one deletion vector per data file) and sends back the entries of the files it wrote. If the
 job fails, the files already written are deleted.
@@ -25,7 +26,7 @@ from icepark.manifest import DataFile
 from icepark.spark._common import resolve_table
 from icepark.spec.metadata import TableMetadata
 from icepark.table import Table
-from icepark.table.rewrite_position_deletes import (
+from icepark.table.maintenance.rewrite_position_deletes import (
     PositionDeletesGroup,
     RewritePositionDeleteFiles,
     RewritePositionDeleteFilesResult,

@@ -19,7 +19,7 @@ can evaluate (a ``Column``, or a string icepark cannot parse, such as
 ``"lower(name) = 'x'"``); only the first two prune files. Nulls follow SQL: a row whose
 condition is null (unknown) is not changed.
 
-Concurrent commits are checked as :mod:`icepark.table.row_delta` says, per
+Concurrent commits are checked as :mod:`icepark.table.write.row_delta` says, per
 ``write.<operation>.isolation-level`` (``serializable`` by default, or ``snapshot``): a
 commit that removed or added deletes to a file this change touched fails it; under
 ``serializable`` so does one that added data that may match the condition (for ``merge`` on
@@ -59,9 +59,9 @@ from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.spec.types import DateType, DecimalType, IntegerType, LongType, StringType
 from icepark.table import Table
-from icepark.table.changes import isolation_level, row_level_mode
-from icepark.table.row_delta import COPY_ON_WRITE, RowLevelAction, RowLevelChange
 from icepark.table.scan import DataScan
+from icepark.table.write.changes import isolation_level, row_level_mode
+from icepark.table.write.row_delta import COPY_ON_WRITE, RowLevelAction, RowLevelChange
 
 __all__ = ["delete", "update", "merge", "Condition", "Assignments"]
 

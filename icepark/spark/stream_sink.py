@@ -62,8 +62,8 @@ from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table import Table
-from icepark.table.operations import Action, AppendAction, OverwriteAction, Staged
-from icepark.table.writes import write_arrow
+from icepark.table.write.data_files import write_arrow
+from icepark.table.write.operations import Action, AppendAction, OverwriteAction, Staged
 
 __all__ = [
     "EPOCH_ID_PROPERTY",

@@ -5,7 +5,8 @@ After :func:`icepark.spark.register`::
     spark.readStream.format("icepark").option("table", "db.events").load()
     icepark.spark.read_stream(spark, "db.events", streaming_max_files_per_micro_batch=100)
 
-Options (Java's names and meaning; see :mod:`icepark.table.micro_batches` for the rules):
+Options (Java's names and meaning; see :mod:`icepark.table.incremental.micro_batches` for the
+rules):
 ``stream-from-timestamp`` (epoch ms), ``start-snapshot-id``,
 ``streaming-skip-delete-snapshots``, ``streaming-skip-overwrite-snapshots``,
 ``streaming-max-files-per-micro-batch``, ``streaming-max-rows-per-micro-batch`` (soft: the
@@ -57,7 +58,7 @@ from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema
 from icepark.spec import properties as P
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table import Table
-from icepark.table.micro_batches import (
+from icepark.table.incremental.micro_batches import (
     FROM_TIMESTAMP_OPTION,
     SKIP_DELETE_OPTION,
     SKIP_OVERWRITE_OPTION,

@@ -86,8 +86,8 @@ from icepark.spec.types import (
     TimestamptzType,
 )
 from icepark.table import Table
-from icepark.table.operations import AppendAction, OverwriteAction, ReplacePartitionsAction
-from icepark.table.wap import staged, with_wap_id
+from icepark.table.update.wap import staged, with_wap_id
+from icepark.table.write.operations import AppendAction, OverwriteAction, ReplacePartitionsAction
 
 __all__ = [
     "Cluster",
@@ -451,7 +451,7 @@ def _action(
     snapshot_properties: Mapping[str, str],
     case_sensitive: bool,
 ) -> Any:
-    from icepark.table.writes import rewrite_without
+    from icepark.table.write.data_files import rewrite_without
 
     io = table.io
     props = dict(snapshot_properties)
@@ -532,7 +532,7 @@ def write(
 ) -> Table:
     """Write ``df`` into ``table`` as one snapshot (see the module docstring); returns the
     table with its new metadata. With ``wap_id`` (and ``write.wap.enabled=true``) the
-    snapshot is staged, not made current (:mod:`icepark.table.wap`)."""
+    snapshot is staged, not made current (:mod:`icepark.table.update.wap`)."""
     resolved = resolve_table(table, catalog)
     props = with_wap_id(resolved.metadata, snapshot_properties, wap_id, resolved.name)
     if mode not in ("append", "overwrite", "overwrite-partitions"):

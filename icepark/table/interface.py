@@ -1,17 +1,24 @@
-"""What transactions and pending updates need of a table: a small interface, so that the
-modules that change tables do not import :class:`~icepark.table.table.Table` (which builds on
-them) and the package has no import cycle."""
+"""What the table layer's parts need of each other, as small interfaces.
+
+* :class:`TableLike`: what transactions, updates, scans and maintenance need of a table, so
+  that the modules that change tables do not import :class:`~icepark.table.table.Table`
+  (which builds on them) and the package has no import circle;
+* :class:`TableCommitter` and :class:`CommitResult`: what a table needs of its catalog, an
+  atomic swap of its metadata; :func:`read_table_metadata` reads a metadata file for both.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
+from icepark.errors import InvalidMetadataError
 from icepark.io import FileIO
-from icepark.spec.metadata import TableMetadata
+from icepark.spec.metadata import TableMetadata, table_metadata_from_json
 from icepark.spec.updates import TableRequirement, TableUpdate
 
-__all__ = ["TableLike"]
+__all__ = ["CommitResult", "TableCommitter", "TableLike", "read_table_metadata"]
 
 
 class TableLike(Protocol):
@@ -29,3 +36,35 @@ class TableLike(Protocol):
     def commit(
         self, requirements: Sequence[TableRequirement], updates: Sequence[TableUpdate]
     ) -> TableMetadata: ...
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    metadata: TableMetadata
+    metadata_location: str
+
+
+class TableCommitter(Protocol):
+    """What a table needs from its catalog: an atomic swap of its metadata."""
+
+    def commit_table(
+        self,
+        identifier: tuple[str, ...],
+        base: TableMetadata | None,
+        base_location: str | None,
+        requirements: Sequence[TableRequirement],
+        updates: Sequence[TableUpdate],
+    ) -> CommitResult: ...
+
+    def load_table(self, identifier: str | Sequence[str]) -> TableLike: ...
+
+    def metadata_location(self, identifier: str | Sequence[str]) -> str: ...
+
+
+def read_table_metadata(io: FileIO, location: str) -> TableMetadata:
+    """Read and parse a metadata file; errors name the file."""
+    data = io.new_input(location).read_bytes()
+    try:
+        return table_metadata_from_json(data)
+    except InvalidMetadataError as exc:
+        raise type(exc)(f"{location}: {exc}") from exc

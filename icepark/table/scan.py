@@ -37,8 +37,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from icepark.arrow.deletes import DeleteCache
+    from icepark.table.interface import TableLike
 
-__all__ = ["DataScan", "resolve_snapshot", "to_epoch_ms"]
+__all__ = ["DataScan", "resolve_snapshot", "table_scan", "to_epoch_ms"]
 
 # rows per batch when a scan is read whole (to_arrow): about a row group of a 128 MB file
 _TABLE_BATCH_SIZE = 1 << 20
@@ -308,3 +309,32 @@ class DataScan:
 
     def columns(self) -> Sequence[str]:
         return [f.name for f in self.projected_schema.fields]
+
+
+def table_scan(
+    table: TableLike,
+    filter: str | BooleanExpression | None = None,
+    columns: Sequence[str] | None = None,
+    snapshot_id: int | None = None,
+    as_of: int | dt.datetime | dt.date | None = None,
+    ref: str | None = None,
+    case_sensitive: bool = True,
+    options: dict[str, str] | None = None,
+    use_snapshot_schema: bool | None = None,
+) -> DataScan:
+    """A scan of ``table`` (``table.scan(...)``); ``filter`` is an expression or a string like
+    ``"ts >= '2024-01-01'"``; ``as_of`` is epoch milliseconds or a datetime; ``ref`` a branch
+    or tag. Time travel reads with the snapshot's schema unless ``use_snapshot_schema=False``.
+    ``options`` are Java's read options (``split-size``, ...)."""
+    return DataScan(
+        table.io,
+        table.metadata,
+        as_filter(filter),
+        tuple(columns) if columns is not None else None,
+        snapshot_id,
+        as_of,
+        ref,
+        case_sensitive,
+        use_snapshot_schema=use_snapshot_schema,
+        options=dict(options or {}),
+    )

@@ -1,84 +1,55 @@
 """`Table`: a handle on one Iceberg table, its current metadata and its FileIO.
 
-What changes a table (transactions and writers, schema and spec updates, snapshot management,
-expiry, orphan removal) and the metadata tables are imported when first used: loading a table
-and planning a scan then need neither Arrow nor the writers, which halves a fresh process's
-start-up.
+``Table`` holds the metadata views, ``refresh``, ``commit`` and ``transaction``; every other
+public method is an entry into the capability that implements it, where its documentation
+lives: writes in :mod:`icepark.table.write.table_writes`, schema, spec, sort order and refs in
+:mod:`icepark.table.update`, scans in :mod:`icepark.table.scan` and
+:mod:`icepark.table.incremental`, upkeep and compaction in :mod:`icepark.table.maintenance`,
+metadata tables in :mod:`icepark.table.inspect`. Those modules take the table typed by
+:class:`~icepark.table.interface.TableLike` and never import this module, so the package has
+no import circle.
+
+Capabilities are imported when first used: loading a table and planning a scan then need
+neither Arrow nor the writers, which halves a fresh process's start-up.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from icepark.errors import IceparkError, InvalidMetadataError, ValidationError
-from icepark.expressions import BooleanExpression, as_filter
+from icepark.errors import IceparkError
+from icepark.expressions import BooleanExpression
 from icepark.io import FileIO, load_file_io
-from icepark.spec.metadata import TableMetadata, table_metadata_from_json
+from icepark.spec.metadata import TableMetadata
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
-from icepark.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef, SnapshotRefType
+from icepark.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
 from icepark.spec.sorting import SortOrder
-from icepark.spec.updates import (
-    AssertRefSnapshotId,
-    RemoveSnapshotRefUpdate,
-    SetSnapshotRefUpdate,
-    TableRequirement,
-    TableUpdate,
-)
-from icepark.table.scan import DataScan
+from icepark.spec.updates import TableRequirement, TableUpdate
+from icepark.table.interface import TableCommitter, read_table_metadata
+from icepark.table.scan import DataScan, table_scan
 
 if TYPE_CHECKING:
-    from icepark.table.changelog import ChangelogScan
-    from icepark.table.expire_snapshots import ExpireSnapshotsResult
-    from icepark.table.follow import AppendedBatch
-    from icepark.table.incremental_scan import IncrementalAppendScan
+    from icepark.table.incremental.append_scan import IncrementalAppendScan
+    from icepark.table.incremental.changelog import ChangelogScan
+    from icepark.table.incremental.follow import AppendedBatch
     from icepark.table.inspect import InspectTable
-    from icepark.table.remove_orphan_files import RemoveOrphanFilesResult
+    from icepark.table.maintenance.add_files import AddFilesResult
+    from icepark.table.maintenance.expire_snapshots import ExpireSnapshotsResult
+    from icepark.table.maintenance.remove_orphan_files import RemoveOrphanFilesResult
+    from icepark.table.maintenance.rewrite_manifests import RewriteManifestsResult
     from icepark.table.transaction import Transaction
-    from icepark.table.update_schema import UpdateSchema
-    from icepark.table.update_sort_order import ReplaceSortOrder
-    from icepark.table.update_spec import UpdateSpec
+    from icepark.table.update.schema import UpdateSchema
+    from icepark.table.update.sort_order import ReplaceSortOrder
+    from icepark.table.update.spec import UpdateSpec
 
-__all__ = ["CommitResult", "TableCommitter", "Table", "ReadOnlyTableError", "read_table_metadata"]
+__all__ = ["Table", "ReadOnlyTableError"]
 
 
 class ReadOnlyTableError(IceparkError):
     """The table was opened from a metadata file and has no catalog to commit through."""
-
-
-@dataclass(frozen=True)
-class CommitResult:
-    metadata: TableMetadata
-    metadata_location: str
-
-
-class TableCommitter(Protocol):
-    """What a table needs from its catalog: an atomic swap of its metadata."""
-
-    def commit_table(
-        self,
-        identifier: tuple[str, ...],
-        base: TableMetadata | None,
-        base_location: str | None,
-        requirements: Sequence[TableRequirement],
-        updates: Sequence[TableUpdate],
-    ) -> CommitResult: ...
-
-    def load_table(self, identifier: str | Sequence[str]) -> Table: ...
-
-    def metadata_location(self, identifier: str | Sequence[str]) -> str: ...
-
-
-def read_table_metadata(io: FileIO, location: str) -> TableMetadata:
-    """Read and parse a metadata file; errors name the file."""
-    data = io.new_input(location).read_bytes()
-    try:
-        return table_metadata_from_json(data)
-    except InvalidMetadataError as exc:
-        raise type(exc)(f"{location}: {exc}") from exc
 
 
 class Table:
@@ -202,6 +173,8 @@ class Table:
 
         return Transaction(self)
 
+    # -- writes (icepark.table.write.table_writes) -----------------------------------------
+
     def append(
         self,
         data: Any,
@@ -212,28 +185,18 @@ class Table:
         wap_id: str | None = None,
         file_format: str | None = None,
     ) -> Table:
-        """Append rows as one snapshot: a pyarrow Table, RecordBatch, RecordBatchReader or
-        any iterable of batches (streamed with bounded memory).
+        """Append rows as one snapshot; see :func:`icepark.table.write.table_writes.append`."""
+        from icepark.table.write import table_writes
 
-        ``branch`` commits to a branch other than main; ``snapshot_properties`` go into the
-        snapshot summary; ``merge=False`` makes a fast append (no manifest merging, as Java's
-        ``newFastAppend``); ``wap_id`` stages the snapshot without making it current (with
-        ``write.wap.enabled=true``; see :meth:`publish_changes`); ``file_format`` (parquet,
-        avro or orc) overrides ``write.format.default`` for this write. Appends never conflict: a
-        commit that loses a race is retried until ``commit.retry.total-timeout-ms``.
-
-        >>> table.append(pa.table({"id": [1, 2], "name": ["a", "b"]}))  # doctest: +SKIP
-        """
-        with self.transaction() as tx:
-            tx.append(
-                data,
-                branch=branch,
-                snapshot_properties=snapshot_properties,
-                merge=merge,
-                wap_id=wap_id,
-                file_format=file_format,
-            )
-        return self
+        return table_writes.append(
+            self,
+            data,
+            branch=branch,
+            snapshot_properties=snapshot_properties,
+            merge=merge,
+            wap_id=wap_id,
+            file_format=file_format,
+        )
 
     def overwrite(
         self,
@@ -245,24 +208,19 @@ class Table:
         snapshot_properties: Mapping[str, str] | None = None,
         wap_id: str | None = None,
     ) -> Table:
-        """Replace the rows matching ``filter`` (every row when None) with ``data``, as one
-        snapshot. Files whose rows all match are dropped; files where some match are rewritten
-        without them (their deletes applied). Every new row must match ``filter``. Under
-        ``write.delete.isolation-level=serializable`` (the default) a concurrent commit that
-        added matching rows fails this one with :class:`~icepark.errors.ValidationError`.
+        """Replace the rows matching ``filter`` with ``data`` as one snapshot; see
+        :func:`icepark.table.write.table_writes.overwrite`."""
+        from icepark.table.write import table_writes
 
-        >>> table.overwrite(new_rows, "day = '2024-05-01'")  # doctest: +SKIP
-        """
-        with self.transaction() as tx:
-            tx.overwrite(
-                data,
-                filter,
-                branch=branch,
-                case_sensitive=case_sensitive,
-                snapshot_properties=snapshot_properties,
-                wap_id=wap_id,
-            )
-        return self
+        return table_writes.overwrite(
+            self,
+            data,
+            filter,
+            branch=branch,
+            case_sensitive=case_sensitive,
+            snapshot_properties=snapshot_properties,
+            wap_id=wap_id,
+        )
 
     def overwrite_partitions(
         self,
@@ -272,13 +230,13 @@ class Table:
         snapshot_properties: Mapping[str, str] | None = None,
         wap_id: str | None = None,
     ) -> Table:
-        """Dynamic overwrite: replace every partition that ``data`` touches with ``data``
-        (the whole table when it is unpartitioned), as one snapshot."""
-        with self.transaction() as tx:
-            tx.overwrite_partitions(
-                data, branch=branch, snapshot_properties=snapshot_properties, wap_id=wap_id
-            )
-        return self
+        """Replace every partition ``data`` touches; see
+        :func:`icepark.table.write.table_writes.overwrite_partitions`."""
+        from icepark.table.write import table_writes
+
+        return table_writes.overwrite_partitions(
+            self, data, branch=branch, snapshot_properties=snapshot_properties, wap_id=wap_id
+        )
 
     def delete(
         self,
@@ -288,20 +246,17 @@ class Table:
         case_sensitive: bool = True,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
-        """Delete the rows matching ``filter`` as one snapshot, per ``write.delete.mode``:
-        copy-on-write (rewrite the files, the default) or merge-on-read (position deletes on
-        v2, deletion vectors on v3). Files whose rows all match are dropped without reading.
+        """Delete the rows matching ``filter`` as one snapshot; see
+        :func:`icepark.table.write.table_writes.delete`."""
+        from icepark.table.write import table_writes
 
-        >>> table.delete("ts < '2024-01-01' and status = 'test'")  # doctest: +SKIP
-        """
-        with self.transaction() as tx:
-            tx.delete(
-                filter,
-                branch=branch,
-                case_sensitive=case_sensitive,
-                snapshot_properties=snapshot_properties,
-            )
-        return self
+        return table_writes.delete(
+            self,
+            filter,
+            branch=branch,
+            case_sensitive=case_sensitive,
+            snapshot_properties=snapshot_properties,
+        )
 
     def upsert(
         self,
@@ -311,19 +266,13 @@ class Table:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
-        """Update the rows whose key (``on``, else the schema's identifier fields) matches a
-        row of ``data`` and insert the others, as one snapshot (per ``write.merge.mode``).
+        """Update the rows whose key matches a row of ``data``, insert the others; see
+        :func:`icepark.table.write.table_writes.upsert`."""
+        from icepark.table.write import table_writes
 
-        >>> table.upsert(changed_rows, on=["id"])  # doctest: +SKIP
-        """
-        with self.transaction() as tx:
-            tx.upsert(
-                data,
-                list(on) if on is not None else None,
-                branch=branch,
-                snapshot_properties=snapshot_properties,
-            )
-        return self
+        return table_writes.upsert(
+            self, data, on, branch=branch, snapshot_properties=snapshot_properties
+        )
 
     def apply_changes(
         self,
@@ -334,29 +283,29 @@ class Table:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
-        """Apply change-data-capture rows as one snapshot: ``op_column`` says ``I`` (insert),
-        ``U`` (update) or ``D`` (delete) for each row, keyed by ``on`` (else the identifier
-        fields); written as equality deletes plus data files."""
-        with self.transaction() as tx:
-            tx.apply_changes(
-                data,
-                list(on) if on is not None else None,
-                op_column,
-                branch=branch,
-                snapshot_properties=snapshot_properties,
-            )
-        return self
+        """Apply change-data-capture rows (``I``/``U``/``D`` in ``op_column``) as one
+        snapshot; see :func:`icepark.table.write.table_writes.apply_changes`."""
+        from icepark.table.write import table_writes
+
+        return table_writes.apply_changes(
+            self, data, on, op_column, branch=branch, snapshot_properties=snapshot_properties
+        )
 
     def set_properties(self, properties: dict[str, str] | None = None, **kw: str) -> Table:
-        with self.transaction() as tx:
-            tx.set_properties(properties, **kw)
-        return self
+        """Set table properties, committed at once; see
+        :func:`icepark.table.write.table_writes.set_properties`."""
+        from icepark.table.write import table_writes
+
+        return table_writes.set_properties(self, properties, **kw)
+
+    # -- schema, partition spec and sort order (icepark.table.update) ----------------------
 
     def update_schema(
         self, allow_incompatible_changes: bool = False, case_sensitive: bool = True
     ) -> UpdateSchema:
-        """``with table.update_schema() as u:`` commits the changes on a clean exit."""
-        from icepark.table.update_schema import UpdateSchema
+        """``with table.update_schema() as u:`` commits the changes on a clean exit; see
+        :class:`icepark.table.update.schema.UpdateSchema`."""
+        from icepark.table.update.schema import UpdateSchema
 
         return UpdateSchema(
             self,
@@ -365,44 +314,27 @@ class Table:
         )
 
     def update_spec(self, case_sensitive: bool = True) -> UpdateSpec:
-        """``with table.update_spec() as u:`` commits the new default spec on a clean exit."""
-        from icepark.table.update_spec import UpdateSpec
+        """``with table.update_spec() as u:`` commits the new default spec on a clean exit;
+        see :class:`icepark.table.update.spec.UpdateSpec`."""
+        from icepark.table.update.spec import UpdateSpec
 
         return UpdateSpec(self, case_sensitive=case_sensitive)
 
-    def rewrite_manifests(
-        self, spec_id: int | None = None, cluster_by: Sequence[str] | None = None
-    ) -> Any:
-        """Regroup the manifests of a spec by partition to ``commit.manifest.target-size-bytes``
-        (one ``replace`` snapshot); see :mod:`icepark.table.rewrite_manifests`."""
-        from icepark.table.rewrite_manifests import rewrite_manifests
-
-        return rewrite_manifests(self, spec_id, cluster_by)
-
-    def add_files(self, paths: str | Sequence[str], check_duplicate_files: bool = True) -> Any:
-        """Register existing Parquet files (or folders of them) without rewriting them; see
-        :mod:`icepark.table.add_files`."""
-        from icepark.table.add_files import add_files
-
-        return add_files(self, paths, check_duplicate_files)
-
     def replace_sort_order(self, *terms: str, case_sensitive: bool = True) -> Table:
-        """Make the table's default sort order ``terms`` (``"id"``, ``"ts desc nulls last"``,
-        ``"bucket(16, id)"``), committed at once; no terms: unsorted.
+        """Make ``terms`` (``"id"``, ``"ts desc nulls last"``, ``"bucket(16, id)"``) the
+        default sort order at once; see :func:`icepark.table.update.sort_order.replace`."""
+        from icepark.table.update import sort_order
 
-        >>> table.replace_sort_order("region", "ts desc nulls last")  # doctest: +SKIP
-        """
-        with self.update_sort_order(case_sensitive=case_sensitive) as update:
-            for term in terms:
-                update.term(term)
-        return self
+        return sort_order.replace(self, *terms, case_sensitive=case_sensitive)
 
     def update_sort_order(self, case_sensitive: bool = True) -> ReplaceSortOrder:
-        """``with table.update_sort_order() as u: u.asc("id").desc("ts")`` replaces the
-        default sort order with the one built in the block, committed on a clean exit."""
-        from icepark.table.update_sort_order import ReplaceSortOrder
+        """``with table.update_sort_order() as u: u.asc("id").desc("ts")``; see
+        :class:`icepark.table.update.sort_order.ReplaceSortOrder`."""
+        from icepark.table.update.sort_order import ReplaceSortOrder
 
         return ReplaceSortOrder(self, case_sensitive=case_sensitive)
+
+    # -- scans (icepark.table.scan, icepark.table.incremental) -----------------------------
 
     def scan(
         self,
@@ -415,21 +347,18 @@ class Table:
         options: dict[str, str] | None = None,
         use_snapshot_schema: bool | None = None,
     ) -> DataScan:
-        """A scan; ``filter`` is an expression or a string like ``"ts >= '2024-01-01'"``;
-        ``as_of`` is epoch milliseconds or a datetime; ``ref`` a branch or tag. Time travel
-        reads with the snapshot's schema unless ``use_snapshot_schema=False``."""
-        row_filter = as_filter(filter)
-        return DataScan(
-            self.io,
-            self.metadata,
-            row_filter,
-            tuple(columns) if columns is not None else None,
+        """A scan, optionally filtered and time travelling; see
+        :func:`icepark.table.scan.table_scan`."""
+        return table_scan(
+            self,
+            filter,
+            columns,
             snapshot_id,
             as_of,
             ref,
             case_sensitive,
-            use_snapshot_schema=use_snapshot_schema,
-            options=dict(options or {}),
+            options,
+            use_snapshot_schema,
         )
 
     def incremental_append_scan(
@@ -443,23 +372,19 @@ class Table:
         ref: str | None = None,
         case_sensitive: bool = True,
     ) -> IncrementalAppendScan:
-        """The rows ``append`` snapshots added after ``from_snapshot_id`` up to
-        ``to_snapshot_id`` (default: the head of ``ref`` or the current snapshot); see
-        :mod:`icepark.table.incremental_scan`."""
-        from icepark.table.incremental_scan import IncrementalAppendScan
+        """The rows ``append`` snapshots added between two snapshots; see
+        :func:`icepark.table.incremental.append_scan.incremental_append_scan`."""
+        from icepark.table.incremental.append_scan import incremental_append_scan
 
-        return IncrementalAppendScan(
-            self.io,
-            self.metadata,
-            as_filter(filter),
-            tuple(columns) if columns is not None else None,
+        return incremental_append_scan(
+            self,
+            from_snapshot_id,
             to_snapshot_id,
-            None,
-            ref,
-            case_sensitive,
-            use_snapshot_schema=False,
-            from_snapshot_id=from_snapshot_id,
-            from_inclusive=from_inclusive,
+            from_inclusive,
+            filter,
+            columns,
+            ref=ref,
+            case_sensitive=case_sensitive,
         )
 
     def changelog_scan(
@@ -475,22 +400,21 @@ class Table:
         ref: str | None = None,
         case_sensitive: bool = True,
     ) -> ChangelogScan:
-        """The rows each snapshot inserted and deleted, as Java's ``create_changelog_view``
-        gives them; see :mod:`icepark.table.changelog`."""
-        from icepark.table.changelog import ChangelogScan
+        """The rows each snapshot inserted and deleted; see
+        :func:`icepark.table.incremental.changelog.changelog_scan`."""
+        from icepark.table.incremental.changelog import changelog_scan
 
-        return ChangelogScan(
-            self.io,
-            self.metadata,
-            as_filter(filter),
-            tuple(columns) if columns is not None else None,
+        return changelog_scan(
+            self,
             from_snapshot_id,
             to_snapshot_id,
-            ref,
-            case_sensitive,
+            filter,
+            columns,
             compute_updates,
-            tuple(identifier_columns) if identifier_columns is not None else None,
+            identifier_columns,
             net_changes,
+            ref=ref,
+            case_sensitive=case_sensitive,
         )
 
     def follow(
@@ -504,96 +428,78 @@ class Table:
         branch: str = MAIN_BRANCH,
     ) -> Iterator[AppendedBatch]:
         """Yield each newly committed snapshot's appended rows as they land; see
-        :mod:`icepark.table.follow`."""
-        from icepark.table.follow import follow
+        :func:`icepark.table.incremental.follow.follow`."""
+        from icepark.table.incremental.follow import follow
 
         return follow(
             self, start_snapshot_id, start_timestamp, interval, filter, columns, branch=branch
         )
 
-    # -- branches and tags -----------------------------------------------------------------
-
-    def _set_ref(
-        self, name: str, snapshot_id: int | None, kind: SnapshotRefType, **retention: Any
-    ) -> Table:
-        if snapshot_id is None:
-            current = self.current_snapshot()
-            if current is None:
-                raise ValidationError(f"Table {self.name} has no snapshot to point {name!r} at")
-            snapshot_id = current.snapshot_id
-        existing = self.metadata.ref(name)
-        self.commit(
-            [AssertRefSnapshotId(name, existing.snapshot_id if existing else None)],
-            [SetSnapshotRefUpdate(name, snapshot_id, kind, **retention)],
-        )
-        return self
+    # -- branches, tags and snapshot management (icepark.table.update.manage_snapshots) ----
 
     def create_branch(self, name: str, snapshot_id: int | None = None, **retention: Any) -> Table:
         """A branch at ``snapshot_id`` (the current snapshot by default)."""
-        if self.metadata.ref(name) is not None:
-            raise ValidationError(f"Ref {name!r} already exists in table {self.name}")
-        return self._set_ref(name, snapshot_id, SnapshotRefType.BRANCH, **retention)
+        from icepark.table.update import manage_snapshots
+
+        return manage_snapshots.create_branch(self, name, snapshot_id, **retention)
 
     def create_tag(self, name: str, snapshot_id: int | None = None, **retention: Any) -> Table:
         """A tag at ``snapshot_id`` (the current snapshot by default)."""
-        if self.metadata.ref(name) is not None:
-            raise ValidationError(f"Ref {name!r} already exists in table {self.name}")
-        return self._set_ref(name, snapshot_id, SnapshotRefType.TAG, **retention)
+        from icepark.table.update import manage_snapshots
+
+        return manage_snapshots.create_tag(self, name, snapshot_id, **retention)
 
     def remove_ref(self, name: str) -> Table:
-        if name == MAIN_BRANCH or self.metadata.ref(name) is None:
-            raise ValidationError(f"Cannot remove ref {name!r} from table {self.name}")
-        self.commit([], [RemoveSnapshotRefUpdate(name)])
-        return self
+        """Remove branch or tag ``name`` (never ``main``)."""
+        from icepark.table.update import manage_snapshots
 
-    # -- snapshot management and upkeep ------------------------------------------------------
-    # (icepark.table.manage_snapshots, expire_snapshots and remove_orphan_files)
+        return manage_snapshots.remove_ref(self, name)
 
     def rollback_to_snapshot(self, snapshot_id: int) -> Table:
         """Make ``snapshot_id``, an ancestor of the current snapshot, current again."""
-        from icepark.table import manage_snapshots
+        from icepark.table.update import manage_snapshots
 
         return manage_snapshots.rollback_to_snapshot(self, snapshot_id)
 
     def rollback_to_timestamp(self, timestamp: int | dt.datetime | dt.date) -> Table:
         """Make current the newest ancestor committed before ``timestamp`` (ms or datetime)."""
-        from icepark.table import manage_snapshots
+        from icepark.table.update import manage_snapshots
 
         return manage_snapshots.rollback_to_timestamp(self, timestamp)
 
     def set_current_snapshot(self, snapshot_id: int | None = None, ref: str | None = None) -> Table:
         """Make ``snapshot_id`` (or branch or tag ``ref``'s snapshot) current."""
-        from icepark.table import manage_snapshots
+        from icepark.table.update import manage_snapshots
 
         return manage_snapshots.set_current_snapshot(self, snapshot_id, ref)
 
     def cherrypick_snapshot(self, snapshot_id: int) -> Table:
         """Apply a snapshot's changes (append, dynamic overwrite or fast-forward) to main."""
-        from icepark.table import manage_snapshots
+        from icepark.table.update import manage_snapshots
 
         return manage_snapshots.cherrypick_snapshot(self, snapshot_id)
 
     def publish_changes(self, wap_id: str) -> Table:
         """Cherry-pick the snapshot staged under ``wap_id`` (write-audit-publish)."""
-        from icepark.table import manage_snapshots
+        from icepark.table.update import manage_snapshots
 
         return manage_snapshots.publish_changes(self, wap_id)
 
     def fast_forward(self, branch: str, to: str) -> Table:
         """Move ``branch`` forward to ref ``to``'s snapshot (a descendant of the branch's)."""
-        from icepark.table import manage_snapshots
+        from icepark.table.update import manage_snapshots
 
         return manage_snapshots.fast_forward(self, branch, to)
 
     def replace_branch(self, name: str, to: int | str) -> Table:
         """Point branch ``name`` at snapshot id ``to`` or at ref ``to``'s snapshot."""
-        from icepark.table import manage_snapshots
+        from icepark.table.update import manage_snapshots
 
         return manage_snapshots.replace_branch(self, name, to)
 
     def replace_tag(self, name: str, snapshot_id: int) -> Table:
         """Point tag ``name`` at ``snapshot_id``."""
-        from icepark.table import manage_snapshots
+        from icepark.table.update import manage_snapshots
 
         return manage_snapshots.replace_tag(self, name, snapshot_id)
 
@@ -606,7 +512,7 @@ class Table:
         max_ref_age_ms: int | None = None,
     ) -> Table:
         """Set a branch's or tag's retention (what expiry keeps)."""
-        from icepark.table import manage_snapshots
+        from icepark.table.update import manage_snapshots
 
         return manage_snapshots.set_ref_retention(
             self,
@@ -615,6 +521,8 @@ class Table:
             max_snapshot_age_ms=max_snapshot_age_ms,
             max_ref_age_ms=max_ref_age_ms,
         )
+
+    # -- upkeep and maintenance (icepark.table.maintenance) ---------------------------------
 
     def expire_snapshots(
         self,
@@ -626,19 +534,9 @@ class Table:
         *,
         progress: Callable[[int, int], None] | None = None,
     ) -> ExpireSnapshotsResult:
-        """Expire snapshots, then delete the files that only they reached, as Java's
-        ``expire_snapshots``: snapshots older than ``older_than`` (default: the table's
-        ``history.expire.max-snapshot-age-ms``, 5 days) beyond the last ``retain_last``
-        (default ``history.expire.min-snapshots-to-keep``, 1) of each branch, or exactly
-        ``snapshot_ids``; refs past their ``max-ref-age-ms`` go too. The metadata is committed
-        first; data, delete, manifest, manifest-list and statistics files no retained
-        snapshot reaches are then deleted in parallel (a failed delete is reported in the
-        result, never raised). ``dry_run`` commits and deletes nothing. Returns Java's six
-        counts and the files (``progress(done, total)`` follows the deletes).
-
-        >>> table.expire_snapshots(retain_last=10)  # doctest: +SKIP
-        """
-        from icepark.table.expire_snapshots import expire_snapshots
+        """Expire old snapshots, then delete the files only they reached; see
+        :func:`icepark.table.maintenance.expire_snapshots.expire_snapshots`."""
+        from icepark.table.maintenance.expire_snapshots import expire_snapshots
 
         return expire_snapshots(
             self,
@@ -662,14 +560,9 @@ class Table:
         allow_recent: bool = False,
         progress: Callable[[int, int], None] | None = None,
     ) -> RemoveOrphanFilesResult:
-        """Delete the files under the table's location (or ``location`` inside it) that no
-        metadata file, snapshot, manifest or ref references and that are older than
-        ``older_than`` (default: 3 days ago; less than 24 hours ago is refused unless
-        ``allow_recent``, as an in-flight write's files look orphaned). ``equal_schemes``
-        and ``equal_authorities`` extend Java's equivalences (``s3a``/``s3n`` = ``s3``);
-        ``prefix_mismatch_mode`` is ``error``, ``ignore`` or ``delete``. ``dry_run`` only
-        lists them. On Spark, ``icepark.spark.remove_orphan_files`` lists in parallel."""
-        from icepark.table.remove_orphan_files import remove_orphan_files
+        """Delete the files under the table's location that nothing references; see
+        :func:`icepark.table.maintenance.remove_orphan_files.remove_orphan_files`."""
+        from icepark.table.maintenance.remove_orphan_files import remove_orphan_files
 
         return remove_orphan_files(
             self,
@@ -682,3 +575,21 @@ class Table:
             allow_recent=allow_recent,
             progress=progress,
         )
+
+    def rewrite_manifests(
+        self, spec_id: int | None = None, cluster_by: Sequence[str] | None = None
+    ) -> RewriteManifestsResult:
+        """Regroup a spec's manifests by partition (one ``replace`` snapshot); see
+        :func:`icepark.table.maintenance.rewrite_manifests.rewrite_manifests`."""
+        from icepark.table.maintenance.rewrite_manifests import rewrite_manifests
+
+        return rewrite_manifests(self, spec_id, cluster_by)
+
+    def add_files(
+        self, paths: str | Sequence[str], check_duplicate_files: bool = True
+    ) -> AddFilesResult:
+        """Register existing Parquet files (or folders of them) without rewriting them; see
+        :func:`icepark.table.maintenance.add_files.add_files`."""
+        from icepark.table.maintenance.add_files import add_files
+
+        return add_files(self, paths, check_duplicate_files)

@@ -28,9 +28,11 @@ from icepark.spec.updates import (
     TableRequirement,
     TableUpdate,
 )
-from icepark.table.changes import apply_changes_action, delete_action, upsert_action
 from icepark.table.interface import TableLike
-from icepark.table.operations import (
+from icepark.table.update.wap import staged, with_wap_id
+from icepark.table.write.changes import apply_changes_action, delete_action, upsert_action
+from icepark.table.write.data_files import rewrite_without, write_arrow
+from icepark.table.write.operations import (
     Action,
     AppendAction,
     MetadataAction,
@@ -38,8 +40,6 @@ from icepark.table.operations import (
     ReplacePartitionsAction,
     Staged,
 )
-from icepark.table.wap import staged, with_wap_id
-from icepark.table.writes import rewrite_without, write_arrow
 
 __all__ = ["Transaction", "RetryPolicy"]
 
@@ -145,7 +145,7 @@ class Transaction:
         A merge append (as Java's default) unless ``merge=False`` or the table's
         ``commit.manifest-merge.enabled`` is false. With ``wap_id`` (and
         ``write.wap.enabled=true``) the snapshot is staged, not made current
-        (:mod:`icepark.table.wap`). ``file_format`` (parquet, avro or orc) overrides
+        (:mod:`icepark.table.update.wap`). ``file_format`` (parquet, avro or orc) overrides
         ``write.format.default`` for this write."""
         props = with_wap_id(self._start, snapshot_properties, wap_id, self._table.name)
         files = self._write(data, file_format)
@@ -208,7 +208,7 @@ class Transaction:
         action = ReplacePartitionsAction(self._table.io, files, branch, props, isolation=isolation)
         return self.add_action(staged(action, wap_id))
 
-    # -- row-level changes (see icepark.table.changes) -----------------------------------
+    # -- row-level changes (see icepark.table.write.changes) -----------------------------------
 
     def delete(
         self,
@@ -261,7 +261,7 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
         """Change data capture: ``I``/``U``/``D`` rows as data files plus an equality delete
-        file on ``on`` (see :mod:`icepark.table.changes`)."""
+        file on ``on`` (see :mod:`icepark.table.write.changes`)."""
         return self.add_action(
             apply_changes_action(
                 self._table.io,

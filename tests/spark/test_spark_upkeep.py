@@ -12,7 +12,7 @@ import pytest
 
 from icepark import spark as ispark
 from icepark.manifest import DataFile, FileContent, FileFormat
-from icepark.table.remove_orphan_files import PrefixMismatchError
+from icepark.table.maintenance.remove_orphan_files import PrefixMismatchError
 
 DAY_MS = 86_400_000
 

@@ -1,0 +1,80 @@
+"""``diagnose`` / ``icepark doctor``: each finding appears when its cause is there, with its
+fix, and not otherwise; the numbers are the table's own."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pyarrow as pa
+from click.testing import CliRunner
+
+from icepark.catalog import load_catalog
+from icepark.cli.main import cli
+from icepark.table.maintenance.doctor import diagnose
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("g", pa.string())])
+
+
+def _rows(ids: range) -> pa.Table:
+    return pa.table({"id": list(ids), "g": [f"g{i % 4}" for i in ids]}, schema=SCHEMA)
+
+
+def test_healthy_table_has_nothing_to_fix(tmp_path: Path) -> None:
+    catalog = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", SCHEMA)
+    table.append(_rows(range(100)))
+    report = diagnose(table)
+    assert report.healthy and [f.level for f in report.findings] == ["ok"]
+    assert report.data_files["count"] == 1 and report.data_files["records"] == 100
+    assert report.snapshots["count"] == 1 and report.orphans == {
+        "count": 0,
+        "bytes": 0,
+        "sample": [],
+    }
+
+
+def test_findings_point_at_their_fixes(tmp_path: Path) -> None:
+    catalog = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    table = catalog.create_table(
+        "db.t",
+        SCHEMA,
+        partition_by=["g"],
+        properties={
+            "write.delete.mode": "merge-on-read",
+            "history.expire.max-snapshot-age-ms": "1",
+        },
+    )
+    for start in range(0, 1000, 100):  # 10 appends x 4 partitions: 40 small files
+        table.append(_rows(range(start, start + 100)))
+    table.delete("id < 150")  # drops the first file, position deletes on the second
+    stray = Path(table.location) / "data" / "stray.parquet"
+    stray.write_bytes(b"not referenced")
+    old = time.time() - 5 * 86400
+    os.utime(stray, (old, old))
+    time.sleep(0.01)
+    report = diagnose(table)
+    areas = {f.area: f for f in report.findings}
+    assert areas["snapshots"].fix == "icepark expire db.t"
+    assert report.snapshots["expirable_by_retention"] == report.snapshots["count"] - 1
+    assert areas["data files"].fix == "icepark compact db.t"
+    assert report.data_files["small"] == report.data_files["count"] == 36  # 4 dropped
+    assert areas["delete files"].fix == "icepark compact db.t"
+    hidden = report.delete_files["rows_hidden_by_position_deletes"]
+    assert report.delete_files["position"] > 0 and hidden == 50  # ids 100..149 (0..99 dropped)
+    assert areas["orphans"].fix == "icepark remove-orphans db.t"
+    assert report.orphans is not None and report.orphans["count"] == 1
+    assert stray.exists()  # a diagnosis deletes nothing
+    runner = CliRunner()
+    args = ["--uri", f"sqlite:///{tmp_path}/c.db", "--warehouse", str(tmp_path / "wh")]
+    out = runner.invoke(cli, [*args, "doctor", "db.t", "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["data_files"]["count"] == 36 and len(doc["findings"]) == 4
+    text = runner.invoke(cli, [*args, "doctor", "db.t", "--no-orphans"])
+    assert text.exit_code == 0 and "icepark compact db.t" in text.stdout
+    assert "orphan" not in text.stdout
