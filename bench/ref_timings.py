@@ -1,8 +1,11 @@
 """The reference engine's timings for the benchmark queries (run with .venv-ref's python).
 
-  .venv-ref/bin/python bench/ref_timings.py WAREHOUSE RUNS POINT_ID WRITE_ROWS \
-      [MERGE_ROWS [SECTIONS [UPKEEP_ROOT SNAPSHOTS
-      [SINK_ROWS_PER_BATCH APPENDS_TABLE]]]]
+  .venv-ref/bin/python bench/ref_timings.py '{"warehouse": "...", "runs": 3, ...}'
+
+One JSON object says what to run: ``warehouse``, ``runs``, ``point`` (the point query's id),
+``write_rows``; optional ``merge_rows`` (default write_rows / 50), ``sections`` (a list;
+default reads, writes, row-level, compaction), ``upkeep_root`` and ``snapshots`` (for
+``upkeep``), ``sink_rows_per_batch`` and ``appends_table`` (for ``streaming``).
 
 Prints one JSON object {query: [seconds, ...]} on its last line; keys starting with
 ``check:`` hold the row-level benchmarks' results (counts, sums) instead of timings.
@@ -208,13 +211,11 @@ def merge_name(merge_rows: int) -> str:
 
 
 def main() -> None:
-    warehouse, runs, point, write_rows = sys.argv[1:5]
-    merge_rows = int(sys.argv[5]) if len(sys.argv) > 5 else int(write_rows) // 50
-    sections = (
-        set(sys.argv[6].split(","))
-        if len(sys.argv) > 6
-        else {"reads", "writes", "row-level", "compaction"}
-    )
+    args = json.loads(sys.argv[1])
+    warehouse, runs, point = args["warehouse"], int(args["runs"]), int(args["point"])
+    write_rows = int(args["write_rows"])
+    merge_rows = int(args.get("merge_rows") or write_rows // 50)
+    sections = set(args.get("sections") or ("reads", "writes", "row-level", "compaction"))
     spark = refspark.session(warehouse)
     out: dict[str, list[float]] = {}
     if "reads" in sections:
@@ -222,19 +223,19 @@ def main() -> None:
             "full-scan aggregate": "SELECT count(*), sum(amount), max(note) FROM ref.bench.wide",
             "2 of 30 days aggregate": "SELECT count(*), sum(amount), max(note) FROM ref.bench.wide"
             " WHERE ts >= TIMESTAMP '2024-01-05 00:00:00' AND ts < TIMESTAMP '2024-01-07 00:00:00'",
-            "point query (many files)": f"SELECT * FROM ref.bench.many WHERE id = {int(point)}",
+            "point query (many files)": f"SELECT * FROM ref.bench.many WHERE id = {point}",
         }
         for name, sql in queries.items():
             spark.sql(sql).collect()  # warm-up
             times = []
-            for _ in range(int(runs)):
+            for _ in range(runs):
                 start = time.perf_counter()
                 spark.sql(sql).collect()
                 times.append(time.perf_counter() - start)
             out[name] = times
     if "writes" in sections:
         times = []
-        for i in range(int(runs)):
+        for i in range(runs):
             name = f"ref.bench.w{i}"
             spark.sql(
                 f"CREATE TABLE {name} (id bigint, ts timestamp, category string, amount double,"
@@ -242,29 +243,29 @@ def main() -> None:
                 " TBLPROPERTIES ('format-version'='2')"
             )
             start = time.perf_counter()
-            spark.sql(f"INSERT INTO {name} SELECT {COLS} FROM range({int(write_rows)})")
+            spark.sql(f"INSERT INTO {name} SELECT {COLS} FROM range({write_rows})")
             times.append(time.perf_counter() - start)
             spark.sql(f"DROP TABLE {name} PURGE")
         out["partitioned write"] = times
     if "row-level" in sections:
-        out.update(_row_level(spark, int(runs), int(write_rows), merge_rows))
+        out.update(_row_level(spark, runs, write_rows, merge_rows))
     if "compaction" in sections:
-        out.update(_compaction(spark, int(runs), int(write_rows)))
+        out.update(_compaction(spark, runs, write_rows))
     if "upkeep" in sections:
         from pathlib import Path
 
         import upkeep
 
-        out.update(upkeep.reference(spark, Path(sys.argv[7]), int(sys.argv[8]), int(runs)))
+        out.update(upkeep.reference(spark, Path(args["upkeep_root"]), int(args["snapshots"]), runs))
     if "avro" in sections:
-        out.update(_avro(spark, int(runs), int(write_rows)))
+        out.update(_avro(spark, runs, write_rows))
     if "inspect" in sections:  # the files metadata table, every column materialised
         for table in ("ref.bench.many", "ref.bench.files100k"):
             n = spark.sql(f"SELECT count(*) FROM {table}.files").collect()[0][0]
             sql = f"SELECT * FROM {table}.files"
             spark.sql(sql).write.format("noop").mode("overwrite").save()  # warm-up
             times = []
-            for _ in range(int(runs)):
+            for _ in range(runs):
                 start = time.perf_counter()
                 spark.sql(sql).write.format("noop").mode("overwrite").save()
                 times.append(time.perf_counter() - start)
@@ -274,7 +275,9 @@ def main() -> None:
         from ref_streaming import streaming
 
         cols = [c.strip() for c in _split_cols(COLS)]
-        out.update(streaming(spark, int(runs), int(sys.argv[9]), sys.argv[10], cols))
+        out.update(
+            streaming(spark, runs, int(args["sink_rows_per_batch"]), args["appends_table"], cols)
+        )
     print(json.dumps(out), flush=True)
     spark.stop()
 

@@ -76,11 +76,20 @@ def _reference(
     streaming: tuple[int, str] | None = None,
 ) -> dict[str, list[float]]:
     script = Path(__file__).with_name("ref_timings.py")
-    args = [warehouse, runs, point, write_rows, merge_rows, ",".join(sorted(sections))]
-    args += [upkeep_root, snapshots]
-    args += list(streaming or ())
+    args: dict[str, object] = {
+        "warehouse": str(warehouse),
+        "runs": runs,
+        "point": point,
+        "write_rows": write_rows,
+        "merge_rows": merge_rows,
+        "sections": sorted(sections),
+        "upkeep_root": str(upkeep_root),
+        "snapshots": snapshots,
+    }
+    if streaming:
+        args["sink_rows_per_batch"], args["appends_table"] = streaming[0], str(streaming[1])
     done = subprocess.run(
-        [str(REF_PYTHON), str(script), *[str(a) for a in args]],
+        [str(REF_PYTHON), str(script), json.dumps(args)],
         capture_output=True,
         text=True,
     )
@@ -139,7 +148,7 @@ def _measure(
     from bench.avro_bench import measure as measure_avro
     from icepark.catalog import FileSystemCatalog
     from icepark.spark import read, write
-    from icepark.spark._common import to_spark_location
+    from icepark.spark.paths import to_spark_location
 
     if sections == {"avro"}:  # needs only its own table
         return measure_avro(spark, warehouse, runs, write_rows, _time, _check)

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from icepark.io.fileio import (
+from icepark.io.fileio import FileEntry, FileIO, InputFile, OutputFile, OutputStream
+from icepark.io.pyarrow_fileio import (
     IO_IMPL,
     LOCAL_FSYNC,
     LOCAL_SCHEMES,
+    S3_SCHEMES,
+    PyArrowFileIO,
+    load_file_io,
+)
+from icepark.io.s3 import (
     S3_ACCESS_KEY_ID,
     S3_CONNECT_TIMEOUT,
     S3_ENDPOINT,
@@ -13,16 +19,8 @@ from icepark.io.fileio import (
     S3_REGION,
     S3_REQUEST_TIMEOUT,
     S3_RETRY_NUM_RETRIES,
-    S3_SCHEMES,
     S3_SECRET_ACCESS_KEY,
     S3_SESSION_TOKEN,
-    FileEntry,
-    FileIO,
-    InputFile,
-    OutputFile,
-    OutputStream,
-    PyArrowFileIO,
-    load_file_io,
 )
 
 __all__ = [

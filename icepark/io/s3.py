@@ -1,4 +1,4 @@
-"""S3 for :class:`~icepark.io.fileio.PyArrowFileIO`: the ``s3.*`` properties, the
+"""S3 for :class:`~icepark.io.pyarrow_fileio.PyArrowFileIO`: the ``s3.*`` properties, the
 ``pyarrow.fs.S3FileSystem`` they make, and errors that say which bucket and endpoint failed.
 
 Properties (Java's ``S3FileIOProperties`` names; the catalog's properties reach every FileIO,

@@ -8,14 +8,15 @@ DataFrame API::
     ispark.create_table_from(spark, df, "db.copy", partition_by=["day(ts)"], sort_by=["id"])
 
 Row-level changes (``write.delete.mode`` / ``write.update.mode`` / ``write.merge.mode``:
-copy-on-write or merge-on-read; see :mod:`icepark.spark.row_level`)::
+copy-on-write or merge-on-read; see :mod:`icepark.spark.write.row_level`)::
 
     ispark.delete(spark, "db.events", "ts < '2024-01-01'")
     ispark.update(spark, "db.events", set={"amount": "amount * 2"}, where="id = 5")
     ispark.merge(spark, "db.events", updates_df, on="id",
                  when_matched_update="*", when_not_matched_insert="*")
 
-Compaction and maintenance (Java's procedures; see :mod:`icepark.spark.rewrite_data_files_action`)::
+Compaction and maintenance (Java's procedures; see
+:mod:`icepark.spark.maintenance.rewrite_data_files`)::
 
     ispark.rewrite_data_files(spark, "db.events", strategy="sort", sort_order="zorder(id, ts)")
     ispark.rewrite_position_delete_files(spark, "db.events")
@@ -31,7 +32,7 @@ Spark-native entry points (the ``icepark`` Python data source and SQL views)::
 Upkeep: ``ispark.remove_orphan_files(spark, "db.events")`` lists and compares on Spark
 (expiry and snapshot management are table methods: ``table.expire_snapshots(...)``).
 
-Structured Streaming (:mod:`icepark.spark.stream_source`, :mod:`icepark.spark.stream_sink`)::
+Structured Streaming (:mod:`icepark.spark.streaming.source`, :mod:`icepark.spark.streaming.sink`)::
 
     ispark.read_stream(spark, "db.events", streaming_max_files_per_micro_batch=100)
     spark.readStream.format("icepark").option("table", "db.events").load()
@@ -39,8 +40,8 @@ Structured Streaming (:mod:`icepark.spark.stream_source`, :mod:`icepark.spark.st
     df.writeStream.format("icepark").option("table", "db.events").start()
 
 :func:`read` and :func:`write` plan and commit on the driver with icepark and run Spark's
-native Parquet reader and writer where they can (see :mod:`icepark.spark.reader` and
-:mod:`icepark.spark.writer` for when the Python paths are used); the data source always runs
+native Parquet reader and writer where they can (see :mod:`icepark.spark.read.reader` and
+:mod:`icepark.spark.write.writer` for when the Python paths are used); the data source always runs
 icepark's Arrow reader and writer in Python tasks.
 
 Python workers must run the same interpreter as the driver (``PYSPARK_PYTHON`` or
@@ -63,19 +64,19 @@ except ImportError as _missing:  # pragma: no cover - depends on the install
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
-from icepark.spark._common import resolve_table
-from icepark.spark.add_files_action import add_files
-from icepark.spark.reader import ReadPath, choose_path, read, read_scan
-from icepark.spark.remove_orphan_files import remove_orphan_files
-from icepark.spark.rewrite_data_files_action import rewrite_data_files
-from icepark.spark.rewrite_position_deletes_action import rewrite_position_delete_files
-from icepark.spark.row_level import delete, merge, update
-from icepark.spark.session import SparkSetupError, prepare_session, session
-from icepark.spark.source import IcebergDataSource, register, register_tables
-from icepark.spark.stream_sink import write_stream
-from icepark.spark.stream_source import read_stream
+from icepark.spark.datasource import IcebergDataSource, register, register_tables
+from icepark.spark.maintenance.add_files import add_files
+from icepark.spark.maintenance.remove_orphan_files import remove_orphan_files
+from icepark.spark.maintenance.rewrite_data_files import rewrite_data_files
+from icepark.spark.maintenance.rewrite_position_delete_files import rewrite_position_delete_files
+from icepark.spark.read.reader import ReadPath, choose_path, read, read_scan
+from icepark.spark.session import session
+from icepark.spark.setup import SparkSetupError, prepare_session
+from icepark.spark.streaming.queries import read_stream, write_stream
+from icepark.spark.tables import resolve_table
 from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
-from icepark.spark.writer import WriteMode, WritePath, choose_write_path, write
+from icepark.spark.write.row_level import delete, merge, update
+from icepark.spark.write.writer import WriteMode, WritePath, choose_write_path, write
 from icepark.table import Table
 
 __all__ = [
@@ -131,7 +132,7 @@ def create_table_from(
     if isinstance(catalog, Catalog):
         cat = catalog
     elif isinstance(catalog, Mapping):
-        from icepark.spark._common import catalog_from_options
+        from icepark.spark.tables import catalog_from_options
 
         cat = catalog_from_options({f"catalog.{k}": str(v) for k, v in catalog.items()})
     else:

@@ -337,7 +337,7 @@ def _streaming(spark: Any, catalog: Catalog, console: Console, batches: int = 4)
     from pyspark.sql import functions as F
 
     from icepark.spark import read_stream, write_stream
-    from icepark.spark.stream_sink import EPOCH_ID_PROPERTY
+    from icepark.spark.streaming.sink import EPOCH_ID_PROPERTY
 
     if catalog.table_exists("demo.stream_events"):
         catalog.drop_table("demo.stream_events", purge=True)

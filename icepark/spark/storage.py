@@ -1,8 +1,8 @@
 """How Spark reaches a table's files: Spark's own Hadoop file systems, or icepark's FileIO in
 Python tasks. One decision, :func:`choose_storage_path`, that every Spark operation consults
 before it plans a job (reads, writes, row-level changes; compaction and anything else that
-reads with :func:`icepark.spark.reader.read_tasks` and writes with
-:func:`icepark.spark.writer.write_files` inherits it).
+reads with :func:`icepark.spark.read.reader.read_tasks` and writes with
+:func:`icepark.spark.write.writer.write_files` inherits it).
 
 Flow, on the driver, for the locations a job will touch (the table location, its data
 location, the data files it reads)::
@@ -24,7 +24,7 @@ location, the data files it reads)::
          and write the bytes themselves, never through the driver.
 
 Both paths give the same rows and the same file metrics; the native one is faster where Spark
-can prune columns (see :mod:`icepark.spark.reader`). The answers are logged at info level;
+can prune columns (see :mod:`icepark.spark.read.reader`). The answers are logged at info level;
 a missing file system is an answer, never a Py4J stack trace.
 
 For new operations: call ``choose_storage_path(spark, table.io, locations)`` and use
@@ -51,7 +51,7 @@ from icepark.io import (
     S3_SESSION_TOKEN,
     FileIO,
 )
-from icepark.spark._common import to_spark_location
+from icepark.spark.paths import to_spark_location
 
 __all__ = [
     "StoragePath",

@@ -487,7 +487,7 @@ def test_uuid_bounds_merge_row_groups_like_java() -> None:
 @pytest.mark.interop
 def test_metrics_match_the_reference_engine(refspark: Any, tmp_path: Path) -> None:
     from icepark.arrow.writer import write_data_files
-    from icepark.io.fileio import PyArrowFileIO
+    from icepark.io.pyarrow_fileio import PyArrowFileIO
     from icepark.spec.partitioning import UNPARTITIONED
     from icepark.spec.sorting import UNSORTED_ORDER
 

@@ -23,7 +23,7 @@ from icepark.errors import (
     UnsupportedOperationError,
 )
 from icepark.expressions import Expression, bind, col
-from icepark.io.fileio import PyArrowFileIO
+from icepark.io.pyarrow_fileio import PyArrowFileIO
 from icepark.spec.manifests import DataFile, FileContent
 from icepark.spec.metadata_columns import (
     FILE_PATH_FIELD,

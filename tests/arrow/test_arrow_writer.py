@@ -20,7 +20,7 @@ from icepark.arrow.metrics import MetricsConfig, compute_metrics
 from icepark.arrow.schema import schema_to_arrow
 from icepark.arrow.writer import data_file_name, data_location, write_data_files
 from icepark.errors import ValidationError
-from icepark.io.fileio import PyArrowFileIO
+from icepark.io.pyarrow_fileio import PyArrowFileIO
 from icepark.spec.manifests import DataFile, FileContent, FileFormat
 from icepark.spec.partitioning import UNPARTITIONED, PartitionSpec, build_partition_spec
 from icepark.spec.schema import Schema

@@ -53,7 +53,7 @@ from icepark.avro.file_schema import resolve_file_schema
 from icepark.avro.schema import schema_to_avro
 from icepark.errors import InvalidAvroFileError, InvalidSchemaError
 from icepark.expressions import col
-from icepark.io.fileio import PyArrowFileIO
+from icepark.io.pyarrow_fileio import PyArrowFileIO
 from icepark.spec.manifests import DataFile, FileContent
 from icepark.spec.metadata_columns import POS_FIELD
 from icepark.spec.name_mapping import name_mapping_from_json

@@ -24,7 +24,7 @@ from icepark.arrow.conform import conform_batch
 from icepark.arrow.schema import schema_to_arrow
 from icepark.arrow.writer import write_data_files
 from icepark.avro.schema import from_avro_value, schema_to_avro, strip_logical_types
-from icepark.io.fileio import PyArrowFileIO
+from icepark.io.pyarrow_fileio import PyArrowFileIO
 from icepark.spec.partitioning import build_partition_spec
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import UNSORTED_ORDER

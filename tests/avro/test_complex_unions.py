@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from icepark.arrow.reader import read_data_file
 from icepark.avro.file_schema import avro_to_iceberg_schema, resolve_file_schema
 from icepark.errors import InvalidAvroFileError
-from icepark.io.fileio import PyArrowFileIO
+from icepark.io.pyarrow_fileio import PyArrowFileIO
 from icepark.spec.manifests import DataFile, FileContent
 from icepark.spec.name_mapping import create_name_mapping
 from icepark.spec.schema import Schema, prune_columns

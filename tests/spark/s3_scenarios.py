@@ -47,8 +47,8 @@ def spark_rows(df: Any) -> list[list[Any]]:
 
 
 def _decisions(spark: Any, table: Any) -> dict[str, str]:
-    from icepark.spark.reader import choose_path
-    from icepark.spark.writer import choose_write_path
+    from icepark.spark.read.reader import choose_path
+    from icepark.spark.write.writer import choose_write_path
 
     scan = table.scan()
     return {

@@ -20,7 +20,7 @@ from refengine import RefEngine
 
 from icepark.catalog import Catalog
 from icepark.spark import write
-from icepark.spark.writer import choose_write_path
+from icepark.spark.write.writer import choose_write_path
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
 

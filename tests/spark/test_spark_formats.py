@@ -14,7 +14,7 @@ from refengine import RefEngine
 from icepark.catalog import Catalog, FileSystemCatalog
 from icepark.manifest import FileContent, FileFormat
 from icepark.spark import delete, read, update, write
-from icepark.spark.reader import choose_path
+from icepark.spark.read.reader import choose_path
 
 pytestmark = pytest.mark.spark
 

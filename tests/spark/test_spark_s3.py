@@ -202,7 +202,7 @@ def test_native_path_when_spark_has_s3a(
         assert spark.conf.get(prefix + "secret.key") == props["s3.secret-access-key"]
         assert spark.conf.get(prefix + "endpoint.region") == props["s3.region"]
         assert spark.conf.get(prefix + "path.style.access", None) is None
-        from icepark.spark._common import spark_reported_path, to_spark_location
+        from icepark.spark.paths import spark_reported_path, to_spark_location
 
         assert to_spark_location(table.location).startswith("s3a://")
         assert spark_reported_path(table.location + "/data/x.parquet").startswith(

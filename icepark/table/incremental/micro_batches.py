@@ -1,6 +1,6 @@
 """Micro-batches of a table being followed: offsets, admission control and the files between
 two offsets (Java's ``MicroBatches`` and the planning half of Spark's
-``SparkMicroBatchStream``). The Structured Streaming source (:mod:`icepark.spark.stream_source`)
+``SparkMicroBatchStream``). The Structured Streaming source (:mod:`icepark.spark.streaming.source`)
 is a thin adapter over :class:`MicroBatchPlanner`; nothing here imports pyspark.
 
 An offset (:class:`StreamingOffset`, JSON ``{"version", "snapshot_id", "position",

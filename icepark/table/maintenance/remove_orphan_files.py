@@ -25,8 +25,8 @@ How it flows:
 4. **Delete** the orphans in parallel (:mod:`icepark.table.maintenance.file_cleanup`; a failed
    delete is logged and reported, never raised), or, with ``dry_run``, only report them.
 
-:mod:`icepark.spark.remove_orphan_files` does steps 2 and 3 on Spark for tables with millions
-of files.
+:mod:`icepark.spark.maintenance.remove_orphan_files` does steps 2 and 3 on Spark for tables
+with millions of files.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Java's ``RewriteDataFilesSparkAction`` and ``RewriteDataFilesCommitManager`` without Spark:
 the engine supplies a *runner* that rewrites one :class:`RewriteFileGroup` (reads its files
 with their deletes applied, writes ``expected_output_files`` files into the group's output
-spec and returns them; :mod:`icepark.spark.rewrite_data_files_action` is the Spark one). How
+spec and returns them; :mod:`icepark.spark.maintenance.rewrite_data_files` is the Spark one). How
 it flows:
 
 1. Plan at the head of ``branch``

@@ -36,7 +36,7 @@ from pyspark.sql import functions as F
 
 from icepark.io import FileIO
 from icepark.planning.planner import FileScanTask
-from icepark.spark._common import spark_reported_path
+from icepark.spark.paths import spark_reported_path
 
 __all__ = [
     "DeletedPositions",

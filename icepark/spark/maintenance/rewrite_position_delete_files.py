@@ -23,7 +23,7 @@ from icepark.errors import ValidationError
 from icepark.expressions import BooleanExpression, as_filter, bind
 from icepark.io import FileIO
 from icepark.manifest import DataFile
-from icepark.spark._common import resolve_table
+from icepark.spark.tables import resolve_table
 from icepark.spec.metadata import TableMetadata
 from icepark.table import Table
 from icepark.table.maintenance.rewrite_position_deletes import (

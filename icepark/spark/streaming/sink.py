@@ -13,7 +13,7 @@ Two entry points, both exactly-once::
   table from the options and commits.
 * :func:`write_stream` runs ``foreachBatch`` with the batch write path of
   :func:`icepark.spark.write` (Spark's own Parquet writer where it can, see
-  :mod:`icepark.spark.writer`), which is faster, then commits on the driver.
+  :mod:`icepark.spark.write.writer`), which is faster, then commits on the driver.
 
 Exactly once, as Java's ``SparkWrite`` streaming writes: every commit records the query id and
 the epoch (Spark's batch id) in the snapshot summary (``spark.sql.streaming.queryId``,
@@ -45,19 +45,18 @@ import pickle
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
-from pyspark.sql.streaming import StreamingQuery
 
 from icepark.errors import IceparkError, ValidationError
 from icepark.expressions import AlwaysTrue
 from icepark.io import FileIO, load_file_io
 from icepark.manifest import DataFile
-from icepark.spark._common import CATALOG_OPTION_KEYS, catalog_from_options
-from icepark.spark.writer import WritePath
+from icepark.spark.tables import CATALOG_OPTION_KEYS, catalog_from_options
+from icepark.spark.write.writer import WritePath
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH
@@ -73,7 +72,8 @@ __all__ = [
     "commit_epoch",
     "last_committed_epoch",
     "sink_options",
-    "write_stream",
+    "BatchCommitter",
+    "OutputMode",
 ]
 
 QUERY_ID_PROPERTY = "spark.sql.streaming.queryId"
@@ -277,13 +277,13 @@ class IcebergStreamWriter(DataSourceStreamArrowWriter):
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         from pyspark import TaskContext
 
-        from icepark.spark.source import _batches
+        from icepark.spark.write.task_files import arrow_batches
 
         context = TaskContext.get()
         files = write_arrow(
             self.io,
             self.metadata,
-            _batches(iterator),
+            arrow_batches(iterator),
             context.partitionId() if context is not None else 0,
             write_uuid=str(uuid.uuid4()),
             attempt_id=context.attemptNumber() if context is not None else 0,
@@ -337,7 +337,7 @@ def _delete_quietly(io: FileIO, path: str) -> None:
 # -- foreachBatch on the batch write path ------------------------------------------------------
 
 
-class _BatchCommitter:
+class BatchCommitter:
     """The ``foreachBatch`` function of :func:`write_stream`."""
 
     def __init__(
@@ -353,7 +353,7 @@ class _BatchCommitter:
         self.path = path
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        from icepark.spark.writer import write_files
+        from icepark.spark.write.writer import write_files
 
         spark = df.sparkSession
         query_id = spark.sparkContext.getLocalProperty(_QUERY_ID_LOCAL_PROPERTY)
@@ -383,50 +383,3 @@ class _BatchCommitter:
             branch=self.parsed.branch,
             snapshot_properties=self.parsed.snapshot_properties,
         )
-
-
-def write_stream(
-    df: DataFrame,
-    table: Table | str,
-    *,
-    mode: OutputMode = "append",
-    checkpoint_location: str | None = None,
-    trigger: Mapping[str, Any] | None = None,
-    catalog: Any = None,
-    branch: str = MAIN_BRANCH,
-    fanout: bool | None = None,
-    query_name: str | None = None,
-    options: Mapping[str, str] | None = None,
-    path: WritePath = "auto",
-) -> StreamingQuery:
-    """Start a streaming query writing ``df`` into ``table`` (a Table or a name in
-    ``catalog``), one exactly-once commit per micro-batch (see the module docstring).
-    ``trigger`` is passed to ``DataStreamWriter.trigger`` (``{"processingTime": "1 second"}``,
-    ``{"availableNow": True}``); ``options`` are the sink's (write properties,
-    ``snapshot-property.<key>``); ``path`` forces the native or python write path."""
-    from icepark.spark._common import resolve_table
-
-    if mode not in ("append", "complete"):
-        raise ValidationError(f"Unsupported output mode {mode!r} (append, complete)")
-    opts = dict(options or {})
-    opts["branch"] = branch
-    if fanout is not None:
-        opts["fanout-enabled"] = str(fanout).lower()
-    parsed = sink_options(opts)
-    resolved = resolve_table(table, catalog)
-    if resolved.read_only:
-        raise ValidationError(f"Table {resolved.name} was opened from a metadata file: read-only")
-    if branch != MAIN_BRANCH and resolved.metadata.ref(branch) is None:
-        raise ValidationError(f"Cannot find branch {branch!r} in table {resolved.name}")
-
-    def load() -> Table:
-        return resolved.refresh()
-
-    writer = df.writeStream.outputMode(mode).foreachBatch(_BatchCommitter(load, mode, parsed, path))
-    if checkpoint_location:
-        writer = writer.option("checkpointLocation", checkpoint_location)
-    if query_name:
-        writer = writer.queryName(query_name)
-    if trigger:
-        writer = writer.trigger(**trigger)
-    return writer.start()

@@ -18,7 +18,7 @@ columns read always went together (no rename, no name reused by another column),
 left out and Spark matches by name, which is the same and measurably cheaper. Position
 deletes and deletion vectors are read on the driver (each delete file once) and their rows
 dropped by a bitmap filter over ``_metadata`` or a broadcast anti join (see
-:mod:`icepark.spark.positions`).
+:mod:`icepark.spark.read.positions`).
 
 **python**: each combined scan task (:meth:`DataScan.plan_tasks`) becomes a Spark task that
 reads its files with :meth:`DataScan.read_task` (icepark's Arrow reader) and yields Arrow
@@ -58,15 +58,11 @@ from icepark.planning.planner import (
     adjust_split_size,
     plan_tasks,
 )
-from icepark.spark._common import (
-    spark_reported_path,
-    temporary_conf,
-    to_spark_location,
-)
 from icepark.spark.filters import quote_column, to_spark_column
-from icepark.spark.metadata_tables import read_metadata_table, resolve_table_or_metadata
-from icepark.spark.positions import DELETED_PATH, DELETED_POS, DeletedPositions, drop_deleted
-from icepark.spark.session import prepare_session
+from icepark.spark.paths import spark_reported_path, to_spark_location
+from icepark.spark.read.metadata_tables import read_metadata_table, resolve_table_or_metadata
+from icepark.spark.read.positions import DELETED_PATH, DELETED_POS, DeletedPositions, drop_deleted
+from icepark.spark.setup import prepare_session, temporary_conf
 from icepark.spark.storage import choose_storage_path
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
 from icepark.spec import properties as P
@@ -207,7 +203,7 @@ def read_tasks(
     files a row-level change touches) with ``scan``'s projection and filter; each task's
     residual applies on the python path. With ``spark_file_paths`` the native path gives
     ``_file`` as Spark reports it (``_metadata.file_path``, see
-    :func:`~icepark.spark._common.spark_reported_path`) instead of joining the table's form in,
+    :func:`~icepark.spark.paths.spark_reported_path`) instead of joining the table's form in,
     which is cheaper; the python path always gives the table's form."""
     chosen, deleted = resolve_path(scan, tasks, path, spark=spark)
     return read_resolved(spark, scan, tasks, chosen, deleted, spark_file_paths=spark_file_paths)

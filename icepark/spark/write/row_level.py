@@ -50,10 +50,11 @@ from icepark.expressions import (
     parse_filter,
 )
 from icepark.planning.planner import FileScanTask, plan_files
-from icepark.spark._common import resolve_table, spark_reported_path
 from icepark.spark.filters import quote_column, to_spark_column
-from icepark.spark.reader import read_resolved, resolve_path
-from icepark.spark.writer import write_files
+from icepark.spark.paths import spark_reported_path
+from icepark.spark.read.reader import read_resolved, resolve_path
+from icepark.spark.tables import resolve_table
+from icepark.spark.write.writer import write_files
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH

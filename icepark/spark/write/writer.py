@@ -52,17 +52,14 @@ from icepark.expressions import BooleanExpression, as_filter
 from icepark.io import FileIO
 from icepark.manifest import DataFile
 from icepark.planning.planner import FileScanTask
-from icepark.spark._common import (
-    resolve_table,
-    temporary_conf,
-    to_spark_location,
-    write_task_files,
-)
 from icepark.spark.filters import quote_column
-from icepark.spark.session import prepare_session
+from icepark.spark.paths import to_spark_location
+from icepark.spark.setup import prepare_session, temporary_conf
 from icepark.spark.storage import choose_storage_path
+from icepark.spark.tables import resolve_table
 from icepark.spark.transforms import transform_column
 from icepark.spark.types import FIELD_ID_KEY, to_spark_type
+from icepark.spark.write.task_files import write_task_files
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.partitioning import PartitionSpec
@@ -87,11 +84,13 @@ from icepark.spec.types import (
 )
 from icepark.table import Table
 from icepark.table.update.wap import staged, with_wap_id
+from icepark.table.write.data_files import rewrite_without
 from icepark.table.write.operations import AppendAction, OverwriteAction, ReplacePartitionsAction
 
 __all__ = [
     "Cluster",
     "write",
+    "write_action",
     "write_files",
     "WriteMode",
     "WritePath",
@@ -442,7 +441,7 @@ def _delete_written(io: FileIO, metadata: TableMetadata, write_uuid: str) -> Non
 # -- entry point ------------------------------------------------------------------------------
 
 
-def _action(
+def write_action(
     table: Table,
     files: list[DataFile],
     mode: WriteMode,
@@ -451,8 +450,8 @@ def _action(
     snapshot_properties: Mapping[str, str],
     case_sensitive: bool,
 ) -> Any:
-    from icepark.table.write.data_files import rewrite_without
-
+    """The commit action for files a write produced: an append, an overwrite of the rows
+    ``row_filter`` matches, or a replacement of the partitions the files touch."""
     io = table.io
     props = dict(snapshot_properties)
     isolation = P.DELETE_ISOLATION_LEVEL.get(table.metadata.properties)
@@ -544,7 +543,7 @@ def write(
     row_filter = as_filter(filter)
     files = write_files(df, resolved, path=path)
     action = staged(
-        _action(resolved, files, mode, row_filter, branch, props, case_sensitive), wap_id
+        write_action(resolved, files, mode, row_filter, branch, props, case_sensitive), wap_id
     )
     tx = resolved.transaction()
     try:

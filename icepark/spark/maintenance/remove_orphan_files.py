@@ -32,7 +32,7 @@ from pyspark.sql import types as T
 from icepark.io import FileIO
 from icepark.manifest import ManifestFile, read_manifest
 from icepark.planning.reachable import referenced_files
-from icepark.spark._common import resolve_table
+from icepark.spark.tables import resolve_table
 from icepark.table import Table
 from icepark.table.maintenance.remove_orphan_files import (
     OrphanOptions,

@@ -1,5 +1,5 @@
 """A streaming driver of its own, for the tests that kill it (SIGKILL) and restart it from its
-checkpoint (tests/spark/test_spark_stream_kill.py). Run with the project's interpreter:
+checkpoint (tests/spark/streaming/test_spark_stream_interop.py). Run with the project's interpreter:
 
     stream_job.py source WAREHOUSE TABLE CHECKPOINT OUT
         follows TABLE (a file-system catalog at WAREHOUSE) with the icepark source

@@ -58,15 +58,19 @@ from pyspark.sql.types import StructType as SparkStructType
 
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
-from icepark.spark._common import catalog_from_options, write_task_files
 from icepark.spark.filters import from_spark_filters
-from icepark.spark.metadata_tables import (
+from icepark.spark.read.metadata_tables import (
     MetadataTableReader,
     metadata_source,
     metadata_spark_schema,
 )
-from icepark.spark.session import prepare_session
+from icepark.spark.setup import prepare_session
+from icepark.spark.streaming.sink import IcebergStreamWriter
+from icepark.spark.streaming.source import IcebergStreamReader
+from icepark.spark.tables import catalog_from_options
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
+from icepark.spark.write.task_files import arrow_batches, write_task_files
+from icepark.spark.write.writer import write_action
 from icepark.table import Table
 from icepark.table.scan import DataScan
 
@@ -182,7 +186,7 @@ class _Writer(_WriterBase):
         self.write_uuid = str(uuid.uuid4())
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        files = write_task_files(self.io, self.metadata, _batches(iterator), self.write_uuid)
+        files = write_task_files(self.io, self.metadata, arrow_batches(iterator), self.write_uuid)
         return _Written(pickle.dumps(files))
 
     def _files(self, messages: list[WriterCommitMessage | None]) -> list[Any]:
@@ -193,8 +197,6 @@ class _Writer(_WriterBase):
         return files
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        from icepark.spark.writer import _action
-
         table = _load_table(self.options)
         opts = _lower(self.options)
         mode = "append"
@@ -207,7 +209,7 @@ class _Writer(_WriterBase):
             if opts.get("filter") and mode == "overwrite"
             else AlwaysTrue()
         )
-        action = _action(table, files, mode, row_filter, opts.get("branch", "main"), {}, True)  # type: ignore[arg-type]
+        action = write_action(table, files, mode, row_filter, opts.get("branch", "main"), {}, True)  # type: ignore[arg-type]
         tx = table.transaction()
         tx.add_action(action)
         tx.commit_transaction()
@@ -218,21 +220,6 @@ class _Writer(_WriterBase):
                 self.io.delete(f.file_path)
             except Exception:
                 pass
-
-
-def _batches(iterator: Iterator[Any]) -> Iterator[pa.RecordBatch]:
-    """Arrow batches from what Spark hands a writer (batches from 4.1, rows before)."""
-    rows: list[Any] = []
-    for item in iterator:
-        if isinstance(item, pa.RecordBatch):
-            yield item
-        else:
-            rows.append(item.asDict(recursive=True))
-            if len(rows) >= 65536:
-                yield pa.RecordBatch.from_pylist(rows)
-                rows = []
-    if rows:
-        yield pa.RecordBatch.from_pylist(rows)
 
 
 class IcebergDataSource(DataSource):
@@ -259,13 +246,9 @@ class IcebergDataSource(DataSource):
         return _Writer(self.options, overwrite)
 
     def streamReader(self, schema: SparkStructType) -> DataSourceStreamReader:
-        from icepark.spark.stream_source import IcebergStreamReader
-
         return IcebergStreamReader(self.options, schema)
 
     def streamWriter(self, schema: SparkStructType, overwrite: bool) -> DataSourceStreamWriter:
-        from icepark.spark.stream_sink import IcebergStreamWriter
-
         return IcebergStreamWriter(self.options, overwrite)
 
 

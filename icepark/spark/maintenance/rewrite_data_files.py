@@ -7,7 +7,7 @@ partial progress and commits are
 this module rewrites one file group as one Spark job, in a session of its own (so that
 concurrent groups each have their own settings; adaptive execution off, as in Java):
 
-* it reads the group's files with icepark's read path (:func:`icepark.spark.reader.read_tasks`:
+* it reads the group's files with icepark's read path (:func:`icepark.spark.read.reader.read_tasks`:
   Spark's Parquet reader with the position deletes and DVs dropped by a bitmap filter, or
   icepark's reader in Python tasks where equality deletes apply). A group of small files
   (under ``SMALL_FILE_BYTES`` on average) is read in Python tasks: Spark's reader lists every
@@ -25,8 +25,8 @@ concurrent groups each have their own settings; adaptive execution off, as in Ja
   last, ts"``), and sorted within each;
 * **zorder** (``sort_order="zorder(a, b)"``): the same by a Z-order value of the columns
   (:mod:`icepark.arrow.zorder`, computed by an Arrow UDF), dropped before writing;
-* it writes with icepark's write path (:func:`icepark.spark.writer.write_files`: Spark's Parquet
-  writer with field ids) into the group's output spec, capping the rows of a file so that a
+* it writes with icepark's write path (:func:`icepark.spark.write.writer.write_files`: Spark's
+  Parquet writer with field ids) into the group's output spec, capping the rows of a file so that a
   file stays under the group's largest output size (estimated from the input's bytes per row).
 
 The result is a
@@ -49,10 +49,10 @@ from icepark.arrow.zorder import PRIMITIVE_BUFFER_SIZE, zorder_values
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, as_filter, bind
 from icepark.manifest import DataFile
-from icepark.spark._common import resolve_table
 from icepark.spark.filters import quote_column
-from icepark.spark.reader import ReadPath, read_tasks
-from icepark.spark.writer import Cluster, write_files
+from icepark.spark.read.reader import ReadPath, read_tasks
+from icepark.spark.tables import resolve_table
+from icepark.spark.write.writer import Cluster, write_files
 from icepark.spec import properties as P
 from icepark.spec.builder import MetadataBuilder
 from icepark.spec.metadata import TableMetadata

@@ -62,7 +62,7 @@ def resolve_table_or_metadata(table: Table | str, catalog: Any = None) -> tuple[
     ``db.events.files`` is table ``db.events.files`` when it exists, else metadata table
     ``files`` of ``db.events``; a name that is neither raises the catalog's
     :class:`~icepark.errors.NoSuchTableError` for the name as given."""
-    from icepark.spark._common import resolve_table
+    from icepark.spark.tables import resolve_table
 
     if isinstance(table, Table):
         return table, None
@@ -195,7 +195,7 @@ def metadata_source(options: Mapping[str, str]) -> MetadataSource | None:
     """The metadata table the data source's options name, or None for a table's rows: the
     ``table`` option goes through :func:`resolve_table_or_metadata`, a ``path`` may end in
     ``#<metadata table>``."""
-    from icepark.spark._common import catalog_from_options
+    from icepark.spark.tables import catalog_from_options
 
     opts = {k.lower(): v for k, v in options.items()}
     name = opts.get("table")

@@ -1,4 +1,4 @@
-"""icepark.spark.positions: position deletes and DVs dropped by the bitmap filter or the join."""
+"""icepark.spark.read.positions: position deletes and DVs dropped by the bitmap filter or the join."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from icepark.spark import positions, read
-from icepark.spark._common import spark_reported_path
-from icepark.spark.positions import DeletedPositions, _checked_sizes, _slot_hash, slot_of
+from icepark.spark import read
+from icepark.spark.paths import spark_reported_path
+from icepark.spark.read import positions
+from icepark.spark.read.positions import DeletedPositions, _checked_sizes, _slot_hash, slot_of
 
 pytestmark = pytest.mark.spark
 

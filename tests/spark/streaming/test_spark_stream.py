@@ -315,8 +315,8 @@ def test_catalog_options_of_a_catalog_made_directly(tmp_path: Path) -> None:
     """read_stream(spark, table) passes the table's catalog to the source by options: a
     catalog made without load_catalog must keep its type."""
     from icepark.catalog import FileSystemCatalog
-    from icepark.spark._common import catalog_from_options
-    from icepark.spark.source import catalog_options
+    from icepark.spark.datasource import catalog_options
+    from icepark.spark.tables import catalog_from_options
 
     catalog = FileSystemCatalog("direct", warehouse=str(tmp_path / "wh"))
     assert isinstance(catalog_from_options(catalog_options(catalog)), FileSystemCatalog)
@@ -326,8 +326,8 @@ def test_catalog_options_keep_a_sql_catalogs_name(tmp_path: Path) -> None:
     """A SQL catalog keeps its tables under its name: the options name it, so that the
     source and the sink (in other processes) find the tables of a catalog named e.g. 'lake'."""
     from icepark.catalog import load_catalog
-    from icepark.spark._common import catalog_from_options
-    from icepark.spark.source import catalog_options
+    from icepark.spark.datasource import catalog_options
+    from icepark.spark.tables import catalog_from_options
 
     props = {"uri": f"sqlite:///{tmp_path}/c.db", "warehouse": str(tmp_path / "wh")}
     catalog = load_catalog("lake", properties=props)

@@ -21,7 +21,7 @@ from pyspark.sql import SparkSession
 from icepark.errors import ValidationError
 from icepark.io import FileIO
 from icepark.manifest import DataFile
-from icepark.spark._common import resolve_table
+from icepark.spark.tables import resolve_table
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.name_mapping import NameMapping
 from icepark.spec.snapshots import MAIN_BRANCH

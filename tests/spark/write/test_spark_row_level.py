@@ -213,7 +213,7 @@ def test_delete_conflicts_and_retries(spark: Any, catalog: Catalog) -> None:
     table = _make(spark, catalog, "t", 2, "merge-on-read")
     other = catalog.load_table("db.t")
     # a concurrent append into another partition is retried through
-    from icepark.spark import row_level
+    from icepark.spark.write import row_level
 
     original = row_level._Target.commit
 
@@ -303,7 +303,7 @@ def test_equality_deletes_written_by_java_read_the_same(
     files, on different columns and partitions, then newer data they must not delete) read
     the same through icepark, on one machine and on Spark, as in the Java implementation."""
     warehouse = tmp_path / "wh"
-    script = Path(__file__).resolve().parents[1] / "java_equality_deletes.py"
+    script = Path(__file__).resolve().parents[2] / "java_equality_deletes.py"
     done = subprocess.run(
         [
             str(refengine.REF_VENV / "bin" / "python"),

@@ -37,7 +37,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -53,7 +52,7 @@ from pyspark.sql.types import StructType as SparkStructType
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, parse_filter
 from icepark.planning.planner import CombinedScanTask, FileScanTask, SplitOptions, plan_tasks
-from icepark.spark._common import CATALOG_OPTION_KEYS, catalog_from_options
+from icepark.spark.tables import CATALOG_OPTION_KEYS, catalog_from_options
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema
 from icepark.spec import properties as P
 from icepark.spec.snapshots import MAIN_BRANCH
@@ -75,7 +74,6 @@ __all__ = [
     "MAX_FILES_OPTION",
     "MAX_ROWS_OPTION",
     "STREAM_OPTIONS",
-    "read_stream",
     "stream_options",
 ]
 
@@ -293,28 +291,3 @@ class IcebergStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for batch in scan.read_task(task):
                 if batch.num_rows:
                     yield cast_to_spark_arrow(batch, target)
-
-
-def read_stream(
-    spark: SparkSession, table: Table | str, *, catalog: Any = None, **options: Any
-) -> DataFrame:
-    """A streaming DataFrame following ``table`` (a Table, or a name in ``catalog``: a
-    Catalog, a configured name or a mapping of properties; default ``load_catalog()``).
-    ``options`` are the source's (see the module docstring); Python names with ``_`` stand
-    for ``-`` (``start_snapshot_id=...``). Options are checked now: an unknown one is an
-    error naming it."""
-    from icepark.spark.source import SOURCE_NAME, catalog_options, register
-
-    register(spark)
-    opts = {k.replace("_", "-"): str(v) for k, v in options.items() if v is not None}
-    if isinstance(table, Table):
-        if table.read_only:
-            opts["path"] = table.metadata_location
-        else:
-            opts["table"] = table.name
-            opts.update(catalog_options(catalog if catalog is not None else table.catalog))
-    else:
-        opts["table"] = table
-        opts.update(catalog_options(catalog))
-    stream_options(opts)
-    return spark.readStream.format(SOURCE_NAME).options(**opts).load()

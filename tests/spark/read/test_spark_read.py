@@ -196,7 +196,7 @@ def test_position_deletes_read_natively(spark: Any, catalog: Any, version: int) 
 def test_position_deletes_join_on_path_when_keys_may_collide(
     spark: Any, catalog: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from icepark.spark import positions
+    from icepark.spark.read import positions
 
     monkeypatch.setattr(positions, "bitmap_filter", lambda deleted, sizes: None)
     monkeypatch.setattr(positions, "_blocks_differ", lambda hashes, bits: False)

@@ -110,7 +110,7 @@ def test_binpack_with_deletes(
     read_path: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from icepark.spark import rewrite_data_files_action
+    from icepark.spark.maintenance import rewrite_data_files as rewrite_data_files_action
 
     # groups of small files are read in Python tasks; 0 makes every group read natively
     small = 0 if read_path == "native" else 1 << 40

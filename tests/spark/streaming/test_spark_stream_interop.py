@@ -44,7 +44,7 @@ def _until(check: Any, timeout: float = 240.0, what: str = "") -> None:
 
 
 class _Job:
-    """tests/spark/stream_job.py in a process of its own (killed with SIGKILL)."""
+    """tests/spark/streaming/stream_job.py in a process of its own (killed with SIGKILL)."""
 
     def __init__(self, *args: str, log: Path) -> None:
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
