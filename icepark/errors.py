@@ -24,6 +24,14 @@ __all__ = [
     "CatalogConfigError",
     "UnsupportedOperationError",
     "StorageError",
+    "NoSuchViewError",
+    "ViewAlreadyExistsError",
+    "RestError",
+    "BadRequestError",
+    "NotAuthorizedError",
+    "ForbiddenError",
+    "ServiceUnavailableError",
+    "ServerError",
 ]
 
 
@@ -111,3 +119,41 @@ class StorageError(IceparkError, OSError):
     """Object storage refused a request or could not serve it: wrong credentials, a bucket
     that does not exist, an endpoint that does not answer, or errors that outlasted the
     retries. The message names the bucket and the endpoint."""
+
+
+class NoSuchViewError(IceparkError, LookupError):
+    """A view that does not exist in the catalog."""
+
+
+class ViewAlreadyExistsError(IceparkError):
+    """A view (or a table) of that name exists already."""
+
+
+class RestError(IceparkError):
+    """A REST catalog answered with an error that no more specific error names; the message
+    carries the HTTP status, the server's error type and its message."""
+
+    def __init__(self, message: str, status: int | None = None, error_type: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.error_type = error_type
+
+
+class BadRequestError(RestError, ValueError):
+    """The REST catalog refused the request as malformed (HTTP 400)."""
+
+
+class NotAuthorizedError(RestError):
+    """The REST catalog did not accept the credentials (HTTP 401)."""
+
+
+class ForbiddenError(RestError):
+    """The credentials are valid but may not do this operation (HTTP 403)."""
+
+
+class ServiceUnavailableError(RestError):
+    """The REST catalog is unavailable (HTTP 503), after the retries."""
+
+
+class ServerError(RestError):
+    """The REST catalog failed on its side (HTTP 5xx)."""

@@ -25,11 +25,18 @@ LAYERS: list[tuple[str, ...]] = [
     ("icepark.planning",),
     ("icepark.arrow",),
     ("icepark.table",),
-    ("icepark.catalog",),
-    ("icepark.rest",),
+    # the REST client is a catalog like the others; its server sits above every catalog
+    (
+        "icepark.catalog",
+        "icepark.rest.models",
+        "icepark.rest.http",
+        "icepark.rest.auth",
+        "icepark.rest.catalog",
+    ),
+    ("icepark.rest.server",),
     ("icepark.spark",),
     ("icepark.cli",),
-    ("icepark",),  # the package's front door
+    ("icepark", "icepark.rest"),  # the package's front doors
 ]
 
 # Third-party packages a layer must not import (beyond the layer rule itself).

@@ -1,0 +1,234 @@
+"""The REST catalog protocol's request and response bodies (``rest-catalog-open-api.yaml`` of
+Apache Iceberg 1.10), shared by icepark's client and server so the two cannot disagree.
+
+Field names are the wire names (``metadata-location``, ``next-page-token``); Python code uses
+the snake_case attribute and :meth:`RestModel.dump` writes the wire form. The spec's own
+objects (schemas, partition specs, table and view metadata, updates and requirements) travel
+as JSON objects here and are parsed by the ``icepark.spec`` codecs, the one implementation of
+each, where they are used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "RestModel",
+    "CatalogConfig",
+    "ErrorModel",
+    "ErrorResponse",
+    "Namespace",
+    "CreateNamespaceRequest",
+    "CreateNamespaceResponse",
+    "GetNamespaceResponse",
+    "ListNamespacesResponse",
+    "UpdateNamespacePropertiesRequest",
+    "UpdateNamespacePropertiesResponse",
+    "TableIdentifier",
+    "ListTablesResponse",
+    "CreateTableRequest",
+    "StorageCredential",
+    "LoadTableResult",
+    "LoadCredentialsResponse",
+    "CommitTableRequest",
+    "CommitTableResponse",
+    "CommitTransactionRequest",
+    "RegisterTableRequest",
+    "RenameTableRequest",
+    "ReportMetricsRequest",
+    "OAuthTokenResponse",
+    "OAuthErrorResponse",
+    "CreateViewRequest",
+    "LoadViewResult",
+    "CommitViewRequest",
+]
+
+Namespace = list[str]
+JsonObject = dict[str, Any]
+
+
+class RestModel(BaseModel):
+    """A body of the protocol: built from wire names or attribute names, unknown fields kept
+    out (servers and clients add fields over time; the spec asks both sides to ignore them)."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
+
+    def dump(self) -> dict[str, Any]:
+        """The wire form: aliases as names, absent optional fields left out."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+class CatalogConfig(RestModel):
+    """``GET /v1/config``: properties the server sets under (``defaults``) and over
+    (``overrides``) the client's, and the endpoints it serves (``"GET /v1/{prefix}/..."``)."""
+
+    defaults: dict[str, str] = Field(default_factory=dict)
+    overrides: dict[str, str] = Field(default_factory=dict)
+    endpoints: list[str] | None = None
+
+
+class ErrorModel(RestModel):
+    message: str
+    type: str
+    code: int
+    stack: list[str] | None = None
+
+
+class ErrorResponse(RestModel):
+    """Every error the catalog returns: ``{"error": {"message", "type", "code"}}``."""
+
+    error: ErrorModel
+
+
+class CreateNamespaceRequest(RestModel):
+    namespace: Namespace
+    properties: dict[str, str] = Field(default_factory=dict)
+
+
+class CreateNamespaceResponse(RestModel):
+    namespace: Namespace
+    properties: dict[str, str] = Field(default_factory=dict)
+
+
+class GetNamespaceResponse(RestModel):
+    namespace: Namespace
+    properties: dict[str, str] = Field(default_factory=dict)
+
+
+class ListNamespacesResponse(RestModel):
+    namespaces: list[Namespace] = Field(default_factory=list)
+    next_page_token: str | None = Field(default=None, alias="next-page-token")
+
+
+class UpdateNamespacePropertiesRequest(RestModel):
+    removals: list[str] = Field(default_factory=list)
+    updates: dict[str, str] = Field(default_factory=dict)
+
+
+class UpdateNamespacePropertiesResponse(RestModel):
+    updated: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    missing: list[str] | None = None
+
+
+class TableIdentifier(RestModel):
+    namespace: Namespace
+    name: str
+
+    @classmethod
+    def of(cls, identifier: tuple[str, ...] | list[str]) -> TableIdentifier:
+        return cls(namespace=list(identifier[:-1]), name=identifier[-1])
+
+    def as_tuple(self) -> tuple[str, ...]:
+        return (*self.namespace, self.name)
+
+
+class ListTablesResponse(RestModel):
+    identifiers: list[TableIdentifier] = Field(default_factory=list)
+    next_page_token: str | None = Field(default=None, alias="next-page-token")
+
+
+class CreateTableRequest(RestModel):
+    name: str
+    schema_: JsonObject = Field(alias="schema")
+    location: str | None = None
+    partition_spec: JsonObject | None = Field(default=None, alias="partition-spec")
+    write_order: JsonObject | None = Field(default=None, alias="write-order")
+    stage_create: bool | None = Field(default=None, alias="stage-create")
+    properties: dict[str, str] = Field(default_factory=dict)
+
+
+class StorageCredential(RestModel):
+    """Storage settings for the locations under ``prefix`` (``s3.access-key-id``, ...)."""
+
+    prefix: str
+    config: dict[str, str] = Field(default_factory=dict)
+
+
+class LoadTableResult(RestModel):
+    metadata_location: str | None = Field(default=None, alias="metadata-location")
+    metadata: JsonObject
+    config: dict[str, str] = Field(default_factory=dict)
+    storage_credentials: list[StorageCredential] | None = Field(
+        default=None, alias="storage-credentials"
+    )
+
+
+class LoadCredentialsResponse(RestModel):
+    storage_credentials: list[StorageCredential] = Field(
+        default_factory=list, alias="storage-credentials"
+    )
+
+
+class CommitTableRequest(RestModel):
+    identifier: TableIdentifier | None = None
+    requirements: list[JsonObject] = Field(default_factory=list)
+    updates: list[JsonObject] = Field(default_factory=list)
+
+
+class CommitTableResponse(RestModel):
+    metadata_location: str = Field(alias="metadata-location")
+    metadata: JsonObject
+
+
+class CommitTransactionRequest(RestModel):
+    table_changes: list[CommitTableRequest] = Field(alias="table-changes")
+
+
+class RegisterTableRequest(RestModel):
+    name: str
+    metadata_location: str = Field(alias="metadata-location")
+    overwrite: bool | None = None
+
+
+class RenameTableRequest(RestModel):
+    source: TableIdentifier
+    destination: TableIdentifier
+
+
+class ReportMetricsRequest(RestModel):
+    """A scan or commit report (``report-type``: ``scan-report`` or ``commit-report``); the
+    rest of the report is kept as sent."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="allow", frozen=True)
+
+    report_type: str = Field(alias="report-type")
+    table_name: str = Field(alias="table-name")
+    snapshot_id: int = Field(alias="snapshot-id")
+
+
+class OAuthTokenResponse(RestModel):
+    access_token: str
+    token_type: str
+    expires_in: int | None = None
+    issued_token_type: str | None = None
+    refresh_token: str | None = None
+    scope: str | None = None
+
+
+class OAuthErrorResponse(RestModel):
+    error: str
+    error_description: str | None = None
+    error_uri: str | None = None
+
+
+class CreateViewRequest(RestModel):
+    name: str
+    schema_: JsonObject = Field(alias="schema")
+    view_version: JsonObject = Field(alias="view-version")
+    location: str | None = None
+    properties: dict[str, str] = Field(default_factory=dict)
+
+
+class LoadViewResult(RestModel):
+    metadata_location: str = Field(alias="metadata-location")
+    metadata: JsonObject
+    config: dict[str, str] = Field(default_factory=dict)
+
+
+class CommitViewRequest(RestModel):
+    identifier: TableIdentifier | None = None
+    requirements: list[JsonObject] = Field(default_factory=list)
+    updates: list[JsonObject] = Field(default_factory=list)
