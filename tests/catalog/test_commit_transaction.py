@@ -214,18 +214,25 @@ def test_filesystem_catalog_refuses_and_says_why(tmp_path: Path) -> None:
 
 # -- several processes at once ---------------------------------------------------------------
 
-_WORKERS = 8
+_WORKERS = 8  # the last two append to db.b alone, so a multi-table commit can lose db.b only
+_B_ONLY = 2
 _COMMITS = 6
 
 
-def _worker(args: tuple[str, str, int]) -> list[int]:
+def _worker(args: tuple[str, str, int]) -> tuple[bool, list[int]]:
     """One process: ``_COMMITS`` attempts, each appending one row to both tables in one
-    multi-table commit; returns the row ids whose commit reported success."""
+    multi-table commit (or, for the last ``_B_ONLY`` workers, to db.b alone, retried until it
+    lands); returns whether it wrote both tables and the row ids whose commit succeeded."""
     uri, warehouse, worker = args
     cat = SqlCatalog("test", uri=uri, warehouse=warehouse)
+    both = worker < _WORKERS - _B_ONLY
     landed = []
     for i in range(_COMMITS):
         row = worker * 1000 + i
+        if not both:
+            cat.load_table("db.b").append(_rows(row))
+            landed.append(row)
+            continue
         a, b = cat.load_table("db.a"), cat.load_table("db.b")
         tx_a, tx_b = a.transaction(), b.transaction()
         tx_a.append(_rows(row))
@@ -235,7 +242,7 @@ def _worker(args: tuple[str, str, int]) -> list[int]:
         except CommitFailedError:
             continue
         landed.append(row)
-    return landed
+    return both, landed
 
 
 def test_concurrent_multi_table_commits_keep_both_tables_in_step(tmp_path: Path) -> None:
@@ -245,15 +252,19 @@ def test_concurrent_multi_table_commits_keep_both_tables_in_step(tmp_path: Path)
     cat.create_table("db.b", SCHEMA)
     args = [(cat.properties["uri"], cat.properties["warehouse"], w) for w in range(_WORKERS)]
     with multiprocessing.get_context("spawn").Pool(_WORKERS) as pool:
-        landed = sorted(row for rows in pool.map(_worker, args) for row in rows)
-    assert landed, "no commit succeeded"
+        outcomes = pool.map(_worker, args)
+    landed = sorted(row for both, rows in outcomes if both for row in rows)
+    b_only = sorted(row for both, rows in outcomes if not both for row in rows)
+    assert landed, "no multi-table commit succeeded"
+    assert len(b_only) == _B_ONLY * _COMMITS
     a, b = cat.load_table("db.a"), cat.load_table("db.b")
-    assert len(a.snapshots()) == len(b.snapshots()) == len(landed)
+    assert len(a.snapshots()) == len(landed)
+    assert len(b.snapshots()) == len(landed) + len(b_only)
     assert sorted(a.scan().to_arrow().column("id").to_pylist()) == landed
-    assert sorted(b.scan().to_arrow().column("id").to_pylist()) == landed
-    # every commit that failed left nothing: each table holds one data file per snapshot
-    for name in ("a", "b"):
+    assert sorted(b.scan().to_arrow().column("id").to_pylist()) == sorted(landed + b_only)
+    # every commit that failed left nothing: one data file and one metadata file per commit
+    for name, commits in (("a", len(landed)), ("b", len(landed) + len(b_only))):
         data = list((tmp_path / "wh" / "db" / name / "data").rglob("*.parquet"))
-        assert len(data) == len(landed)
+        assert len(data) == commits
         metadata = list((tmp_path / "wh" / "db" / name / "metadata").glob("*.metadata.json"))
-        assert len(metadata) == 1 + len(landed)  # the create's and one per landed commit
+        assert len(metadata) == 1 + commits  # the create's and one per landed commit
