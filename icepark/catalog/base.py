@@ -505,7 +505,8 @@ class Catalog(ABC):
             if not isinstance(tx.table, Table) or tx.table.catalog is not self:
                 raise ValidationError(
                     f"Cannot commit the transaction on {tx.table.name} with catalog "
-                    f"{self.name!r}: its table was not loaded from this catalog"
+                    f"{self.name!r}: its table was not loaded from this catalog (a create "
+                    "transaction commits on its own: StagedTable.commit_transaction)"
                 )
         prepared = []
         try:

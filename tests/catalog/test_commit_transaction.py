@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from icepark.catalog import Catalog, FileSystemCatalog, SqlCatalog
+from icepark.catalog import FileSystemCatalog, SqlCatalog
 from icepark.catalog.base import Identifier
 from icepark.errors import (
     CommitFailedError,
@@ -27,7 +27,6 @@ from icepark.errors import (
 )
 from icepark.spec.new_table import creation_updates
 from icepark.spec.updates import AssertCreate, AssertRefSnapshotId, SetPropertiesUpdate
-from icepark.table import Table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", pa.string())])
 
@@ -154,7 +153,7 @@ def test_a_failure_while_staging_deletes_what_the_others_wrote(
     staged = _files(tmp_path / "wh")
     _twin(catalog).load_table("db.b").append(_rows(1))  # a row the overwrite's filter selects
     theirs = _files(tmp_path / "wh") - staged
-    with pytest.raises(ValidationError, match="(?i)conflict"):
+    with pytest.raises(ValidationError, match=r"(?i)conflict"):
         catalog.commit_transaction([tx_a, tx_b])
     assert catalog.load_table("db.a").scan().count() == 1
     assert _files(tmp_path / "wh") == before | theirs
@@ -183,7 +182,9 @@ def test_commit_tables_creates_and_updates_in_one_step(catalog: SqlCatalog) -> N
 def test_bad_input_gets_typed_errors_naming_the_table(catalog: SqlCatalog) -> None:
     a = catalog.load_table("db.a")
     with pytest.raises(NoSuchTableError, match=r"db\.nope"):
-        catalog.commit_tables([("db.a", [], [SetPropertiesUpdate({"k": "v"})]), ("db.nope", [], [])])
+        catalog.commit_tables(
+            [("db.a", [], [SetPropertiesUpdate({"k": "v"})]), ("db.nope", [], [])]
+        )
     with pytest.raises(RequirementFailedError, match=r"db\.a.*already exists"):
         catalog.commit_tables([("db.a", [AssertCreate()], creation_updates(a.metadata))])
     with pytest.raises(ValidationError, match=r"db\.a appears more than once"):
@@ -203,7 +204,7 @@ def test_filesystem_catalog_refuses_and_says_why(tmp_path: Path) -> None:
     tx_a, tx_b = a.transaction(), b.transaction()
     tx_a.set_properties(k="v")
     tx_b.set_properties(k="v")
-    with pytest.raises(UnsupportedOperationError, match="atomic|one table at a time"):
+    with pytest.raises(UnsupportedOperationError, match=r"atomic|one table at a time"):
         cat.commit_transaction([tx_a, tx_b])
     with pytest.raises(UnsupportedOperationError, match="FileSystemCatalog"):
         cat.commit_tables([("db.a", [], [SetPropertiesUpdate({"k": "v"})])])

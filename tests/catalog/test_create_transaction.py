@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from refengine import RefEngine
 
 from icepark.catalog import Catalog, FileSystemCatalog, SqlCatalog
 from icepark.errors import (
@@ -22,7 +23,6 @@ from icepark.errors import (
 from icepark.spec.new_table import creation_updates
 from icepark.spec.updates import AssertCreate, SetPropertiesUpdate
 from icepark.table import StagedTable, Table
-from refengine import RefEngine
 
 SCHEMA = pa.schema(
     [
