@@ -193,3 +193,21 @@ def test_reference_engine_reads_a_create_transaction(refspark: RefEngine, tmp_pa
     assert refspark.rows(f"SELECT count(*), sum(id) FROM {c}.db.t")[0] == [20, sum(range(20))]
     props = dict(refspark.rows(f"SHOW TBLPROPERTIES {c}.db.t"))
     assert props["team"] == "etl"
+
+
+def test_table_created_between_check_and_swap_is_already_exists(
+    catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race the requirement check cannot see: the table appears after the check; the
+    swap (SQL: the insert; file system: the exclusive create of v1) refuses, and the metadata
+    file written for the losing create is deleted."""
+    staged = catalog.create_table_transaction("db.t", SCHEMA)
+    staged.append(_rows(0, 2))
+    winner = catalog.create_table("db.t", SCHEMA)
+    before = _files(tmp_path / "wh" / "db" / "t")
+    monkeypatch.setattr(catalog, "_current_or_none", lambda ident: None)  # a stale check
+    with pytest.raises(TableAlreadyExistsError, match=r"db\.t"):
+        staged.commit_transaction()
+    assert catalog.metadata_location("db.t") == winner.metadata_location
+    after = _files(tmp_path / "wh" / "db" / "t")
+    assert after == {f for f in before if not f.startswith("data/")}
