@@ -420,13 +420,11 @@ class Catalog(ABC):
 
         Each change is ``(identifier, requirements, updates)`` (a REST ``CommitTableRequest``;
         ``AssertCreate`` creates the table). Every requirement is checked against its table's
-        current metadata before anything is written; then each changed table's new metadata
-        is written and every pointer is swapped in one atomic step (``_commit_tables``). A
-        pointer that moved meanwhile fails the whole commit with ``CommitFailedError``
-        naming the table, and the metadata files written for it are deleted. A table whose
-        updates change nothing is answered with its current metadata and not swapped.
-        Catalogs that cannot swap several pointers atomically raise
-        ``UnsupportedOperationError`` before reading anything."""
+        current metadata first; then each changed table's new metadata is written and every
+        pointer swapped in one atomic step (``_commit_tables``): a pointer that moved fails
+        it all with ``CommitFailedError`` naming the table, and the written files are
+        deleted. A table whose updates change nothing is answered with its current metadata.
+        Catalogs that cannot do it raise ``UnsupportedOperationError`` before any read."""
         if self._multi_table_refusal is not None:
             raise UnsupportedOperationError(
                 f"Catalog {self.name!r} ({type(self).__name__}) cannot commit several tables "
@@ -481,24 +479,20 @@ class Catalog(ABC):
         return results
 
     def _commit_tables(self, swaps: Sequence[tuple[Identifier, str | None, str]]) -> None:
-        """Swap every ``(identifier, expected, new)`` pointer in one atomic step (expected
-        None: create), or none: ``CommitFailedError`` naming a table whose pointer moved,
+        """Swap every ``(identifier, expected, new)`` pointer (expected None: create) in one
+        atomic step, or none: ``CommitFailedError`` naming a table whose pointer moved,
         ``CommitStateUnknownError`` when the outcome cannot be known. Catalogs that
         implement it set ``_multi_table_refusal`` to None."""
-        raise UnsupportedOperationError(
-            f"Catalog {self.name!r} cannot commit several tables at once"
-        )
+        raise UnsupportedOperationError(f"Catalog {self.name!r} cannot commit several tables")
 
     def commit_transaction(self, transactions: Sequence[Transaction]) -> list[CommitResult]:
         """Commit several tables' transactions (``table.transaction()`` with changes staged,
         not committed) atomically: all land or none does, in one attempt (no retry).
 
-        On failure every file written for them (data files, manifests, metadata) is deleted
-        and the error names the table: ``CommitFailedError`` when a table changed in a way
-        its transaction's requirements do not allow (the caller may reload the tables and
-        run the transactions again). On success each transaction's table holds its new
-        metadata. Catalogs that cannot commit several tables atomically (the file-system
-        catalog) raise ``UnsupportedOperationError`` before anything is staged."""
+        On failure every file written for them is deleted and the error names the table
+        (``CommitFailedError``: reload the tables and run the transactions again); on success
+        each transaction's table holds its new metadata. Catalogs that cannot commit several
+        tables atomically raise ``UnsupportedOperationError`` before anything is staged."""
         if self._multi_table_refusal is not None:
             self.commit_tables([])  # raises the refusal
         for tx in transactions:
