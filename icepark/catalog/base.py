@@ -4,6 +4,13 @@ A catalog only knows where each table's current metadata file is. Committing is:
 requirements against the current metadata, apply the updates through the metadata builder,
 write a new metadata file that must not exist yet, then swap the pointer atomically
 (`_swap_metadata_location`), which each catalog implements as a compare-and-swap.
+
+Creating is the same commit with the ``AssertCreate`` requirement and no base: the first
+metadata is built from the updates that create the table (``create_table``, a create
+transaction's commit and a REST stage-create all arrive here). Several tables commit at once
+(``commit_tables``, ``commit_transaction``) when the catalog can swap several pointers in one
+atomic step (the hook ``_commit_tables``: the SQL catalog does it in one database
+transaction); the others refuse with ``UnsupportedOperationError``, as Java's do.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import re
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from icepark.errors import (
     CommitFailedError,
@@ -22,28 +29,34 @@ from icepark.errors import (
     NamespaceAlreadyExistsError,
     NoSuchNamespaceError,
     NoSuchTableError,
+    RequirementFailedError,
     TableAlreadyExistsError,
+    UnsupportedOperationError,
     ValidationError,
 )
 from icepark.io import FileIO, load_file_io
 from icepark.spec import properties as P
 from icepark.spec.builder import MetadataBuilder
 from icepark.spec.metadata import TableMetadata, table_metadata_to_json
-from icepark.spec.new_table import new_table_metadata
+from icepark.spec.new_table import creation_updates, new_table_metadata
 from icepark.spec.partitioning import build_partition_spec
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import build_sort_order
-from icepark.spec.updates import TableRequirement, TableUpdate
+from icepark.spec.updates import AssertCreate, TableRequirement, TableUpdate
 from icepark.table.interface import CommitResult, read_table_metadata
 from icepark.table.table import Table
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from icepark.table.staged import StagedTable
+    from icepark.table.transaction import Transaction
+
 __all__ = [
     "Catalog",
     "Identifier",
     "Properties",
+    "TableChange",
     "to_identifier",
     "namespace_of",
     "table_name_of",
@@ -52,6 +65,8 @@ __all__ = [
 
 Identifier = tuple[str, ...]
 Properties = dict[str, str]
+TableChange = tuple[str | Sequence[str], Sequence[TableRequirement], Sequence[TableUpdate]]
+"""One table's part of a multi-table commit: identifier, requirements, updates."""
 
 
 def to_identifier(name: str | Sequence[str]) -> Identifier:
@@ -89,6 +104,11 @@ def schema_from_user(schema: Schema | pa.Schema) -> Schema:
 
 class Catalog(ABC):
     """Namespaces, tables and atomic commits of table metadata."""
+
+    _multi_table_refusal: ClassVar[str | None] = (
+        "this catalog cannot swap several tables' metadata pointers in one atomic step"
+    )
+    """Why ``commit_tables`` is refused; None where ``_commit_tables`` is implemented."""
 
     def __init__(self, name: str, properties: Mapping[str, str] | None = None) -> None:
         self.name = name
@@ -230,6 +250,53 @@ class Catalog(ABC):
         """Create a table; terms like ``day(ts)``, ``bucket(16, id)``; format version 2 unless
         ``properties`` has ``format-version``."""
         ident = to_identifier(identifier)
+        metadata = self._new_table_metadata(
+            ident, schema, partition_by, sort_by, location, properties
+        )
+        try:
+            result = self.commit_table(
+                ident, None, None, [AssertCreate()], creation_updates(metadata)
+            )
+        except RequirementFailedError as exc:
+            raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}") from exc
+        return Table(
+            ident, result.metadata, result.metadata_location, self._table_io(result.metadata), self
+        )
+
+    def create_table_transaction(
+        self,
+        identifier: str | Sequence[str],
+        schema: Schema | pa.Schema,
+        partition_by: Sequence[str | tuple[str, str]] = (),
+        sort_by: Sequence[str] = (),
+        location: str | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> StagedTable:
+        """A table to create and write in one commit (arguments as :meth:`create_table`).
+
+        Stage changes on the returned :class:`~icepark.table.staged.StagedTable` (``append``,
+        ``set_properties``, ``update_schema``, ...); the table appears in the catalog, with
+        its first snapshot, only when its ``commit_transaction()`` (or a clean exit of a
+        ``with`` block) succeeds."""
+        from icepark.table.staged import StagedTable
+
+        ident = to_identifier(identifier)
+        metadata = self._new_table_metadata(
+            ident, schema, partition_by, sort_by, location, properties
+        )
+        return StagedTable(ident, metadata, self._table_io(metadata), self)
+
+    def _new_table_metadata(
+        self,
+        ident: Identifier,
+        schema: Schema | pa.Schema,
+        partition_by: Sequence[str | tuple[str, str]],
+        sort_by: Sequence[str],
+        location: str | None,
+        properties: Mapping[str, str] | None,
+    ) -> TableMetadata:
+        """The metadata a new table would have (not written); checks the namespace exists
+        and the table does not."""
         self._check_namespace_for_table(ident)
         if self.table_exists(ident):
             raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}")
@@ -242,14 +309,13 @@ class Catalog(ABC):
         metadata = new_table_metadata(
             user_schema, spec, order, table_location, props, format_version=version
         )
-        new_location = self._new_metadata_location(ident, metadata, None)
-        self._write_metadata(metadata, new_location)
-        try:
-            self._swap_metadata_location(ident, None, new_location)
-        except CommitFailedError as exc:
-            self._delete_quietly(new_location)
-            raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}") from exc
-        return Table(ident, metadata, new_location, self._table_io(metadata), self)
+        self._check_new_table(ident, metadata)
+        return metadata
+
+    def _check_new_table(self, ident: Identifier, metadata: TableMetadata) -> None:
+        """Refuse a new table this catalog cannot hold (e.g. at a location it does not
+        allow); raises before anything is written. Every table is fine by default."""
+        return None
 
     def _check_namespace_for_table(self, ident: Identifier) -> None:
         ns = namespace_of(ident)
@@ -283,32 +349,26 @@ class Catalog(ABC):
 
         ``base_location`` is the metadata file the caller read; when the table has moved on,
         the requirements decide whether the updates still apply (they are checked against the
-        fresh metadata, as a REST catalog does).
+        fresh metadata, as a REST catalog does). With an ``AssertCreate`` requirement the
+        table must not exist: the updates build its first metadata (``base`` is ignored)
+        and a table created meanwhile fails the commit (``RequirementFailedError`` when it
+        exists at the check, ``TableAlreadyExistsError`` when it appears before the swap).
         """
         ident = to_identifier(identifier)
+        if _creates(requirements):
+            return self._commit_create(ident, requirements, updates)
         current_location = self._current_metadata_location(ident)
         if base is not None and current_location == base_location:
             current = base
         else:
             current = read_table_metadata(self.io, current_location)
-        for requirement in requirements:
-            requirement.validate(current)
-        builder = MetadataBuilder(current)
-        for update in updates:
-            builder.apply(update)
-        # the log's length is read from the new metadata's properties, as Java's builder
-        # does: a commit that sets write.metadata.previous-versions-max applies it at once
-        builder.with_previous_metadata(current_location)
-        new_metadata = builder.build()
+        new_metadata = _apply(ident, current, current_location, requirements, updates)
         if new_metadata == current:
             return CommitResult(current, current_location)
         new_location = self._new_metadata_location(ident, new_metadata, current_location)
         self._write_metadata(new_metadata, new_location)
         try:
             self._swap_metadata_location(ident, current_location, new_location)
-        except CommitFailedError:
-            self._delete_quietly(new_location)
-            raise
         except CommitStateUnknownError:
             raise
         except IceparkError:
@@ -316,6 +376,148 @@ class Catalog(ABC):
             raise
         self._delete_old_metadata(current, new_metadata)
         return CommitResult(new_metadata, new_location)
+
+    def _commit_create(
+        self,
+        ident: Identifier,
+        requirements: Sequence[TableRequirement],
+        updates: Sequence[TableUpdate],
+    ) -> CommitResult:
+        self._check_namespace_for_table(ident)
+        name = ".".join(ident)
+        new_metadata = _apply(ident, self._current_or_none(ident), None, requirements, updates)
+        self._check_new_table(ident, new_metadata)
+        new_location = self._new_metadata_location(ident, new_metadata, None)
+        try:
+            self._write_metadata(new_metadata, new_location)
+        except CommitFailedError as exc:  # the file-system catalog: another create's file
+            raise TableAlreadyExistsError(f"Table already exists: {name}") from exc
+        try:
+            self._swap_metadata_location(ident, None, new_location)
+        except CommitStateUnknownError:
+            raise
+        except CommitFailedError as exc:
+            self._delete_quietly(new_location)
+            if self.table_exists(ident):
+                raise TableAlreadyExistsError(f"Table already exists: {name}") from exc
+            raise
+        except IceparkError:
+            self._delete_quietly(new_location)
+            raise
+        return CommitResult(new_metadata, new_location)
+
+    def _current_or_none(self, ident: Identifier) -> TableMetadata | None:
+        try:
+            location = self._current_metadata_location(ident)
+        except NoSuchTableError:
+            return None
+        return read_table_metadata(self.io, location)
+
+    # -- several tables at once ------------------------------------------------------------
+
+    def commit_tables(self, changes: Sequence[TableChange]) -> list[CommitResult]:
+        """Commit several tables' changes atomically: all land or none does.
+
+        Each change is ``(identifier, requirements, updates)`` (a REST ``CommitTableRequest``;
+        ``AssertCreate`` creates the table). Every requirement is checked against its table's
+        current metadata first; then each changed table's new metadata is written and every
+        pointer swapped in one atomic step (``_commit_tables``): a pointer that moved fails
+        it all with ``CommitFailedError`` naming the table, and the written files are
+        deleted. A table whose updates change nothing is answered with its current metadata.
+        Catalogs that cannot do it raise ``UnsupportedOperationError`` before any read."""
+        if self._multi_table_refusal is not None:
+            raise UnsupportedOperationError(
+                f"Catalog {self.name!r} ({type(self).__name__}) cannot commit several tables "
+                f"at once: {self._multi_table_refusal}. Commit them one by one, or use a SQL "
+                "catalog."
+            )
+        plans: list[tuple[Identifier, str | None, TableMetadata | None, TableMetadata]] = []
+        for identifier, requirements, updates in changes:
+            ident = to_identifier(identifier)
+            if any(ident == p[0] for p in plans):
+                raise ValidationError(
+                    f"Table {'.'.join(ident)} appears more than once in one commit"
+                )
+            current_location: str | None = None
+            current: TableMetadata | None = None
+            if _creates(requirements):
+                self._check_namespace_for_table(ident)
+                current = self._current_or_none(ident)
+            else:
+                current_location = self._current_metadata_location(ident)
+                current = read_table_metadata(self.io, current_location)
+            new_metadata = _apply(ident, current, current_location, requirements, updates)
+            if current is None:
+                self._check_new_table(ident, new_metadata)
+            plans.append((ident, current_location, current, new_metadata))
+
+        results: list[CommitResult] = []
+        swaps: list[tuple[Identifier, str | None, str]] = []
+        written: list[str] = []
+        try:
+            for ident, current_location, current, new_metadata in plans:
+                if current is not None and new_metadata == current:
+                    assert current_location is not None
+                    results.append(CommitResult(current, current_location))
+                    continue
+                new_location = self._new_metadata_location(ident, new_metadata, current_location)
+                self._write_metadata(new_metadata, new_location)
+                written.append(new_location)
+                swaps.append((ident, current_location, new_location))
+                results.append(CommitResult(new_metadata, new_location))
+            if swaps:
+                self._commit_tables(swaps)
+        except CommitStateUnknownError:
+            raise
+        except BaseException:
+            for location in written:
+                self._delete_quietly(location)
+            raise
+        for (_, _, current, new_metadata), result in zip(plans, results, strict=True):
+            if current is not None and result.metadata is new_metadata:
+                self._delete_old_metadata(current, new_metadata)
+        return results
+
+    def _commit_tables(self, swaps: Sequence[tuple[Identifier, str | None, str]]) -> None:
+        """Swap every ``(identifier, expected, new)`` pointer (expected None: create) in one
+        atomic step, or none: ``CommitFailedError`` naming a table whose pointer moved,
+        ``CommitStateUnknownError`` when the outcome cannot be known. Catalogs that
+        implement it set ``_multi_table_refusal`` to None."""
+        raise UnsupportedOperationError(f"Catalog {self.name!r} cannot commit several tables")
+
+    def commit_transaction(self, transactions: Sequence[Transaction]) -> list[CommitResult]:
+        """Commit several tables' transactions (``table.transaction()`` with changes staged,
+        not committed) atomically: all land or none does, in one attempt (no retry).
+
+        On failure every file written for them is deleted and the error names the table
+        (``CommitFailedError``: reload the tables and run the transactions again); on success
+        each transaction's table holds its new metadata. Catalogs that cannot commit several
+        tables atomically raise ``UnsupportedOperationError`` before anything is staged."""
+        if self._multi_table_refusal is not None:
+            self.commit_tables([])  # raises the refusal
+        for tx in transactions:
+            if not isinstance(tx.table, Table) or tx.table.catalog is not self:
+                raise ValidationError(
+                    f"Cannot commit the transaction on {tx.table.name} with catalog "
+                    f"{self.name!r}: its table was not loaded from this catalog (a create "
+                    "transaction commits on its own: StagedTable.commit_transaction)"
+                )
+        prepared = []
+        try:
+            for tx in transactions:
+                prepared.append(tx.prepare_commit())
+            results = self.commit_tables(
+                [(p.identifier, p.requirements, p.updates) for p in prepared]
+            )
+        except CommitStateUnknownError:
+            raise  # nothing may be deleted: the commit may have landed
+        except BaseException:
+            for tx in transactions:
+                tx.discard_commit()
+            raise
+        for tx, result in zip(transactions, results, strict=True):
+            tx.finish_commit(result.metadata, result.metadata_location)
+        return results
 
     # -- metadata files --------------------------------------------------------------------
 
@@ -354,6 +556,32 @@ class Catalog(ABC):
         for entry in base.metadata_log:
             if entry.metadata_file not in kept:
                 self._delete_quietly(entry.metadata_file)
+
+
+def _creates(requirements: Sequence[TableRequirement]) -> bool:
+    return any(isinstance(r, AssertCreate) for r in requirements)
+
+
+def _apply(
+    ident: Identifier,
+    current: TableMetadata | None,
+    current_location: str | None,
+    requirements: Sequence[TableRequirement],
+    updates: Sequence[TableUpdate],
+) -> TableMetadata:
+    """Check ``requirements`` against ``current`` (None: the table does not exist) and build
+    the metadata ``updates`` make of it; a failed requirement names the table."""
+    for requirement in requirements:
+        try:
+            requirement.validate(current)
+        except RequirementFailedError as exc:
+            raise RequirementFailedError(f"Cannot commit {'.'.join(ident)}: {exc}") from exc
+    builder = MetadataBuilder(current).apply_all(updates)
+    if current_location is not None:
+        # the log's length is read from the new metadata's properties, as Java's builder
+        # does: a commit that sets write.metadata.previous-versions-max applies it at once
+        builder.with_previous_metadata(current_location)
+    return builder.build()
 
 
 _VERSION_PREFIX = re.compile(r"^(\d+)-")

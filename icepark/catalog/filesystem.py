@@ -59,6 +59,12 @@ _VERSION_FILE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json$")
 class FileSystemCatalog(Catalog):
     """Tables as folders under a warehouse; namespaces as the folders above them."""
 
+    _multi_table_refusal = (
+        "its commit is an exclusive create of each table's next metadata file, one table at "
+        "a time, so a second table's conflict cannot undo the first table's commit (Java's "
+        "HadoopCatalog has no multi-table commit either)"
+    )
+
     def __init__(
         self, name: str = "default", properties: Mapping[str, str] | None = None, **kw: str
     ) -> None:
@@ -286,19 +292,13 @@ class FileSystemCatalog(Catalog):
         self._check_commits_safe(to_identifier(identifier))
         return super().commit_table(identifier, base, base_location, requirements, updates)
 
-    def create_table(self, identifier: str | Sequence[str], *args: Any, **kwargs: Any) -> Table:
-        ident = to_identifier(identifier)
+    def _check_new_table(self, ident: Identifier, metadata: TableMetadata) -> None:
         self._check_commits_safe(ident)
-        if kwargs.get("location") not in (None, self._location(ident)):
+        if metadata.location.rstrip("/") != self._location(ident):
             raise ValidationError(
                 f"The file-system catalog keeps table {'.'.join(ident)} at "
-                f"{self._location(ident)}; "
-                "a custom location is not allowed"
+                f"{self._location(ident)}; a custom location ({metadata.location}) is not allowed"
             )
-        try:
-            return super().create_table(ident, *args, **kwargs)
-        except CommitFailedError as exc:
-            raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}") from exc
 
     def _remove_table_entry(self, identifier: Identifier) -> str:
         location = self._current_metadata_location(identifier)

@@ -4,7 +4,8 @@ The tables are ``iceberg_tables`` (one row per table: its metadata pointer) and
 ``iceberg_namespace_properties`` (one row per namespace property), laid out as Java's
 ``JdbcCatalog`` lays them out, so Java, PyIceberg and icepark can share one database.
 A commit is ``UPDATE ... SET metadata_location = new WHERE metadata_location = old``: the
-database makes it an atomic compare-and-swap.
+database makes it an atomic compare-and-swap; a multi-table commit runs one such update per
+table in a single database transaction.
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ def _ns_str(namespace: Identifier) -> str:
 
 class SqlCatalog(Catalog):
     """Iceberg's JDBC catalog layout on any SQLAlchemy database (SQLite, PostgreSQL, ...)."""
+
+    _multi_table_refusal = None  # _commit_tables: one database transaction
 
     def __init__(
         self, name: str = "default", properties: Mapping[str, str] | None = None, **kw: str
@@ -296,44 +299,58 @@ class SqlCatalog(Catalog):
     def _swap_metadata_location(
         self, identifier: Identifier, expected: str | None, new: str
     ) -> None:
-        name = ".".join(identifier)
+        self._commit_tables([(identifier, expected, new)])
+
+    def _commit_tables(self, swaps: Sequence[tuple[Identifier, str | None, str]]) -> None:
+        """Every swap in one database transaction: each pointer is an ``UPDATE ... WHERE
+        metadata_location = expected`` (an ``INSERT`` to create); if one matches no row the
+        transaction rolls back and nothing changes. Rows are taken in identifier order, so
+        two multi-table commits cannot deadlock on PostgreSQL."""
+        ordered = sorted(swaps, key=lambda s: s[0])
+        names = ", ".join(".".join(ident) for ident, _, _ in ordered)
+        doing: Identifier = ordered[0][0] if ordered else ()
         try:
             with self.engine.begin() as conn:
-                if expected is None:
-                    conn.execute(
-                        insert(_tables).values(
-                            catalog_name=self.name,
-                            table_namespace=_ns_str(namespace_of(identifier)),
-                            table_name=identifier[-1],
-                            metadata_location=new,
-                            previous_metadata_location=None,
-                            iceberg_type=_TABLE_TYPE,
-                        )
-                    )
-                    return
-                result = conn.execute(
-                    update(_tables)
-                    .where(self._table_filter(identifier), _tables.c.metadata_location == expected)
-                    .values(metadata_location=new, previous_metadata_location=expected)
-                )
-                if result.rowcount != 1:
-                    raise CommitFailedError(
-                        f"Cannot commit {name}: metadata location {expected} has changed"
-                    )
+                for ident, expected, new in ordered:
+                    doing = ident
+                    self._swap_in(conn, ident, expected, new)
         except IntegrityError as exc:
-            raise CommitFailedError(f"Cannot create {name}: it exists already") from exc
+            raise CommitFailedError(f"Cannot create {'.'.join(doing)}: it exists already") from exc
         except OperationalError as exc:
             if _is_lock_error(exc):
                 raise CommitFailedError(
-                    f"Cannot commit {name}: database is busy ({exc.orig})"
+                    f"Cannot commit {names}: database is busy ({exc.orig})"
                 ) from exc
             raise CommitStateUnknownError(
-                f"Commit of {name} has an unknown outcome: {exc.orig}"
+                f"Commit of {names} has an unknown outcome: {exc.orig}"
             ) from exc
         except DBAPIError as exc:
             raise CommitStateUnknownError(
-                f"Commit of {name} has an unknown outcome: {exc.orig}"
+                f"Commit of {names} has an unknown outcome: {exc.orig}"
             ) from exc
+
+    def _swap_in(self, conn: Any, ident: Identifier, expected: str | None, new: str) -> None:
+        if expected is None:
+            conn.execute(
+                insert(_tables).values(
+                    catalog_name=self.name,
+                    table_namespace=_ns_str(namespace_of(ident)),
+                    table_name=ident[-1],
+                    metadata_location=new,
+                    previous_metadata_location=None,
+                    iceberg_type=_TABLE_TYPE,
+                )
+            )
+            return
+        result = conn.execute(
+            update(_tables)
+            .where(self._table_filter(ident), _tables.c.metadata_location == expected)
+            .values(metadata_location=new, previous_metadata_location=expected)
+        )
+        if result.rowcount != 1:
+            raise CommitFailedError(
+                f"Cannot commit {'.'.join(ident)}: metadata location {expected} has changed"
+            )
 
     def _remove_table_entry(self, identifier: Identifier) -> str:
         location = self._current_metadata_location(identifier)

@@ -10,9 +10,10 @@ from icepark.table.scan import DataScan
 from icepark.table.table import ReadOnlyTableError, Table
 
 if TYPE_CHECKING:
+    from icepark.table.staged import StagedTable
     from icepark.table.transaction import Transaction
 
-__all__ = ["DataScan", "ReadOnlyTableError", "Table", "Transaction"]
+__all__ = ["DataScan", "ReadOnlyTableError", "StagedTable", "Table", "Transaction"]
 
 
 def __getattr__(name: str) -> Any:
@@ -21,4 +22,8 @@ def __getattr__(name: str) -> Any:
         from icepark.table.transaction import Transaction
 
         return Transaction
+    if name == "StagedTable":
+        from icepark.table.staged import StagedTable
+
+        return StagedTable
     raise AttributeError(f"module 'icepark.table' has no attribute {name!r}")

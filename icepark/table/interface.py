@@ -24,6 +24,7 @@ __all__ = ["CommitResult", "TableCommitter", "TableLike", "read_table_metadata"]
 class TableLike(Protocol):
     """A table as the commit machinery sees it (:class:`~icepark.table.table.Table` is one)."""
 
+    identifier: tuple[str, ...]
     metadata: TableMetadata
     metadata_location: str
     io: FileIO

@@ -4,6 +4,13 @@
 that conflicts (``CommitFailedError``) is retried on fresh metadata per the table's
 ``commit.retry.*`` properties; files written for a commit that definitely failed are deleted;
 after ``CommitStateUnknownError`` nothing is deleted.
+
+A catalog committing several transactions at once (``Catalog.commit_transaction``) uses the
+three-step form instead: :meth:`Transaction.prepare_commit` stages every action on the
+table's current metadata and returns what to ask of the catalog (a :class:`PreparedCommit`),
+without committing; then exactly one of :meth:`Transaction.finish_commit` (it landed) or
+:meth:`Transaction.discard_commit` (it definitely failed: the files written for it are
+deleted) follows. That form makes one attempt: a conflict is the caller's to retry.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -41,7 +49,7 @@ from icepark.table.write.operations import (
     Staged,
 )
 
-__all__ = ["Transaction", "RetryPolicy"]
+__all__ = ["Transaction", "RetryPolicy", "PreparedCommit"]
 
 
 _APPEND_GROWTH = 2  # doublings of the wait of a commit that cannot conflict
@@ -89,6 +97,15 @@ def _holds(requirement: TableRequirement, base: TableMetadata) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class PreparedCommit:
+    """A transaction staged but not committed: what it asks of its table's catalog."""
+
+    identifier: tuple[str, ...]
+    requirements: list[TableRequirement]
+    updates: list[TableUpdate]
+
+
 class Transaction:
     """A group of changes to one table, committed together."""
 
@@ -97,6 +114,7 @@ class Transaction:
         self._start: TableMetadata = table.metadata
         self._actions: list[Action] = []
         self._done = False
+        self._prepared_files: list[str] = []  # written by prepare_commit, until it is settled
 
     @property
     def table(self) -> TableLike:
@@ -352,6 +370,40 @@ class Transaction:
             for action in self._actions:
                 action.committed(self._table.io)
             return self._table
+
+    # -- committing with other transactions (see the module) ---------------------------------
+
+    def prepare_commit(self) -> PreparedCommit:
+        """Stage every action on the table's current metadata and return the identifier,
+        requirements and updates to commit, without committing; the transaction is then
+        finished. Files written to stage it (manifests) are kept until :meth:`finish_commit`
+        or :meth:`discard_commit`; a failure while staging deletes them and raises."""
+        if self._done:
+            raise ValidationError(f"Transaction on {self._table.name} is already finished")
+        self._done = True
+        base = self._table.refresh().metadata
+        try:
+            updates, requirements, written = self._stage_all(base)
+        except BaseException:
+            self._abort_actions()
+            raise
+        self._prepared_files = written
+        return PreparedCommit(self._table.identifier, requirements, updates)
+
+    def finish_commit(self, metadata: TableMetadata, metadata_location: str) -> TableLike:
+        """The prepared commit landed as ``metadata`` at ``metadata_location``."""
+        self._table.metadata, self._table.metadata_location = metadata, metadata_location
+        self._prepared_files = []
+        for action in self._actions:
+            action.committed(self._table.io)
+        return self._table
+
+    def discard_commit(self) -> None:
+        """The prepared commit (or the group it belonged to) definitely failed: delete every
+        file written for it. Never call this after ``CommitStateUnknownError``."""
+        self._delete(self._prepared_files)
+        self._prepared_files = []
+        self._abort_actions()
 
     def abort(self) -> None:
         """Drop the staged changes and delete the files written for them."""
