@@ -242,6 +242,18 @@ class Catalog(ABC):
         metadata = new_table_metadata(
             user_schema, spec, order, table_location, props, format_version=version
         )
+        return self.create_table_from_metadata(ident, metadata)
+
+    def create_table_from_metadata(
+        self, identifier: str | Sequence[str], metadata: TableMetadata
+    ) -> Table:
+        """Create a table whose first metadata is ``metadata`` (made by ``new_table_metadata``
+        or by applying a create transaction's updates, as the REST server does): its file is
+        written and the catalog entry swapped in from nothing, so of two creates one wins."""
+        ident = to_identifier(identifier)
+        self._check_namespace_for_table(ident)
+        if self.table_exists(ident):
+            raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}")
         new_location = self._new_metadata_location(ident, metadata, None)
         self._write_metadata(metadata, new_location)
         try:

@@ -300,6 +300,21 @@ class FileSystemCatalog(Catalog):
         except CommitFailedError as exc:
             raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}") from exc
 
+    def create_table_from_metadata(
+        self, identifier: str | Sequence[str], metadata: TableMetadata
+    ) -> Table:
+        ident = to_identifier(identifier)
+        self._check_commits_safe(ident)
+        if metadata.location.rstrip("/") != self._location(ident).rstrip("/"):
+            raise ValidationError(
+                f"The file-system catalog keeps table {'.'.join(ident)} at "
+                f"{self._location(ident)}; a custom location is not allowed"
+            )
+        try:
+            return super().create_table_from_metadata(ident, metadata)
+        except CommitFailedError as exc:
+            raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}") from exc
+
     def _remove_table_entry(self, identifier: Identifier) -> str:
         location = self._current_metadata_location(identifier)
         self._fs.delete_dir(self._path(identifier))
