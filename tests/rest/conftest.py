@@ -48,10 +48,5 @@ def serving(app: Any) -> Iterator[str]:
 
 
 @pytest.fixture
-def warehouse(tmp_path: Path) -> Path:
-    return tmp_path / "wh"
-
-
-@pytest.fixture
 def catalog(tmp_path: Path, warehouse: Path) -> Catalog:
     return icepark.load_catalog(uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=str(warehouse))

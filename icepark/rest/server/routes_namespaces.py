@@ -8,7 +8,6 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from icepark.errors import NoSuchNamespaceError
 from icepark.rest.models import (
     CreateNamespaceRequest,
     CreateNamespaceResponse,
@@ -49,9 +48,7 @@ def list_namespaces(
     parent_ns = parse_namespace(parent) if parent else ()
     if parent_ns:
         require(principal, parent_ns, READ)
-        if not catalog.namespace_exists(parent_ns):
-            raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(parent_ns)}")
-    found = catalog.list_namespaces(parent_ns)
+    found = catalog.list_namespaces(parent_ns)  # NoSuchNamespaceError for a missing parent
     if principal is not None:
         found = [ns for ns in found if principal.may_see(ns)]
     items, token = page(found, page_token, page_size)
