@@ -218,3 +218,54 @@ def test_register_table(client: TestClient, catalog: Catalog) -> None:
     assert r.status_code == 200 and r.json()["metadata-location"] == location
     assert catalog.load_table("db.copy").metadata.table_uuid == created["metadata"]["table-uuid"]
     _error(client.post("/v1/namespaces/db/register", json=body), 409, "AlreadyExistsException")
+
+
+def test_commit_state_unknown_500_and_unexpected_errors(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch, caplog: Any
+) -> None:
+    from icepark.errors import CommitStateUnknownError
+
+    catalog.create_namespace("db")
+    client = TestClient(create_app(catalog), raise_server_exceptions=False)
+    _create(client)
+
+    def unknown(*args: Any, **kwargs: Any) -> Any:
+        raise CommitStateUnknownError("swap of db.t timed out")
+
+    monkeypatch.setattr(catalog, "commit_table", unknown)
+    commit = {"updates": [{"action": "set-properties", "updates": {"k": "v"}}]}
+    r = client.post("/v1/namespaces/db/tables/t", json=commit)
+    assert "timed out" in _error(r, 500, "CommitStateUnknownException")
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("postgresql://app:hunter2@db.internal/cat refused")
+
+    monkeypatch.setattr(catalog, "load_table", broken)
+    r = client.get("/v1/namespaces/db/tables/t")
+    message = _error(r, 500, "ServiceFailureException")
+    assert "hunter2" not in message and "db.internal" not in message
+    request_id = message.rsplit("request ", 1)[1].rstrip(")")
+    assert request_id in caplog.text and "RuntimeError" in caplog.text
+    assert "hunter2" not in caplog.text
+
+
+def test_filesystem_catalog_backing(tmp_path: Any) -> None:
+    import pyarrow as pa
+
+    import icepark
+
+    fs = icepark.load_catalog(type="filesystem", warehouse=str(tmp_path / "fswh"))
+    client = TestClient(create_app(fs), raise_server_exceptions=False)
+    assert client.post("/v1/namespaces", json={"namespace": ["db"]}).status_code == 200
+    created = _create(client)
+    assert created["metadata-location"].endswith("v1.metadata.json")
+    fs.load_table("db.t").append(pa.table({"id": [1, 2]}))
+    loaded = client.get("/v1/namespaces/db/tables/t").json()
+    assert loaded["metadata-location"].endswith("v2.metadata.json")
+    body = {"name": "u", "schema": SCHEMA, "location": str(tmp_path / "elsewhere")}
+    _error(client.post("/v1/namespaces/db/tables", json=body), 400, "BadRequestException")
+    rename = {
+        "source": {"namespace": ["db"], "name": "t"},
+        "destination": {"namespace": ["db"], "name": "t2"},
+    }
+    _error(client.post("/v1/tables/rename", json=rename), 406, "UnsupportedOperationException")
