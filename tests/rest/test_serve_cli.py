@@ -57,7 +57,7 @@ def test_serve_process_with_oauth2(tmp_path: Path) -> None:
     ]
     log = tmp_path / "serve.log"
     with open(log, "w") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err)
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
         try:
             base = f"http://127.0.0.1:{port}"
             deadline = time.monotonic() + 30
