@@ -77,7 +77,14 @@ def test_java_rest_client_round_trip(refspark: Any, catalog: Catalog) -> None:
         table = catalog.load_table("db.events")
         assert "note" in [f.name for f in table.schema().fields]
         assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [1, 3, 4]
+        # CTAS is a staged create (stage-create, then one commit asserting the table is new)
+        refspark.request(
+            [f"CREATE TABLE {name}.db.copy USING iceberg AS SELECT id, kind FROM {name}.db.events"]
+        )
+        copy = catalog.load_table("db.copy")
+        assert sorted(copy.scan().to_arrow().column("id").to_pylist()) == [1, 3, 4]
+        assert len(copy.metadata.metadata_log) == 0  # created and filled in one commit
         tables = refspark.rows(f"SHOW TABLES IN {name}.db")
-        assert [r[1] for r in tables] == ["events"]
+        assert sorted(r[1] for r in tables) == ["copy", "events"]
         refspark.request([f"DROP TABLE {name}.db.events"])
         assert not catalog.table_exists("db.events")

@@ -269,3 +269,22 @@ def test_filesystem_catalog_backing(tmp_path: Any) -> None:
         "destination": {"namespace": ["db"], "name": "t2"},
     }
     _error(client.post("/v1/tables/rename", json=rename), 406, "UnsupportedOperationException")
+
+
+def test_load_etag_304(client: TestClient, catalog: Catalog) -> None:
+    created = client.post("/v1/namespaces/db/tables", json={"name": "t", "schema": SCHEMA})
+    etag = created.headers["etag"]
+    r = client.get("/v1/namespaces/db/tables/t", headers={"If-None-Match": etag})
+    assert r.status_code == 304 and r.content == b""
+    refs = client.get("/v1/namespaces/db/tables/t?snapshots=refs", headers={"If-None-Match": etag})
+    assert refs.status_code == 200 and refs.headers["etag"] != etag
+    catalog.load_table("db.t").set_properties(k="v")
+    r = client.get("/v1/namespaces/db/tables/t", headers={"If-None-Match": etag})
+    assert r.status_code == 200 and r.json()["metadata"]["properties"]["k"] == "v"
+    assert r.headers["etag"] != etag
+    assert (
+        client.get(
+            "/v1/namespaces/db/tables/t", headers={"If-None-Match": r.headers["etag"]}
+        ).status_code
+        == 304
+    )

@@ -16,6 +16,7 @@ commits, drops and renames (on both namespaces).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, TypeVar
@@ -101,9 +102,17 @@ def _metadata_json(md: TableMetadata, snapshots: str = "all") -> dict[str, Any]:
     return out
 
 
+def _etag(location: str, snapshots: str) -> str:
+    """One version of the table's metadata as one answer shape: its file and the snapshots
+    mode (a ``refs`` answer is not an ``all`` answer)."""
+    digest = hashlib.sha256(f"{location}\n{snapshots}".encode()).hexdigest()[:40]
+    return f'W/"{digest}"'
+
+
 def _load_result(md: TableMetadata, location: str | None, snapshots: str = "all") -> JSONResponse:
     body = LoadTableResult(metadata_location=location, metadata=_metadata_json(md, snapshots))
-    return JSONResponse(body.dump())
+    headers = {"ETag": _etag(location, snapshots)} if location else None
+    return JSONResponse(body.dump(), headers=headers)
 
 
 def _check_namespace_exists(catalog: Catalog, ns: tuple[str, ...]) -> None:
@@ -171,12 +180,16 @@ def load_table(
     namespace: str,
     table: str,
     snapshots: str = "all",
-) -> JSONResponse:
+) -> Response:
     ident = _ident(namespace, table)
     require(principal, ident[:-1], READ)
     if snapshots not in ("all", "refs"):
         raise BadRequestError(f"Invalid snapshots={snapshots!r}: expected all or refs")
-    loaded = state_of(request).catalog.load_table(ident)
+    catalog = state_of(request).catalog
+    known = request.headers.get("if-none-match")
+    if known and known == _etag(catalog.metadata_location(ident), snapshots):
+        return Response(status_code=304)  # the client's copy is current: no file read
+    loaded = catalog.load_table(ident)
     return _load_result(loaded.metadata, loaded.metadata_location, snapshots)
 
 
