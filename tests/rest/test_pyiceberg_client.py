@@ -169,3 +169,11 @@ def test_oauth2_client_credentials(catalog: Catalog) -> None:
         assert catalog.table_exists("sales.t") and not catalog.table_exists("sales.u")
         with pytest.raises(pyiceberg_exceptions.OAuthError):
             pyiceberg_catalog.load_catalog("bad", type="rest", uri=base, credential="etl:wrong")
+
+
+def test_prefix_from_config(catalog: Catalog) -> None:
+    with serving(create_app(catalog, prefix="wh1")) as base:
+        rc = pyiceberg_catalog.load_catalog("p", type="rest", uri=base)
+        rc.create_namespace("db")
+        rc.create_table("db.t", pa.schema([("id", pa.int64())])).append(pa.table({"id": [5]}))
+    assert catalog.load_table("db.t").scan().to_arrow().column("id").to_pylist() == [5]
