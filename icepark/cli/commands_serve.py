@@ -20,7 +20,7 @@ from icepark.cli.context import CliContext
 
 __all__ = ["serve_command"]
 
-_MISSING = "The REST catalog server needs FastAPI and uvicorn: pip install 'icepark[server]'"
+MISSING_EXTRA = "The REST catalog server needs FastAPI and uvicorn: pip install 'icepark[server]'"
 
 
 def is_loopback(host: str) -> bool:
@@ -100,7 +100,7 @@ def serve_command(
 
         from icepark.rest.server import Principals, create_app
     except ImportError as exc:
-        raise click.ClickException(_MISSING) from exc
+        raise click.ClickException(MISSING_EXTRA) from exc
     cli: CliContext = ctx.find_object(CliContext) or CliContext()
     principals = Principals.load(principals_file) if auth == "oauth2" and principals_file else None
     app = create_app(
@@ -126,7 +126,7 @@ def serve_command(
 @click.option("--stdin", "from_stdin", is_flag=True, help="Read the secret from stdin (one line).")
 def hash_secret_command(from_stdin: bool) -> None:
     """Print a salted PBKDF2 hash of a client secret for the principals file."""
-    from icepark.rest.server.security import hash_secret
+    from icepark.rest.server.security import hash_secret  # no FastAPI needed
 
     if from_stdin:
         secret = sys.stdin.readline().rstrip("\r\n")

@@ -14,14 +14,7 @@ _SERVER_NAMES = frozenset(__all__)
 
 def __getattr__(name: str) -> Any:
     if name in _SERVER_NAMES:
-        try:
-            from icepark.rest import server
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            if exc.name in ("fastapi", "uvicorn", "starlette"):
-                raise ImportError(
-                    "The REST catalog server needs FastAPI and uvicorn: "
-                    "pip install 'icepark[server]'"
-                ) from exc
-            raise
+        from icepark.rest import server
+
         return getattr(server, name)
     raise AttributeError(f"module 'icepark.rest' has no attribute {name!r}")

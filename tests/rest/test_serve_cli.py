@@ -108,3 +108,16 @@ def test_missing_server_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     result = CliRunner().invoke(cli, ["--uri", f"sqlite:///{tmp_path}/c.db", "serve"])
     assert result.exit_code == 1
     assert "pip install 'icepark[server]'" in result.output
+
+
+def test_missing_fastapi_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import icepark.rest
+    import icepark.rest.server
+
+    for name in list(sys.modules):
+        if name == "fastapi" or name.startswith(("fastapi.", "icepark.rest.server.app")):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "fastapi", None)
+    with pytest.raises(ImportError, match=r"pip install 'icepark\[server\]'"):
+        icepark.rest.create_app  # noqa: B018
+    assert icepark.rest.hash_secret("x")  # the principals tools need no FastAPI
