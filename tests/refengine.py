@@ -51,8 +51,9 @@ class RefEngine:
         sql: list[str],
         catalogs: dict[str, str] | None = None,
         views: dict[str, str] | None = None,
+        conf: dict[str, str] | None = None,
     ) -> list[dict[str, Any]]:
-        req = {"sql": sql, "catalogs": catalogs or {}, "views": views or {}}
+        req = {"sql": sql, "catalogs": catalogs or {}, "views": views or {}, "conf": conf or {}}
         with self._lock:
             assert self._proc.stdin is not None and self._proc.stdout is not None
             self._proc.stdin.write(json.dumps(req) + "\n")

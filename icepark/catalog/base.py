@@ -253,6 +253,15 @@ class Catalog(ABC):
         metadata = self._new_table_metadata(
             ident, schema, partition_by, sort_by, location, properties
         )
+        return self.create_table_from_metadata(ident, metadata)
+
+    def create_table_from_metadata(
+        self, identifier: str | Sequence[str], metadata: TableMetadata
+    ) -> Table:
+        """Create a table whose first metadata is ``metadata`` (as ``new_table_metadata``
+        makes it, e.g. from a REST create request): one create commit, so of two creates one
+        wins and the other gets ``TableAlreadyExistsError``."""
+        ident = to_identifier(identifier)
         try:
             result = self.commit_table(
                 ident, None, None, [AssertCreate()], creation_updates(metadata)

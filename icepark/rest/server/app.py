@@ -1,0 +1,253 @@
+"""The REST catalog server: :func:`create_app` serves an icepark catalog over the Iceberg REST
+protocol (``rest-catalog-open-api.yaml`` of Iceberg 1.10) as a FastAPI (ASGI) app.
+
+How a request flows: the outer ASGI layer (:class:`_Envelope`) gives it a request id, refuses a
+body over ``max_body_bytes`` with 413 and writes one JSON access-log line when it is answered
+(no headers, query strings or bodies, so no secrets); the route's ``caller`` dependency checks
+the bearer token (401) and ``require`` the grant (403); the route calls the catalog; an icepark
+error becomes an ``ErrorResponse`` (:mod:`.errors`).
+
+Routes live under ``/v1/`` or, with ``prefix``, ``/v1/<prefix>/``; ``GET /v1/config`` tells
+clients the prefix (in ``overrides``) and lists the endpoints served, and
+``POST /v1/oauth/tokens`` issues tokens when the server has principals. ``GET /healthz``
+answers without auth.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Annotated, Any
+from urllib.parse import parse_qs, quote
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from icepark.catalog.base import Catalog
+from icepark.rest.models import CatalogConfig, OAuthErrorResponse, OAuthTokenResponse
+from icepark.rest.server import routes_namespaces, routes_tables
+from icepark.rest.server.context import ServerState, caller, state_of
+from icepark.rest.server.errors import install_error_handlers
+from icepark.rest.server.security import Principal, Principals, TokenSigner
+
+__all__ = ["create_app", "DEFAULT_MAX_BODY_BYTES"]
+
+DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+_access_log = logging.getLogger("icepark.rest.server.access")
+_ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
+_TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def create_app(
+    catalog: Catalog,
+    auth: Principals | None = None,
+    prefix: str | None = None,
+    *,
+    token_ttl_seconds: int = 3600,
+    token_key: bytes | str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+) -> FastAPI:
+    """The ASGI app serving ``catalog`` over the Iceberg REST protocol.
+
+    ``auth``: None serves everyone; :class:`Principals` requires a bearer token from
+    ``POST /v1/oauth/tokens`` and checks each principal's grants. Tokens last
+    ``token_ttl_seconds`` and are signed with ``token_key`` (default: the environment
+    variable ``ICEPARK_SERVE_TOKEN_KEY``, else a random key of this process). ``prefix``
+    puts the catalog routes under ``/v1/<prefix>/``.
+    """
+    if prefix is not None:
+        prefix = prefix.strip("/")
+        if not prefix or "/" in prefix:
+            raise ValueError(f"Invalid prefix {prefix!r}: one non-empty path segment")
+    app = FastAPI(
+        title="icepark REST catalog",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    endpoints = routes_namespaces.ENDPOINTS + routes_tables.ENDPOINTS
+    app.state.icepark = ServerState(
+        catalog=catalog,
+        principals=auth,
+        signer=TokenSigner(token_key, token_ttl_seconds),
+        prefix=prefix,
+        max_body_bytes=max_body_bytes,
+        endpoints=endpoints,
+    )
+    install_error_handlers(app)
+    base = f"/v1/{quote(prefix, safe='')}" if prefix else "/v1"
+    app.include_router(routes_namespaces.router, prefix=base)
+    app.include_router(routes_tables.router, prefix=base)
+    app.add_api_route("/v1/config", _config, methods=["GET"], name="get_config")
+    app.add_api_route("/v1/oauth/tokens", _tokens, methods=["POST"], name="get_token")
+    app.add_api_route("/healthz", _healthz, methods=["GET"], name="healthz")
+    app.add_middleware(_Envelope, max_body_bytes=max_body_bytes)
+    return app
+
+
+def _config(
+    request: Request, principal: Annotated[Principal | None, Depends(caller)]
+) -> JSONResponse:
+    state = state_of(request)
+    overrides = {"prefix": state.prefix} if state.prefix else {}
+    body = CatalogConfig(defaults={}, overrides=overrides, endpoints=list(state.endpoints))
+    return JSONResponse(body.dump())
+
+
+def _healthz() -> JSONResponse:
+    return JSONResponse({"status": "ok"})
+
+
+def _oauth_error(status: int, error: str, description: str) -> JSONResponse:
+    body = OAuthErrorResponse(error=error, error_description=description)
+    return JSONResponse(body.dump(), status_code=status)
+
+
+async def _tokens(request: Request) -> JSONResponse:
+    """The client-credentials flow (and token exchange with one of this server's tokens as
+    subject, which Java's client uses to refresh); form-encoded as OAuth2 asks."""
+    state = state_of(request)
+    if state.principals is None:
+        return _oauth_error(400, "invalid_request", "This server runs without authentication")
+    form = {k: v[0] for k, v in parse_qs((await request.body()).decode("utf-8", "replace")).items()}
+    grant = form.get("grant_type")
+    principal: Principal | None
+    if grant == "client_credentials":
+        client_id, secret = form.get("client_id"), form.get("client_secret")
+        if not client_id or not secret:
+            return _oauth_error(400, "invalid_request", "client_id and client_secret required")
+        principal = state.principals.authenticate(client_id, secret)
+    elif grant == _TOKEN_EXCHANGE:
+        subject = state.signer.verify(form.get("subject_token", ""))
+        principal = state.principals.get(subject) if subject else None
+    else:
+        return _oauth_error(400, "unsupported_grant_type", f"Unsupported grant_type {grant!r}")
+    if principal is None:
+        return _oauth_error(401, "invalid_client", "Invalid client credentials")
+    request.state.principal = principal.client_id
+    answer = OAuthTokenResponse(
+        access_token=state.signer.issue(principal.client_id),
+        token_type="bearer",
+        expires_in=state.signer.ttl_seconds,
+        issued_token_type=_ACCESS_TOKEN_TYPE,
+    )
+    return JSONResponse(answer.dump(), headers={"Cache-Control": "no-store"})
+
+
+class _Envelope:
+    """Request id, body limit (413) and the access log, around every request."""
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        request_id = uuid.uuid4().hex[:16]
+        scope.setdefault("state", {})
+        scope["state"]["request_id"] = request_id
+        status = {"code": 500}
+
+        async def send_logged(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+                headers = list(message.get("headers", []))
+                headers.append((b"x-request-id", request_id.encode("ascii")))
+                message["headers"] = headers
+            await send(message)
+
+        try:
+            replay = await self._read_body(scope, receive)
+            if replay is None:
+                await _send_too_large(send_logged, self.max_body_bytes)
+            else:
+                await self.app(scope, replay, send_logged)
+        finally:
+            self._log(scope, status["code"], started, request_id)
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> Receive | None:
+        """Reads the body (up to the limit) so it can be refused before any work is done;
+        returns a ``receive`` that replays it, or None when it is too large."""
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    if int(value) > self.max_body_bytes:
+                        return None
+                except ValueError:
+                    pass
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return replay
+
+    @staticmethod
+    def _log(scope: Scope, status: int, started: float, request_id: str) -> None:
+        if not _access_log.isEnabledFor(logging.INFO):
+            return
+        route = scope.get("route")
+        line = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "request_id": request_id,
+            "principal": scope.get("state", {}).get("principal"),
+            "method": scope.get("method"),
+            "path": scope.get("path"),
+            "operation": getattr(route, "name", None),
+            "status": status,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+        }
+        _access_log.info(json.dumps(line, ensure_ascii=True))
+
+
+async def _send_too_large(send: Send, limit: int) -> None:
+    body = json.dumps(
+        {
+            "error": {
+                "message": f"Request body larger than {limit} bytes",
+                "type": "BadRequestException",
+                "code": 413,
+            }
+        }
+    ).encode("utf-8")
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 413,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode("ascii")),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,284 @@
+"""Table routes: list (paged), create (and stage-create), load (``snapshots=all|refs``),
+exists, drop (``purgeRequested``), register, rename, commit and metrics.
+
+How a commit flows: the body's requirements and updates are parsed by the spec codecs
+(``table_requirement_from_json``, ``table_update_from_json``; a bad one is a 400 naming its
+index), then the catalog's ``commit_table`` checks the requirements against the current
+metadata, applies the updates through the metadata builder and swaps the pointer atomically: a
+requirement that no longer holds, or a lost swap, is a 409 the client retries on a fresh base.
+A commit that carries ``assert-create`` for a table that does not exist is the end of a
+stage-create (a create transaction): the updates build the first metadata from nothing and the
+catalog creates the table from it, so of two such commits one wins and the other gets 409.
+
+Grants: ``read`` on the namespace lists, loads and checks; ``write`` creates, registers,
+commits, drops and renames (on both namespaces).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, TypeVar
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from icepark.catalog.base import Catalog
+from icepark.errors import (
+    BadRequestError,
+    CommitFailedError,
+    IceparkError,
+    NoSuchNamespaceError,
+    TableAlreadyExistsError,
+)
+from icepark.rest.models import (
+    CommitTableRequest,
+    CommitTableResponse,
+    CreateTableRequest,
+    ListTablesResponse,
+    LoadTableResult,
+    RegisterTableRequest,
+    RenameTableRequest,
+    ReportMetricsRequest,
+    TableIdentifier,
+)
+from icepark.rest.server.context import caller, require, state_of
+from icepark.rest.server.names import check_name, check_namespace, page, parse_namespace
+from icepark.rest.server.security import READ, WRITE, Principal
+from icepark.spec import properties as P
+from icepark.spec.metadata import TableMetadata, table_metadata_to_dict
+from icepark.spec.new_table import new_table_metadata
+from icepark.spec.partitioning import partition_spec_from_json
+from icepark.spec.requirements import AssertCreate, table_requirement_from_json
+from icepark.spec.schema import schema_from_json
+from icepark.spec.sorting import sort_order_from_json
+from icepark.spec.updates import table_update_from_json
+
+__all__ = ["router", "ENDPOINTS"]
+
+_log = logging.getLogger("icepark.rest.server")
+router = APIRouter()
+Caller = Annotated[Principal | None, Depends(caller)]
+T = TypeVar("T")
+
+ENDPOINTS = [
+    "GET /v1/{prefix}/namespaces/{namespace}/tables",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables",
+    "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/register",
+    "POST /v1/{prefix}/tables/rename",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+]
+
+
+def _ident(namespace: str, table: str) -> tuple[str, ...]:
+    return (*parse_namespace(namespace), check_name(table))
+
+
+def _ident_of(identifier: TableIdentifier) -> tuple[str, ...]:
+    return (*check_namespace(identifier.namespace), check_name(identifier.name))
+
+
+def _parse(what: str, items: Sequence[Any], parse: Callable[[Any], T]) -> list[T]:
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(parse(item))
+        except (IceparkError, ValueError, TypeError, KeyError) as exc:
+            raise BadRequestError(f"Invalid {what}[{i}]: {exc}") from exc
+    return out
+
+
+def _metadata_json(md: TableMetadata, snapshots: str = "all") -> dict[str, Any]:
+    out = table_metadata_to_dict(md)
+    if snapshots == "refs":
+        referenced = {ref.snapshot_id for ref in md.refs.values()}
+        out["snapshots"] = [s for s in out["snapshots"] if s["snapshot-id"] in referenced]
+    return out
+
+
+def _etag(location: str, snapshots: str) -> str:
+    """One version of the table's metadata as one answer shape: its file and the snapshots
+    mode (a ``refs`` answer is not an ``all`` answer)."""
+    digest = hashlib.sha256(f"{location}\n{snapshots}".encode()).hexdigest()[:40]
+    return f'W/"{digest}"'
+
+
+def _load_result(md: TableMetadata, location: str | None, snapshots: str = "all") -> JSONResponse:
+    body = LoadTableResult(metadata_location=location, metadata=_metadata_json(md, snapshots))
+    headers = {"ETag": _etag(location, snapshots)} if location else None
+    return JSONResponse(body.dump(), headers=headers)
+
+
+def _check_namespace_exists(catalog: Catalog, ns: tuple[str, ...]) -> None:
+    if not catalog.namespace_exists(ns):
+        raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ns)}")
+
+
+@router.get("/namespaces/{namespace}/tables", name="list_tables")
+def list_tables(
+    request: Request,
+    principal: Caller,
+    namespace: str,
+    page_token: Annotated[str | None, Query(alias="pageToken")] = None,
+    page_size: Annotated[int | None, Query(alias="pageSize")] = None,
+) -> JSONResponse:
+    ns = parse_namespace(namespace)
+    require(principal, ns, READ)
+    catalog = state_of(request).catalog
+    _check_namespace_exists(catalog, ns)
+    items, token = page(catalog.list_tables(ns), page_token, page_size)
+    body = ListTablesResponse(
+        identifiers=[TableIdentifier.of(i) for i in items], next_page_token=token
+    )
+    return JSONResponse(body.dump())
+
+
+def _new_metadata(
+    catalog: Catalog, ident: tuple[str, ...], req: CreateTableRequest
+) -> TableMetadata:
+    try:
+        schema = schema_from_json(req.schema_)
+        spec = partition_spec_from_json(req.partition_spec) if req.partition_spec else None
+        order = sort_order_from_json(req.write_order) if req.write_order else None
+    except (IceparkError, ValueError, TypeError, KeyError) as exc:
+        raise BadRequestError(f"Invalid create-table request for {'.'.join(ident)}: {exc}") from exc
+    props = dict(req.properties)
+    location = (req.location or catalog.default_table_location(ident)).rstrip("/")
+    return new_table_metadata(
+        schema, spec, order, location, props, format_version=P.FORMAT_VERSION.get(props)
+    )
+
+
+@router.post("/namespaces/{namespace}/tables", name="create_table")
+def create_table(
+    request: Request, principal: Caller, namespace: str, body: CreateTableRequest
+) -> JSONResponse:
+    ident = (*parse_namespace(namespace), check_name(body.name))
+    require(principal, ident[:-1], WRITE)
+    catalog = state_of(request).catalog
+    _check_namespace_exists(catalog, ident[:-1])
+    if catalog.table_exists(ident):
+        raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}")
+    metadata = _new_metadata(catalog, ident, body)
+    if body.stage_create:
+        # nothing is written: the client commits the create (with assert-create) later
+        return _load_result(metadata, None)
+    table = catalog.create_table_from_metadata(ident, metadata)
+    return _load_result(table.metadata, table.metadata_location)
+
+
+@router.get("/namespaces/{namespace}/tables/{table}", name="load_table")
+def load_table(
+    request: Request,
+    principal: Caller,
+    namespace: str,
+    table: str,
+    snapshots: str = "all",
+) -> Response:
+    ident = _ident(namespace, table)
+    require(principal, ident[:-1], READ)
+    if snapshots not in ("all", "refs"):
+        raise BadRequestError(f"Invalid snapshots={snapshots!r}: expected all or refs")
+    catalog = state_of(request).catalog
+    known = request.headers.get("if-none-match")
+    if known and known == _etag(catalog.metadata_location(ident), snapshots):
+        return Response(status_code=304)  # the client's copy is current: no file read
+    loaded = catalog.load_table(ident)
+    return _load_result(loaded.metadata, loaded.metadata_location, snapshots)
+
+
+@router.head("/namespaces/{namespace}/tables/{table}", name="table_exists")
+def table_exists(request: Request, principal: Caller, namespace: str, table: str) -> Response:
+    ident = _ident(namespace, table)
+    require(principal, ident[:-1], READ)
+    found = state_of(request).catalog.table_exists(ident)
+    return Response(status_code=204 if found else 404)
+
+
+@router.delete("/namespaces/{namespace}/tables/{table}", name="drop_table")
+def drop_table(
+    request: Request,
+    principal: Caller,
+    namespace: str,
+    table: str,
+    purge: Annotated[bool, Query(alias="purgeRequested")] = False,
+) -> Response:
+    ident = _ident(namespace, table)
+    require(principal, ident[:-1], WRITE)
+    state_of(request).catalog.drop_table(ident, purge=purge)
+    return Response(status_code=204)
+
+
+@router.post("/namespaces/{namespace}/register", name="register_table")
+def register_table(
+    request: Request, principal: Caller, namespace: str, body: RegisterTableRequest
+) -> JSONResponse:
+    ident = (*parse_namespace(namespace), check_name(body.name))
+    require(principal, ident[:-1], WRITE)
+    if body.overwrite:
+        raise BadRequestError("Register with overwrite=true is not supported")
+    registered = state_of(request).catalog.register_table(ident, body.metadata_location)
+    return _load_result(registered.metadata, registered.metadata_location)
+
+
+@router.post("/tables/rename", name="rename_table")
+def rename_table(request: Request, principal: Caller, body: RenameTableRequest) -> Response:
+    source, destination = _ident_of(body.source), _ident_of(body.destination)
+    require(principal, source[:-1], WRITE)
+    require(principal, destination[:-1], WRITE)
+    state_of(request).catalog.rename_table(source, destination)
+    return Response(status_code=204)
+
+
+@router.post("/namespaces/{namespace}/tables/{table}", name="commit_table")
+def commit_table(
+    request: Request, principal: Caller, namespace: str, table: str, body: CommitTableRequest
+) -> JSONResponse:
+    ident = _ident(namespace, table)
+    require(principal, ident[:-1], WRITE)
+    if body.identifier is not None and _ident_of(body.identifier) != ident:
+        raise BadRequestError("The body's identifier differs from the table in the path")
+    requirements = _parse("requirements", body.requirements, table_requirement_from_json)
+    updates = _parse("updates", body.updates, table_update_from_json)
+    catalog = state_of(request).catalog
+    if any(isinstance(r, AssertCreate) for r in requirements) and not catalog.table_exists(ident):
+        return _commit_create(catalog, ident, requirements, updates)
+    result = catalog.commit_table(ident, None, None, requirements, updates)
+    body_out = CommitTableResponse(
+        metadata_location=result.metadata_location, metadata=_metadata_json(result.metadata)
+    )
+    return JSONResponse(body_out.dump())
+
+
+def _commit_create(
+    catalog: Catalog, ident: tuple[str, ...], requirements: Sequence[Any], updates: Sequence[Any]
+) -> JSONResponse:
+    _check_namespace_exists(catalog, ident[:-1])
+    try:  # the catalog builds the first metadata from the updates (one create commit)
+        created = catalog.commit_table(ident, None, None, requirements, updates)
+    except TableAlreadyExistsError as exc:
+        raise CommitFailedError(f"Table already exists: {'.'.join(ident)}") from exc
+    body = CommitTableResponse(
+        metadata_location=created.metadata_location, metadata=_metadata_json(created.metadata)
+    )
+    return JSONResponse(body.dump())
+
+
+@router.post("/namespaces/{namespace}/tables/{table}/metrics", name="report_metrics")
+def report_metrics(
+    request: Request, principal: Caller, namespace: str, table: str, body: ReportMetricsRequest
+) -> Response:
+    ident = _ident(namespace, table)
+    require(principal, ident[:-1], READ)
+    _log.info(
+        "metrics report %s for %s snapshot %s",
+        body.report_type,
+        ".".join(ident),
+        body.snapshot_id,
+    )
+    return Response(status_code=204)
