@@ -22,6 +22,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
+from icepark.catalog.identifiers import (
+    Identifier,
+    Properties,
+    namespace_of,
+    schema_from_user,
+    table_name_of,
+    to_identifier,
+)
 from icepark.errors import (
     CommitFailedError,
     CommitStateUnknownError,
@@ -63,43 +71,8 @@ __all__ = [
     "schema_from_user",
 ]
 
-Identifier = tuple[str, ...]
-Properties = dict[str, str]
 TableChange = tuple[str | Sequence[str], Sequence[TableRequirement], Sequence[TableUpdate]]
 """One table's part of a multi-table commit: identifier, requirements, updates."""
-
-
-def to_identifier(name: str | Sequence[str]) -> Identifier:
-    """``"db.t"`` or ``("db", "t")`` -> ``("db", "t")``."""
-    parts = tuple(name.split(".")) if isinstance(name, str) else tuple(name)
-    if not parts or any(not p for p in parts):
-        raise ValidationError(f"Invalid identifier: {name!r}")
-    return parts
-
-
-def namespace_of(identifier: Identifier) -> Identifier:
-    if len(identifier) < 2:
-        raise ValidationError(f"Table identifier needs a namespace: {'.'.join(identifier)!r}")
-    return identifier[:-1]
-
-
-def table_name_of(identifier: Identifier) -> str:
-    return identifier[-1]
-
-
-def schema_from_user(schema: Schema | pa.Schema) -> Schema:
-    """An icepark schema from an icepark or pyarrow schema (fresh ids where it has none)."""
-    if isinstance(schema, Schema):
-        return schema
-    import pyarrow as pa  # a pyarrow schema means pyarrow is loaded already
-
-    from icepark.arrow.schema import arrow_to_schema
-
-    if isinstance(schema, pa.Schema):
-        return arrow_to_schema(schema, assign_ids=True)
-    raise ValidationError(
-        f"Expected an icepark Schema or a pyarrow Schema, got {type(schema).__name__}"
-    )
 
 
 class Catalog(ABC):
