@@ -3,11 +3,11 @@
 Run by the reference engine's interpreter (``.venv-ref/bin/python``, pyspark with Iceberg's
 runtime jar)::
 
-    java_rest_server.py REFSPARK_DIR WAREHOUSE [--prefix P] [--page-size N]
+    java_rest_server.py REFSPARK_DIR WAREHOUSE --jdbc-jar H2_JAR [--prefix P] [--page-size N]
 
 It starts one Spark session only to reach a JVM holding Iceberg's classes (through py4j),
-makes an ``org.apache.iceberg.inmemory.InMemoryCatalog`` whose files go through Hadoop's
-FileIO into WAREHOUSE, and answers each REST request on 127.0.0.1 by calling the matching
+makes an ``org.apache.iceberg.jdbc.JdbcCatalog`` (in-memory H2) whose files go through
+Hadoop's FileIO into WAREHOUSE, and answers each REST request on 127.0.0.1 by calling the matching
 static method of ``org.apache.iceberg.rest.CatalogHandlers``; request and response bodies are
 parsed and written by Java's ``RESTObjectMapper.mapper()``. Exceptions map to HTTP statuses as
 Java's test adapter (``RESTCatalogAdapter``) maps them. It prints ``PORT <n>`` when ready.
@@ -67,11 +67,18 @@ def main():
     parser.add_argument("warehouse")
     parser.add_argument("--prefix", default="")
     parser.add_argument("--page-size", default=None)
+    parser.add_argument("--jdbc-jar", required=True, help="H2's JDBC driver jar")
     args = parser.parse_args()
     sys.path.insert(0, args.refspark_dir)
     import refspark
 
-    spark = refspark.session(app="java-rest-handlers")
+    # Spark's reads by metadata path go through Iceberg's default catalog, which IcebergSource
+    # sets up lazily on the active session; the handler threads need it configured up front
+    default = "spark.sql.catalog.default_iceberg"
+    conf = [(default, "org.apache.iceberg.spark.SparkCatalog"), (default + ".type", "hadoop")]
+    conf.append((default + ".warehouse", "file://" + os.path.abspath(args.warehouse)))
+    conf.append(("spark.driver.extraClassPath", args.jdbc_jar))
+    spark = refspark.session(app="java-rest-handlers", conf=conf)
     jvm = spark._jvm
     handlers = jvm.org.apache.iceberg.rest.CatalogHandlers
     loader = handlers._java_lang_class.getClassLoader()
@@ -86,10 +93,15 @@ def main():
     method.setAccessible(True)
     mapper = method.invoke(None, gateway.new_array(jvm.java.lang.Object, 0))
 
-    catalog = jvm.org.apache.iceberg.inmemory.InMemoryCatalog()
+    # Java's JDBC catalog on an in-memory H2 database (--jdbc-jar: H2's driver), its files
+    # through Hadoop's FileIO in WAREHOUSE (InMemoryCatalog would keep metadata in memory)
+    catalog = jvm.org.apache.iceberg.jdbc.JdbcCatalog()
     props = jvm.java.util.HashMap()
     props.put("warehouse", "file://" + os.path.abspath(args.warehouse))
+    props.put("uri", "jdbc:h2:mem:iceberg_rest;DB_CLOSE_DELAY=-1")
     props.put("io-impl", "org.apache.iceberg.hadoop.HadoopFileIO")
+    props.put("jdbc.strict-mode", "true")  # tables only in namespaces that exist
+    catalog.setConf(spark._jsc.hadoopConfiguration())
     catalog.initialize("java", props)
 
     RESTUtil = jvm.org.apache.iceberg.rest.RESTUtil
@@ -108,8 +120,28 @@ def main():
     def ident(ns_segment, name_segment):
         return TableIdentifier.of(ns(ns_segment), RESTUtil.decodeString(name_segment))
 
+    def java_view(ns_segment, name_segment):
+        """What Java itself reads of a table: its catalog's metadata file, schema and rows."""
+        table = catalog.loadTable(ident(ns_segment, name_segment))
+        current = table.operations().current()
+        location = current.metadataFileLocation()
+        # py4j runs this on a JVM thread of its own, where Spark finds no active session
+        jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+        frame = spark.read.format("iceberg").load(location)
+        rows = [refspark._json_value(r.asDict()) for r in frame.collect()]
+        return {
+            "metadata-location": location,
+            "schema": json.loads(jvm.org.apache.iceberg.SchemaParser.toJson(table.schema())),
+            "spec": json.loads(jvm.org.apache.iceberg.PartitionSpecParser.toJson(table.spec())),
+            "properties": dict(table.properties()),
+            "snapshots": len(list(table.snapshots())),
+            "rows": rows,
+        }
+
     def route(method, parts, query, body):
         """Returns the handler's Java response object, or None for 204."""
+        if parts[:2] == ["_test", "table"]:
+            return java_view(parts[2], parts[3])
         if parts == ["v1", "config"]:
             overrides = {"prefix": args.prefix} if args.prefix else {}
             return {"defaults": {}, "overrides": overrides, "endpoints": ENDPOINTS}
