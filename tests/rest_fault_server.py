@@ -51,6 +51,7 @@ class Seen:
     path: str
     headers: dict[str, str]
     body: str
+    query: str = ""
 
 
 class FaultServer:
@@ -108,7 +109,7 @@ class FaultServer:
         body = h.rfile.read(length).decode() if length else ""
         url = urlsplit(h.path)
         with self._lock:
-            self.seen.append(Seen(h.command, url.path, dict(h.headers.items()), body))
+            self.seen.append(Seen(h.command, url.path, dict(h.headers.items()), body, url.query))
             rule = next(
                 (
                     r
@@ -197,6 +198,8 @@ class FaultServer:
             assert rest[0] == prefix, path
             rest = rest[1:]
         cat = self.backend
+        if rest == ["namespaces"] and h.command == "GET":
+            return 200, {"namespaces": [list(n) for n in cat.list_namespaces()]}
         if rest == ["namespaces"]:
             req = json.loads(body)
             cat.create_namespace(tuple(req["namespace"]), req.get("properties") or {})

@@ -241,13 +241,21 @@ class RestClient:
             raise _error(answer, operation, errors)
 
 
-def _headers(properties: Mapping[str, str]) -> dict[str, str]:
-    from icepark import __version__
+def _client_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
+        return version("icepark")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _headers(properties: Mapping[str, str]) -> dict[str, str]:
+    agent = f"icepark/{_client_version()}"
     headers = {
         "Content-Type": "application/json",
-        "User-Agent": f"icepark/{__version__}",
-        "X-Client-Version": "icepark/" + __version__,
+        "User-Agent": agent,
+        "X-Client-Version": agent,
         ACCESS_DELEGATION: "vended-credentials",
     }
     for key, value in properties.items():

@@ -289,3 +289,36 @@ def test_sigv4_without_botocore_is_a_clear_error(
     monkeypatch.setitem(sys.modules, "botocore.auth", None)
     with pytest.raises(CatalogConfigError, match="needs botocore"):
         _catalog(fault, **{"rest.sigv4-enabled": "true", "rest.signing-region": "us-east-1"})
+
+
+def test_load_catalog_guesses_rest_and_reads_the_credential_from_env_or_cli(
+    fault: FaultServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fault.require_token = True
+    monkeypatch.setenv("ICEPARK_CONFIG", "/nonexistent/icepark.yaml")
+    monkeypatch.setenv("ICEPARK_CATALOG_CREDENTIAL", "client:supersecret")
+    catalog = icepark.load_catalog(uri=fault.uri)
+    assert isinstance(catalog, RestCatalog) and catalog.namespace_exists("db")
+    assert fault.tokens_issued == ["tok-1"]
+    monkeypatch.delenv("ICEPARK_CATALOG_CREDENTIAL")
+    from click.testing import CliRunner
+
+    from icepark.cli.main import cli
+
+    args = ["--uri", fault.uri, "--credential", "client:supersecret", "namespaces"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "db" in result.output and fault.tokens_issued == ["tok-1", "tok-2"]
+    result = CliRunner().invoke(cli, ["--type", "rest", "--uri", fault.uri, "namespaces"])
+    assert (
+        result.exit_code == 1
+        and "Not authorized to read the catalog configuration" in result.output
+    )
+
+
+def test_snapshot_loading_mode_refs_asks_for_refs_only(fault: FaultServer) -> None:
+    _catalog(fault).create_table("db.t", SCHEMA)
+    _catalog(fault, **{"snapshot-loading-mode": "refs"}).load_table("db.t")
+    assert fault.requests_to("GET", "/tables/t")[-1].query == "snapshots=refs"
+    _catalog(fault).load_table("db.t")
+    assert fault.requests_to("GET", "/tables/t")[-1].query == ""
