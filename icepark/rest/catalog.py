@@ -311,16 +311,28 @@ class RestCatalog(Catalog):
         config: Mapping[str, str],
         credentials: Sequence[StorageCredential] | None,
     ) -> FileIO:
-        props = {
-            k: v
-            for k, v in self.properties.items()
-            if k not in _NOT_FOR_IO and not k.startswith(("header.", "rest."))
-        }
+        props = self._io_properties()
         props.update(config)
         best = _longest_prefix(credentials or (), metadata.location)
         if best is not None:
             props.update(best.config)
         return load_file_io(props, metadata.location)
+
+    def _io_properties(self) -> dict[str, str]:
+        """The catalog's properties a FileIO may see: its own secrets and settings left out."""
+        return {
+            k: v
+            for k, v in self.properties.items()
+            if k not in _NOT_FOR_IO and not k.startswith(("header.", "rest."))
+        }
+
+    @property
+    def io(self) -> FileIO:
+        """A FileIO from the catalog's storage properties (tables each get their own, with
+        what the server vends for them)."""
+        if self._io is None:
+            self._io = load_file_io(self._io_properties())
+        return self._io
 
     def metadata_location(self, identifier: str | Sequence[str]) -> str:
         ident = to_identifier(identifier)
@@ -398,6 +410,8 @@ class RestCatalog(Catalog):
         src, dst = to_identifier(from_identifier), to_identifier(new_identifier)
         operation = f"rename table {_dotted(src)} to {_dotted(dst)}"
         self._require("POST /v1/{prefix}/tables/rename", operation)
+        self._recent.pop(src, None)
+        self._recent.pop(dst, None)
         request = RenameTableRequest(
             source=TableIdentifier.of(src), destination=TableIdentifier.of(dst)
         )

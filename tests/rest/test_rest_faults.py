@@ -99,8 +99,12 @@ def test_connection_dropped_after_the_commit_landed(fault: FaultServer, tmp_path
         table.append(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}))
     written = _files(tmp_path / "server" / "wh") - before
     assert written and all(p.exists() for p in written)
-    # it did land: every file the client wrote is what the table now reads
+    # it did land: the files the client wrote are the table's now, and all still there
     fresh = _catalog(fault).load_table("db.t")
+    snapshot = fresh.current_snapshot()
+    assert snapshot is not None
+    assert Path(snapshot.manifest_list.removeprefix("file:")).exists()
+    assert any(p.suffix == ".parquet" for p in written)
     assert fresh.scan().to_arrow().num_rows == 3
     assert len(fault.requests_to("POST", "/tables/t")) == 1
 
