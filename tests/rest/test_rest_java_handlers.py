@@ -263,3 +263,26 @@ def test_load_catalog_env_config_file_and_cli(
     out = runner.invoke(cli, ["--uri", java.uri, "scan", "db4.cli_t", "--limit", "10"])
     assert out.exit_code == 0, out.output
     assert "n3" in out.output
+
+
+def test_pyiceberg_reads_what_icepark_wrote_and_back(java: JavaServer) -> None:
+    pyiceberg_rest = pytest.importorskip("pyiceberg.catalog.rest")
+    catalog = java.catalog()
+    catalog.create_namespace("db5")
+    table = catalog.create_table(
+        "db5.mine",
+        SCHEMA,
+        partition_by=["bucket(2, id)"],
+        properties={"write.delete.mode": "merge-on-read"},
+    )
+    table.append(_rows(6))
+    table.delete("id = 4")
+    theirs = pyiceberg_rest.RestCatalog("py", uri=java.uri)
+    read = theirs.load_table("db5.mine").scan().to_arrow()
+    assert sorted(read.column("id").to_pylist()) == [0, 1, 2, 3, 5]
+    created = theirs.create_table("db5.theirs", schema=_rows(1).schema)
+    created.append(_rows(3, start=40))
+    mine = catalog.load_table("db5.theirs")
+    assert sorted(mine.scan().to_arrow().column("id").to_pylist()) == [40, 41, 42]
+    mine.append(_rows(1, start=50))  # and icepark commits on top of PyIceberg's table
+    assert theirs.load_table("db5.theirs").scan().to_arrow().num_rows == 4
