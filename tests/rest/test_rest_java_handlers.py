@@ -83,6 +83,7 @@ def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaServer]:
         stdout=subprocess.PIPE,
         stderr=log,
         text=True,
+        cwd=warehouse,  # the JVM leaves files such as derby.log in its working folder
     )
     assert proc.stdout is not None and proc.stdin is not None
     line = proc.stdout.readline()
