@@ -2,7 +2,8 @@
 
 :func:`load_catalog` picks one from arguments, the environment or ``~/.icepark.yaml``. Each
 catalog class is imported when first used (the SQL catalog needs SQLAlchemy, the file-system
-catalog pyarrow's file systems), so a program pays only for the one it uses.
+catalog pyarrow's file systems, the REST catalog requests), so a program pays only for the
+one it uses.
 """
 
 from typing import TYPE_CHECKING, Any
@@ -13,12 +14,14 @@ from icepark.catalog.config import catalog_properties, load_catalog
 if TYPE_CHECKING:
     from icepark.catalog.filesystem import FileSystemCatalog
     from icepark.catalog.sql import SqlCatalog
+    from icepark.rest.catalog import RestCatalog
 
 __all__ = [
     "Catalog",
     "FileSystemCatalog",
     "Identifier",
     "Properties",
+    "RestCatalog",
     "SqlCatalog",
     "catalog_properties",
     "load_catalog",
@@ -35,4 +38,8 @@ def __getattr__(name: str) -> Any:
         from icepark.catalog.filesystem import FileSystemCatalog
 
         return FileSystemCatalog
+    if name == "RestCatalog":
+        from icepark.rest.catalog import RestCatalog
+
+        return RestCatalog
     raise AttributeError(f"module 'icepark.catalog' has no attribute {name!r}")

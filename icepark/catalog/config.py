@@ -15,6 +15,15 @@ the default catalog, or named catalogs::
       scratch:
         type: filesystem
         warehouse: /data/scratch
+      service:
+        type: rest
+        uri: https://catalog.example.com
+        credential: client-id:client-secret
+        warehouse: lake
+
+A ``uri`` starting with ``http://`` or ``https://`` means a REST catalog; its ``warehouse`` is
+passed to the server as is. ``ICEPARK_CATALOG_CREDENTIAL`` and ``ICEPARK_CATALOG_TOKEN`` give
+a REST catalog's ``credential`` and ``token``.
 """
 
 from __future__ import annotations
@@ -37,6 +46,8 @@ ENV_WAREHOUSE = "ICEPARK_WAREHOUSE"
 ENV_TYPE = "ICEPARK_CATALOG_TYPE"
 ENV_NAME = "ICEPARK_CATALOG"
 ENV_CONFIG = "ICEPARK_CONFIG"
+ENV_CREDENTIAL = "ICEPARK_CATALOG_CREDENTIAL"
+ENV_TOKEN = "ICEPARK_CATALOG_TOKEN"
 
 _SQL_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb")
 
@@ -83,17 +94,25 @@ def catalog_properties(name: str | None = None, **overrides: Any) -> tuple[str, 
         if os.environ.get(env):
             props[key] = os.environ[env]
     props.update({k: str(v) for k, v in overrides.items() if v is not None})
+    for env, key in ((ENV_CREDENTIAL, "credential"), (ENV_TOKEN, "token")):
+        if os.environ.get(env) and key not in overrides:
+            props[key] = os.environ[env]
+    kind = props.get("type", "").lower()
+    if not kind:
+        uri = props.get("uri", "")
+        scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
+        kind = "sql" if not uri or scheme in _SQL_SCHEMES else ""
+        kind = "rest" if scheme in ("http", "https") else kind
+        if not kind:
+            raise CatalogConfigError(f"Cannot tell the catalog type from uri {uri!r}; set 'type'")
+        props["type"] = kind
+    if kind == "rest":
+        # a REST catalog's warehouse is the server's to interpret (often a name, not a path)
+        return name, props
     warehouse = props.get("warehouse")
     if not warehouse:
         warehouse = DEFAULT_WAREHOUSE
     props["warehouse"] = _absolute(warehouse)
-    kind = props.get("type", "").lower()
-    if not kind:
-        uri = props.get("uri", "")
-        kind = "sql" if not uri or uri.split(":", 1)[0].split("+", 1)[0] in _SQL_SCHEMES else ""
-        if not kind:
-            raise CatalogConfigError(f"Cannot tell the catalog type from uri {uri!r}; set 'type'")
-        props["type"] = kind
     if kind == "sql" and not props.get("uri"):
         base = props["warehouse"] if _is_local(props["warehouse"]) else _absolute(DEFAULT_WAREHOUSE)
         props["uri"] = f"sqlite:///{base}/catalog.db"
@@ -117,4 +136,8 @@ def load_catalog(name: str | None = None, **properties: Any) -> Catalog:
         from icepark.catalog.filesystem import FileSystemCatalog
 
         return FileSystemCatalog(name, props)
-    raise CatalogConfigError(f"Unknown catalog type {kind!r} (use sql or filesystem)")
+    if kind == "rest":
+        from icepark.rest.catalog import RestCatalog
+
+        return RestCatalog(name, props)
+    raise CatalogConfigError(f"Unknown catalog type {kind!r} (use sql, filesystem or rest)")

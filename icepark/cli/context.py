@@ -21,6 +21,7 @@ class CliContext:
     uri: str | None = None
     warehouse: str | None = None
     catalog_type: str | None = None
+    credential: str | None = field(default=None, repr=False)
     json_output: bool = False
     _catalog: Catalog | None = field(default=None, repr=False)
 
@@ -29,7 +30,11 @@ class CliContext:
             from icepark.catalog.config import load_catalog
 
             self._catalog = load_catalog(
-                self.catalog_name, uri=self.uri, warehouse=self.warehouse, type=self.catalog_type
+                self.catalog_name,
+                uri=self.uri,
+                warehouse=self.warehouse,
+                type=self.catalog_type,
+                credential=self.credential,
             )
         return self._catalog
 

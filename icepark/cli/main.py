@@ -49,8 +49,15 @@ class _IceparkGroup(click.Group):
 @click.option(
     "--type",
     "catalog_type",
-    type=click.Choice(["sql", "filesystem"], case_sensitive=False),
-    help="Catalog type (guessed from the URI when omitted).",
+    type=click.Choice(["sql", "filesystem", "rest"], case_sensitive=False),
+    help="Catalog type (guessed from the URI when omitted: http(s):// is rest).",
+)
+@click.option(
+    "--credential",
+    metavar="ID:SECRET",
+    envvar="ICEPARK_CATALOG_CREDENTIAL",
+    show_envvar=True,
+    help="A REST catalog's OAuth2 client credentials (client_id:client_secret).",
 )
 @click.option("--json", "json_output", is_flag=True, help="Print JSON instead of text.")
 @click.version_option(package_name="icepark", prog_name="icepark")
@@ -61,18 +68,21 @@ def cli(
     uri: str | None,
     warehouse: str | None,
     catalog_type: str | None,
+    credential: str | None,
     json_output: bool,
 ) -> None:
     """Inspect Apache Iceberg catalogs, tables and their files.
 
     The catalog comes from these options, else ICEPARK_CATALOG_URI, ICEPARK_WAREHOUSE and
-    ICEPARK_CATALOG_TYPE, else ~/.icepark.yaml, else a SQLite catalog in ./warehouse.
+    ICEPARK_CATALOG_TYPE (and ICEPARK_CATALOG_CREDENTIAL for a REST catalog), else
+    ~/.icepark.yaml, else a SQLite catalog in ./warehouse.
     """
     ctx.obj = CliContext(
         catalog_name=catalog_name,
         uri=uri,
         warehouse=warehouse,
         catalog_type=catalog_type.lower() if catalog_type else None,
+        credential=credential,
         json_output=json_output,
     )
 

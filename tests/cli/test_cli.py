@@ -168,8 +168,16 @@ def test_missing_namespace_and_table_are_clean_errors(
 def test_usage_error_is_status_2() -> None:
     result = _run(["describe"])
     assert result.exit_code == 2
-    result = _run(["--type", "rest", "namespaces"])
+    result = _run(["--type", "nessie", "namespaces"])
     assert result.exit_code == 2
+
+
+def test_rest_type_without_uri_is_a_clean_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ICEPARK_CATALOG_URI", raising=False)
+    monkeypatch.setenv("ICEPARK_CONFIG", "/nonexistent/icepark.yaml")
+    result = _run(["--type", "rest", "namespaces"])
+    assert result.exit_code == 1
+    assert "needs a 'uri'" in result.stderr
 
 
 # -- describe and snapshots ------------------------------------------------------------------

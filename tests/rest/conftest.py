@@ -16,6 +16,8 @@ import pytest
 pytest.importorskip("fastapi")
 uvicorn = pytest.importorskip("uvicorn")
 
+from rest_fault_server import FaultServer  # noqa: E402
+
 import icepark  # noqa: E402
 from icepark.catalog.base import Catalog  # noqa: E402
 
@@ -50,3 +52,13 @@ def serving(app: Any) -> Iterator[str]:
 @pytest.fixture
 def catalog(tmp_path: Path, warehouse: Path) -> Catalog:
     return icepark.load_catalog(uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=str(warehouse))
+
+
+@pytest.fixture
+def fault(tmp_path: Path) -> Iterator[FaultServer]:
+    server = FaultServer(tmp_path / "server")
+    server.backend.create_namespace("db")
+    try:
+        yield server
+    finally:
+        server.close()

@@ -1,0 +1,495 @@
+"""``RestCatalog``: a catalog served over the Iceberg REST protocol (Polaris, Lakekeeper,
+Unity, Nessie, Gravitino, Glue, S3 Tables, Java's handlers, icepark's own server...).
+
+How it flows:
+
+* at start, ``GET /v1/config`` (with ``?warehouse=`` when one is set): the server's
+  ``defaults`` go under the user's properties and its ``overrides`` over them; ``prefix``
+  comes from the result; ``endpoints`` says what the server offers (Java's default set when
+  it says nothing) and an operation it does not offer fails with a clear
+  :class:`~icepark.errors.UnsupportedOperationError` before any request;
+* namespaces and tables are the spec's endpoints; lists follow ``next-page-token`` (sending
+  ``pageSize`` when ``rest-page-size`` is set); exists-checks use HEAD where offered;
+* a table loads from ``LoadTableResult``: its metadata JSON through the one metadata codec,
+  its FileIO from the catalog's properties, the result's ``config`` and the storage
+  credential whose prefix is the longest match of the table's location;
+* commits (``Table.commit`` and transactions end in :meth:`RestCatalog.commit_table`) are
+  ``POST .../tables/{table}`` with the requirements and updates as JSON (their own codecs):
+  the server checks and applies them. 409 is a retryable ``CommitFailedError``; 5xx or a lost
+  connection is ``CommitStateUnknownError`` and the transaction deletes nothing.
+
+``snapshot-loading-mode=refs`` loads tables with ``?snapshots=refs``: the table then holds
+only the snapshots its branches and tags reach (history older than them is not loaded later;
+load it without the property to see it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from icepark.catalog.base import (
+    Catalog,
+    Identifier,
+    Properties,
+    namespace_of,
+    schema_from_user,
+    to_identifier,
+)
+from icepark.errors import (
+    CatalogConfigError,
+    NoSuchTableError,
+    UnsupportedOperationError,
+    ValidationError,
+)
+from icepark.io import FileIO, load_file_io
+from icepark.rest.auth import auth_from
+from icepark.rest.http import ErrorKind, RestClient, encode_namespace
+from icepark.rest.models import (
+    CatalogConfig,
+    CommitTableRequest,
+    CommitTableResponse,
+    CreateNamespaceRequest,
+    CreateTableRequest,
+    GetNamespaceResponse,
+    ListNamespacesResponse,
+    ListTablesResponse,
+    LoadTableResult,
+    RegisterTableRequest,
+    RenameTableRequest,
+    StorageCredential,
+    TableIdentifier,
+    UpdateNamespacePropertiesRequest,
+)
+from icepark.spec import properties as P
+from icepark.spec.metadata import TableMetadata, table_metadata_from_dict
+from icepark.spec.partitioning import build_partition_spec, partition_spec_to_json
+from icepark.spec.schema import Schema, schema_to_json
+from icepark.spec.sorting import build_sort_order, sort_order_to_json
+from icepark.spec.updates import TableRequirement, TableUpdate
+from icepark.table.interface import CommitResult
+from icepark.table.table import Table
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["RestCatalog", "DEFAULT_ENDPOINTS"]
+
+_NS = "/v1/{prefix}/namespaces"
+_NS1 = _NS + "/{namespace}"
+_TABLES = _NS1 + "/tables"
+_TABLE = _TABLES + "/{table}"
+
+# What a server that lists no endpoints offers (Java's RESTSessionCatalog.DEFAULT_ENDPOINTS).
+DEFAULT_ENDPOINTS = frozenset(
+    {
+        f"GET {_NS}",
+        f"GET {_NS1}",
+        f"POST {_NS}",
+        f"POST {_NS1}/properties",
+        f"DELETE {_NS1}",
+        f"GET {_TABLES}",
+        f"GET {_TABLE}",
+        f"POST {_TABLES}",
+        f"POST {_TABLE}",
+        f"DELETE {_TABLE}",
+        "POST /v1/{prefix}/tables/rename",
+        f"POST {_NS1}/register",
+        f"POST {_TABLE}/metrics",
+        "POST /v1/{prefix}/transactions/commit",
+    }
+)
+
+# Catalog properties that are the catalog's own secrets or settings, kept out of FileIO.
+_NOT_FOR_IO = ("credential", "token", "uri", "prefix", "warehouse")
+# How long a table loaded to answer ``metadata_location`` may answer the ``load_table`` that
+# ``Table.refresh`` makes right after it (saves a second round trip).
+_RECENT_SECONDS = 2.0
+
+
+def _ns(namespace: str | Sequence[str]) -> Identifier:
+    parts = tuple(namespace.split(".")) if isinstance(namespace, str) else tuple(namespace)
+    if any(not p for p in parts):
+        raise ValidationError(f"Invalid namespace: {namespace!r}")
+    return parts
+
+
+def _dotted(parts: Sequence[str]) -> str:
+    return ".".join(parts)
+
+
+class RestCatalog(Catalog):
+    """A catalog behind an Iceberg REST server; ``properties`` need ``uri``."""
+
+    def __init__(self, name: str, properties: Mapping[str, str] | None = None) -> None:
+        super().__init__(name, properties)
+        uri = self.properties.get("uri")
+        if not uri:
+            raise CatalogConfigError(f"REST catalog {name!r} needs a 'uri' (http://host:port)")
+        self._client = self._make_client(self.properties)
+        user = dict(self.properties)
+        config = self._fetch_config(user.get("warehouse"))
+        self.properties = {**config.defaults, **user, **config.overrides}
+        if self.properties.get("uri", uri).rstrip("/") != self._client.uri:
+            self._client.close()
+            self._client = self._make_client(self.properties)
+        self._client.prefix = self.properties.get("prefix", "")
+        self.endpoints = (
+            frozenset(config.endpoints) if config.endpoints is not None else DEFAULT_ENDPOINTS
+        )
+        self._page_size = self.properties.get("rest-page-size")
+        self._recent: dict[Identifier, tuple[float, Table]] = {}
+
+    def __repr__(self) -> str:
+        return f"RestCatalog({self.name!r}, uri={self._client.uri!r})"
+
+    @staticmethod
+    def _make_client(properties: Mapping[str, str]) -> RestClient:
+        client = RestClient(properties["uri"], properties)
+        client.auth = auth_from(properties, client.session, client.timeout)
+        return client
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _fetch_config(self, warehouse: str | None) -> CatalogConfig:
+        query = {"warehouse": warehouse} if warehouse else None
+        config = self._client.call(
+            "GET",
+            self._client.url("config", prefixed=False),
+            "read the catalog configuration",
+            query=query,
+            response=CatalogConfig,
+        )
+        return config or CatalogConfig()
+
+    # -- requests --------------------------------------------------------------------------
+
+    def _require(self, endpoint: str, operation: str) -> None:
+        if endpoint not in self.endpoints:
+            raise UnsupportedOperationError(
+                f"Cannot {operation}: the REST catalog at {self._client.uri} does not offer "
+                f"{endpoint}"
+            )
+
+    def _offers(self, endpoint: str) -> bool:
+        return endpoint in self.endpoints
+
+    def _ns_url(self, namespace: Identifier, *more: str) -> str:
+        return self._client.url("namespaces", encode_namespace(namespace), *more)
+
+    def _table_url(self, ident: Identifier) -> str:
+        return self._ns_url(namespace_of(ident), "tables", encode_namespace([ident[-1]]))
+
+    def _paged(
+        self, url: str, operation: str, query: dict[str, str], model: Any, errors: ErrorKind
+    ) -> list[Any]:
+        """Every page of a list: ``pageToken`` follows ``next-page-token`` until it ends."""
+        items: list[Any] = []
+        token: str | None = None
+        if self._page_size:
+            query = {**query, "pageSize": str(self._page_size)}
+        seen: set[str] = set()
+        while True:
+            page_query = {**query, "pageToken": token} if token else query
+            page = self._client.call(
+                "GET", url, operation, query=page_query, response=model, errors=errors
+            )
+            if page is None:
+                return items
+            items.extend(page.namespaces if model is ListNamespacesResponse else page.identifiers)
+            token = page.next_page_token
+            if not token:
+                return items
+            if token in seen:
+                raise ValidationError(f"Cannot {operation}: the server repeats page {token!r}")
+            seen.add(token)
+
+    # -- namespaces ------------------------------------------------------------------------
+
+    def create_namespace(
+        self, namespace: str | Sequence[str], properties: Properties | None = None
+    ) -> None:
+        ns = _ns(namespace)
+        operation = f"create namespace {_dotted(ns)}"
+        self._require(f"POST {_NS}", operation)
+        request = CreateNamespaceRequest(namespace=list(ns), properties=dict(properties or {}))
+        self._client.call(
+            "POST", self._client.url("namespaces"), operation, body=request, errors="namespace"
+        )
+
+    def drop_namespace(self, namespace: str | Sequence[str]) -> None:
+        ns = _ns(namespace)
+        operation = f"drop namespace {_dotted(ns)}"
+        self._require(f"DELETE {_NS1}", operation)
+        self._client.call("DELETE", self._ns_url(ns), operation, errors="drop-namespace")
+
+    def list_namespaces(self, parent: str | Sequence[str] = ()) -> list[Identifier]:
+        ns = _ns(parent) if parent else ()
+        operation = f"list namespaces under {_dotted(ns)}" if ns else "list namespaces"
+        self._require(f"GET {_NS}", operation)
+        query = {"parent": "\x1f".join(ns)} if ns else {}
+        found = self._paged(
+            self._client.url("namespaces"), operation, query, ListNamespacesResponse, "namespace"
+        )
+        return [tuple(n) for n in found]
+
+    def load_namespace_properties(self, namespace: str | Sequence[str]) -> Properties:
+        ns = _ns(namespace)
+        operation = f"load namespace {_dotted(ns)}"
+        self._require(f"GET {_NS1}", operation)
+        answer = self._client.call(
+            "GET", self._ns_url(ns), operation, response=GetNamespaceResponse, errors="namespace"
+        )
+        return dict(answer.properties) if answer is not None else {}
+
+    def update_namespace_properties(
+        self,
+        namespace: str | Sequence[str],
+        removals: Iterable[str] = (),
+        updates: Mapping[str, str] | None = None,
+    ) -> None:
+        ns = _ns(namespace)
+        operation = f"update the properties of namespace {_dotted(ns)}"
+        self._require(f"POST {_NS1}/properties", operation)
+        request = UpdateNamespacePropertiesRequest(
+            removals=list(removals), updates=dict(updates or {})
+        )
+        self._client.call(
+            "POST", self._ns_url(ns, "properties"), operation, body=request, errors="namespace"
+        )
+
+    def namespace_exists(self, namespace: str | Sequence[str]) -> bool:
+        ns = _ns(namespace)
+        if not self._offers(f"HEAD {_NS1}"):
+            return super().namespace_exists(ns)
+        return self._client.exists(self._ns_url(ns), f"check namespace {_dotted(ns)}", "namespace")
+
+    # -- tables ----------------------------------------------------------------------------
+
+    def list_tables(self, namespace: str | Sequence[str]) -> list[Identifier]:
+        ns = _ns(namespace)
+        operation = f"list the tables of namespace {_dotted(ns)}"
+        self._require(f"GET {_TABLES}", operation)
+        found = self._paged(
+            self._ns_url(ns, "tables"), operation, {}, ListTablesResponse, "namespace"
+        )
+        return [t.as_tuple() for t in found]
+
+    def load_table(self, identifier: str | Sequence[str]) -> Table:
+        ident = to_identifier(identifier)
+        recent = self._recent.pop(ident, None)
+        if recent is not None and time.monotonic() - recent[0] < _RECENT_SECONDS:
+            return recent[1]
+        operation = f"load table {_dotted(ident)}"
+        self._require(f"GET {_TABLE}", operation)
+        namespace_of(ident)
+        query = None
+        if self.properties.get("snapshot-loading-mode", "all").lower() == "refs":
+            query = {"snapshots": "refs"}
+        result = self._client.call(
+            "GET",
+            self._table_url(ident),
+            operation,
+            query=query,
+            response=LoadTableResult,
+            errors="table",
+        )
+        assert result is not None
+        return self._table(ident, result)
+
+    def _table(self, ident: Identifier, result: LoadTableResult) -> Table:
+        metadata = table_metadata_from_dict(result.metadata)
+        location = result.metadata_location or ""
+        io = self._io_for(metadata, result.config, result.storage_credentials)
+        return Table(ident, metadata, location, io, self)
+
+    def _io_for(
+        self,
+        metadata: TableMetadata,
+        config: Mapping[str, str],
+        credentials: Sequence[StorageCredential] | None,
+    ) -> FileIO:
+        props = self._io_properties()
+        props.update(config)
+        best = _longest_prefix(credentials or (), metadata.location)
+        if best is not None:
+            props.update(best.config)
+        return load_file_io(props, metadata.location)
+
+    def _io_properties(self) -> dict[str, str]:
+        """The catalog's properties a FileIO may see: its own secrets and settings left out."""
+        return {
+            k: v
+            for k, v in self.properties.items()
+            if k not in _NOT_FOR_IO and not k.startswith(("header.", "rest."))
+        }
+
+    @property
+    def io(self) -> FileIO:
+        """A FileIO from the catalog's storage properties (tables each get their own, with
+        what the server vends for them)."""
+        if self._io is None:
+            self._io = load_file_io(self._io_properties())
+        return self._io
+
+    def metadata_location(self, identifier: str | Sequence[str]) -> str:
+        ident = to_identifier(identifier)
+        self._recent.pop(ident, None)
+        table = self.load_table(ident)
+        self._recent[ident] = (time.monotonic(), table)
+        return table.metadata_location
+
+    def table_exists(self, identifier: str | Sequence[str]) -> bool:
+        ident = to_identifier(identifier)
+        if not self._offers(f"HEAD {_TABLE}"):
+            try:
+                self.load_table(ident)
+                return True
+            except NoSuchTableError:
+                return False
+        return self._client.exists(self._table_url(ident), f"check table {_dotted(ident)}", "table")
+
+    def create_table(
+        self,
+        identifier: str | Sequence[str],
+        schema: Schema | pa.Schema,
+        partition_by: Sequence[str | tuple[str, str]] = (),
+        sort_by: Sequence[str] = (),
+        location: str | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> Table:
+        """Create a table on the server (which assigns its ids, location and UUID)."""
+        ident = to_identifier(identifier)
+        operation = f"create table {_dotted(ident)}"
+        self._require(f"POST {_TABLES}", operation)
+        user_schema = schema_from_user(schema)
+        spec = build_partition_spec(user_schema, partition_by)
+        order = build_sort_order(user_schema, sort_by)
+        props = dict(properties or {})
+        P.FORMAT_VERSION.get(props)  # a bad format-version fails here, not on the server
+        request = CreateTableRequest(
+            name=ident[-1],
+            schema_=schema_to_json(user_schema),
+            location=location.rstrip("/") if location else None,
+            partition_spec=partition_spec_to_json(spec),
+            write_order=sort_order_to_json(order),
+            properties=props,
+        )
+        result = self._client.call(
+            "POST",
+            self._ns_url(namespace_of(ident), "tables"),
+            operation,
+            body=request,
+            response=LoadTableResult,
+            errors="create-table",
+        )
+        assert result is not None
+        return self._table(ident, result)
+
+    def register_table(self, identifier: str | Sequence[str], metadata_location: str) -> Table:
+        ident = to_identifier(identifier)
+        operation = f"register table {_dotted(ident)}"
+        self._require(f"POST {_NS1}/register", operation)
+        request = RegisterTableRequest(name=ident[-1], metadata_location=metadata_location)
+        result = self._client.call(
+            "POST",
+            self._ns_url(namespace_of(ident), "register"),
+            operation,
+            body=request,
+            response=LoadTableResult,
+            errors="create-table",
+        )
+        assert result is not None
+        return self._table(ident, result)
+
+    def rename_table(
+        self, from_identifier: str | Sequence[str], new_identifier: str | Sequence[str]
+    ) -> Table:
+        src, dst = to_identifier(from_identifier), to_identifier(new_identifier)
+        operation = f"rename table {_dotted(src)} to {_dotted(dst)}"
+        self._require("POST /v1/{prefix}/tables/rename", operation)
+        self._recent.pop(src, None)
+        self._recent.pop(dst, None)
+        request = RenameTableRequest(
+            source=TableIdentifier.of(src), destination=TableIdentifier.of(dst)
+        )
+        self._client.call(
+            "POST", self._client.url("tables", "rename"), operation, body=request, errors="table"
+        )
+        return self.load_table(dst)
+
+    def drop_table(self, identifier: str | Sequence[str], purge: bool = False) -> None:
+        """Drop the table; with ``purge`` the server deletes its files (``purgeRequested``)."""
+        ident = to_identifier(identifier)
+        operation = f"{'purge' if purge else 'drop'} table {_dotted(ident)}"
+        self._require(f"DELETE {_TABLE}", operation)
+        self._recent.pop(ident, None)
+        self._client.call(
+            "DELETE",
+            self._table_url(ident),
+            operation,
+            query={"purgeRequested": "true" if purge else "false"},
+            errors="table",
+        )
+
+    def commit_table(
+        self,
+        identifier: tuple[str, ...],
+        base: TableMetadata | None,
+        base_location: str | None,
+        requirements: Sequence[TableRequirement],
+        updates: Sequence[TableUpdate],
+    ) -> CommitResult:
+        """``POST .../tables/{table}``: the server checks ``requirements`` and applies
+        ``updates`` atomically (``base`` is the client's view; the server decides)."""
+        ident = to_identifier(identifier)
+        operation = f"commit to table {_dotted(ident)}"
+        self._require(f"POST {_TABLE}", operation)
+        self._recent.pop(ident, None)
+        request = CommitTableRequest(
+            identifier=TableIdentifier.of(ident),
+            requirements=[r.to_json() for r in requirements],
+            updates=[u.to_json() for u in updates],
+        )
+        answer = self._client.call(
+            "POST",
+            self._table_url(ident),
+            operation,
+            body=request,
+            response=CommitTableResponse,
+            errors="commit",
+        )
+        assert answer is not None
+        return CommitResult(table_metadata_from_dict(answer.metadata), answer.metadata_location)
+
+    # -- what the REST protocol does on the server side ------------------------------------
+
+    def _current_metadata_location(self, identifier: Identifier) -> str:
+        return self.metadata_location(identifier)
+
+    def _new_metadata_location(
+        self, identifier: Identifier, metadata: TableMetadata, previous: str | None
+    ) -> str:
+        raise UnsupportedOperationError("A REST catalog's server writes the metadata files")
+
+    def _swap_metadata_location(
+        self, identifier: Identifier, expected: str | None, new: str
+    ) -> None:
+        raise UnsupportedOperationError("A REST catalog's server swaps the metadata pointer")
+
+    def _remove_table_entry(self, identifier: Identifier) -> str:
+        raise UnsupportedOperationError("A REST catalog drops tables with drop_table")
+
+
+def _longest_prefix(
+    credentials: Iterable[StorageCredential], location: str
+) -> StorageCredential | None:
+    best: StorageCredential | None = None
+    for credential in credentials:
+        if location.startswith(credential.prefix) and (
+            best is None or len(credential.prefix) > len(best.prefix)
+        ):
+            best = credential
+    return best

@@ -1,0 +1,289 @@
+"""icepark's REST client against a server that is not icepark's: the Java implementation's own
+``CatalogHandlers`` over a ``JdbcCatalog`` (in-memory H2, Hadoop FileIO on a temp folder), served by
+tests/java_rest_server.py in the reference engine's interpreter. What icepark does through
+REST is read back through Java (its catalog, its schema parser, Spark's Iceberg reader)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+import refengine
+from click.testing import CliRunner
+
+import icepark
+from icepark.errors import (
+    CommitFailedError,
+    NamespaceAlreadyExistsError,
+    NamespaceNotEmptyError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+)
+from icepark.rest.catalog import RestCatalog
+from icepark.spec.updates import AssertRefSnapshotId, SetPropertiesUpdate
+
+# Java's JDBC catalog needs a JDBC driver the reference engine lacks: H2's, from the local
+# Maven repository (Derby, which Spark ships, does not speak the catalog's LIMIT queries)
+H2_JARS = sorted(Path.home().glob(".m2/repository/com/h2database/h2/*/h2-*.jar"))
+pytestmark = [
+    pytest.mark.skipif(not refengine.available(), reason="no reference engine"),
+    pytest.mark.skipif(not H2_JARS, reason="no H2 JDBC driver in ~/.m2"),
+]
+
+SERVER = Path(__file__).resolve().parents[1] / "java_rest_server.py"
+
+
+@dataclass
+class JavaServer:
+    uri: str
+    warehouse: Path
+
+    def catalog(self, **props: str) -> RestCatalog:
+        return RestCatalog("java", {"uri": self.uri, "rest-page-size": "2", **props})
+
+    def view(self, namespace: str, table: str) -> dict[str, Any]:
+        """Java's own reading of a table (404 raises)."""
+        try:
+            with urllib.request.urlopen(f"{self.uri}/_test/table/{namespace}/{table}") as answer:
+                view: dict[str, Any] = json.loads(answer.read())
+                return view
+        except urllib.error.HTTPError as exc:
+            raise AssertionError(
+                f"Java could not read {namespace}.{table}: {exc.read()!r}"
+            ) from None
+
+
+@pytest.fixture(scope="module")
+def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaServer]:
+    warehouse = tmp_path_factory.mktemp("java-rest")
+    log = open(warehouse.parent / "java-rest-server.log", "w")
+    proc = subprocess.Popen(
+        [
+            str(refengine.REF_VENV / "bin" / "python"),
+            str(SERVER),
+            str(refengine.REF_SCRIPT.parent),
+            str(warehouse / "wh"),
+            "--prefix",
+            "ws",
+            "--page-size",
+            "2",
+            "--jdbc-jar",
+            str(H2_JARS[-1]),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        cwd=warehouse,  # the JVM leaves files such as derby.log in its working folder
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    line = proc.stdout.readline()
+    if not line.startswith("PORT "):
+        proc.kill()
+        log.close()
+        pytest.fail(
+            f"the Java REST server did not start: {(warehouse.parent / 'java-rest-server.log').read_text()[-2000:]}"
+        )
+    try:
+        yield JavaServer(f"http://127.0.0.1:{line.split()[1]}", warehouse / "wh")
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+SCHEMA = icepark.schema(("id", "long", True), ("name", "string"), ("ts", "timestamptz"))
+
+
+def _rows(n: int, start: int = 0) -> pa.Table:
+    import datetime as dt
+
+    base = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    ids = list(range(start, start + n))
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.int64()),
+            "name": [f"n{i}" for i in ids],
+            "ts": pa.array([base + dt.timedelta(days=i) for i in ids], pa.timestamp("us", "UTC")),
+        }
+    )
+
+
+def test_namespaces_nested_paged_with_properties(java: JavaServer) -> None:
+    catalog = java.catalog()
+    for name in ("ns_a", "ns_b", "ns_c", "ns_d", "ns_e"):
+        catalog.create_namespace(name, {"owner": name})
+    catalog.create_namespace(("ns_a", "inner"), {"k": "v"})
+    catalog.create_namespace(("ns_a", "inner2"))
+    catalog.create_namespace(("ns_a", "inner3"))
+    listed = catalog.list_namespaces()
+    assert {("ns_a",), ("ns_b",), ("ns_c",), ("ns_d",), ("ns_e",)} <= set(listed)  # 3+ pages
+    assert catalog.list_namespaces("ns_a") == [
+        ("ns_a", "inner"),
+        ("ns_a", "inner2"),
+        ("ns_a", "inner3"),
+    ]
+    assert catalog.load_namespace_properties(("ns_a", "inner"))["k"] == "v"
+    catalog.update_namespace_properties("ns_b", removals=["owner"], updates={"x": "1"})
+    props = catalog.load_namespace_properties("ns_b")
+    assert props["x"] == "1" and "owner" not in props
+    assert catalog.namespace_exists("ns_a.inner") and not catalog.namespace_exists("ns_zz")
+    with pytest.raises(NamespaceAlreadyExistsError):
+        catalog.create_namespace("ns_c")
+    with pytest.raises(NoSuchNamespaceError):
+        catalog.load_namespace_properties("ns_zz")
+    catalog.create_table("ns_d.t", SCHEMA)
+    with pytest.raises(NamespaceNotEmptyError):
+        catalog.drop_namespace("ns_d")
+    catalog.drop_namespace("ns_e")
+    assert not catalog.namespace_exists("ns_e")
+
+
+def test_create_append_delete_evolve_read_by_java(java: JavaServer) -> None:
+    catalog = java.catalog()
+    catalog.create_namespace("db1")
+    table = catalog.create_table(
+        "db1.events",
+        SCHEMA,
+        partition_by=["day(ts)", "bucket(4, id)"],
+        sort_by=["id"],
+        properties={"write.delete.mode": "merge-on-read", "owner": "me"},
+    )
+    table.append(_rows(10))
+    table.delete("id < 3")
+    with table.update_schema() as update:
+        update.add_column("score", "double")
+    table.append(
+        pa.table(
+            {
+                "id": pa.array([100], pa.int64()),
+                "name": ["late"],
+                "ts": pa.array([_rows(1)["ts"][0].as_py()], pa.timestamp("us", "UTC")),
+                "score": [1.5],
+            }
+        )
+    )
+    seen = java.view("db1", "events")
+    assert seen["metadata-location"] == catalog.load_table("db1.events").metadata_location
+    assert [f["name"] for f in seen["schema"]["fields"]] == ["id", "name", "ts", "score"]
+    assert [f["transform"] for f in seen["spec"]["fields"]] == ["day", "bucket[4]"]
+    assert seen["properties"]["owner"] == "me"
+    assert sorted(r["id"] for r in seen["rows"]) == [3, 4, 5, 6, 7, 8, 9, 100]
+    assert {r["id"]: r["score"] for r in seen["rows"]}[100] == 1.5
+    mine = catalog.load_table("db1.events").scan().to_arrow()
+    assert sorted(mine.column("id").to_pylist()) == [3, 4, 5, 6, 7, 8, 9, 100]
+    assert catalog.list_tables("db1") == [("db1", "events")]
+    with pytest.raises(TableAlreadyExistsError):
+        catalog.create_table("db1.events", SCHEMA)
+    with pytest.raises(NoSuchNamespaceError):
+        catalog.create_table("nowhere.t", SCHEMA)
+    with pytest.raises(NoSuchTableError):
+        catalog.load_table("db1.nope")
+    assert catalog.table_exists("db1.events") and not catalog.table_exists("db1.nope")
+
+
+def test_two_clients_conflict(java: JavaServer) -> None:
+    first, second = java.catalog(), java.catalog()
+    first.create_namespace("db2")
+    first.create_table("db2.t", SCHEMA)
+    a, b = first.load_table("db2.t"), second.load_table("db2.t")
+    a.append(_rows(2))
+    # a stale requirement is refused by Java's handler: 409 -> CommitFailedError
+    with pytest.raises(CommitFailedError):
+        b.commit([AssertRefSnapshotId("main", None)], [SetPropertiesUpdate({"x": "y"})])
+    # a transaction retries on fresh metadata: both appends land
+    b.append(_rows(3, start=10))
+    seen = java.view("db2", "t")
+    assert sorted(r["id"] for r in seen["rows"]) == [0, 1, 10, 11, 12]
+    assert seen["snapshots"] == 2
+
+
+def test_rename_register_drop_purge_and_expire(java: JavaServer) -> None:
+    catalog = java.catalog()
+    catalog.create_namespace("db3")
+    table = catalog.create_table("db3.old", SCHEMA)
+    for start in (0, 10, 20):
+        table.append(_rows(2, start=start))
+    table.expire_snapshots(older_than=table.current_snapshot().timestamp_ms + 1, retain_last=1)
+    assert java.view("db3", "old")["snapshots"] == 1
+    renamed = catalog.rename_table("db3.old", "db3.new")
+    assert not catalog.table_exists("db3.old")
+    assert sorted(r["id"] for r in java.view("db3", "new")["rows"]) == [0, 1, 10, 11, 20, 21]
+    copy = catalog.register_table("db3.copy", renamed.metadata_location)
+    assert copy.scan().to_arrow().num_rows == 6
+    data_files = [
+        Path(p.removeprefix("file:"))
+        for p in renamed.inspect.files().column("file_path").to_pylist()
+    ]
+    catalog.drop_table("db3.copy")
+    assert all(p.exists() for p in data_files)
+    catalog.purge_table("db3.new")
+    assert not catalog.table_exists("db3.new")
+    assert not any(p.exists() for p in data_files)
+
+
+def test_load_catalog_env_config_file_and_cli(
+    java: JavaServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed = java.catalog()
+    seed.create_namespace("db4")
+    seed.create_table("db4.cli_t", SCHEMA).append(_rows(4))
+    by_args = icepark.load_catalog(type="rest", uri=java.uri)
+    assert isinstance(by_args, RestCatalog) and by_args.properties["prefix"] == "ws"
+    monkeypatch.setenv("ICEPARK_CATALOG_TYPE", "rest")
+    monkeypatch.setenv("ICEPARK_CATALOG_URI", java.uri)
+    by_env = icepark.load_catalog()
+    assert isinstance(by_env, RestCatalog) and "warehouse" not in by_env.properties
+    assert ("db4", "cli_t") in by_env.list_tables("db4")
+    monkeypatch.delenv("ICEPARK_CATALOG_TYPE")
+    monkeypatch.delenv("ICEPARK_CATALOG_URI")
+    config = tmp_path / "icepark.yaml"
+    config.write_text(f"catalogs:\n  svc:\n    type: rest\n    uri: {java.uri}\n")
+    monkeypatch.setenv("ICEPARK_CONFIG", str(config))
+    assert isinstance(icepark.load_catalog("svc"), RestCatalog)
+    monkeypatch.delenv("ICEPARK_CONFIG")
+
+    from icepark.cli.main import cli
+
+    runner = CliRunner()
+    out = runner.invoke(cli, ["--type", "rest", "--uri", java.uri, "--json", "tables", "db4"])
+    assert out.exit_code == 0, out.output
+    assert "cli_t" in out.output
+    out = runner.invoke(cli, ["--uri", java.uri, "scan", "db4.cli_t", "--limit", "10"])
+    assert out.exit_code == 0, out.output
+    assert "n3" in out.output
+
+
+def test_pyiceberg_reads_what_icepark_wrote_and_back(java: JavaServer) -> None:
+    pyiceberg_rest = pytest.importorskip("pyiceberg.catalog.rest")
+    catalog = java.catalog()
+    catalog.create_namespace("db5")
+    table = catalog.create_table(
+        "db5.mine",
+        SCHEMA,
+        partition_by=["bucket(2, id)"],
+        properties={"write.delete.mode": "merge-on-read"},
+    )
+    table.append(_rows(6))
+    table.delete("id = 4")
+    theirs = pyiceberg_rest.RestCatalog("py", uri=java.uri)
+    read = theirs.load_table("db5.mine").scan().to_arrow()
+    assert sorted(read.column("id").to_pylist()) == [0, 1, 2, 3, 5]
+    created = theirs.create_table("db5.theirs", schema=_rows(1).schema)
+    created.append(_rows(3, start=40))
+    mine = catalog.load_table("db5.theirs")
+    assert sorted(mine.scan().to_arrow().column("id").to_pylist()) == [40, 41, 42]
+    mine.append(_rows(1, start=50))  # and icepark commits on top of PyIceberg's table
+    assert theirs.load_table("db5.theirs").scan().to_arrow().num_rows == 4
