@@ -30,6 +30,7 @@ from icepark.catalog.identifiers import (
     table_name_of,
     to_identifier,
 )
+from icepark.catalog.views import ViewCatalog
 from icepark.errors import (
     CommitFailedError,
     CommitStateUnknownError,
@@ -75,7 +76,7 @@ TableChange = tuple[str | Sequence[str], Sequence[TableRequirement], Sequence[Ta
 """One table's part of a multi-table commit: identifier, requirements, updates."""
 
 
-class Catalog(ABC):
+class Catalog(ViewCatalog, ABC):
     """Namespaces, tables and atomic commits of table metadata."""
 
     _multi_table_refusal: ClassVar[str | None] = (

@@ -59,6 +59,11 @@ _VERSION_FILE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json$")
 class FileSystemCatalog(Catalog):
     """Tables as folders under a warehouse; namespaces as the folders above them."""
 
+    _views_refusal = (
+        "a folder is a table here and nothing marks a folder as a view (Java's Hadoop catalog "
+        "holds no views either); use a SQL or REST catalog"
+    )
+
     _multi_table_refusal = (
         "its commit is an exclusive create of each table's next metadata file, one table at "
         "a time, so a second table's conflict cannot undo the first table's commit (Java's "

@@ -48,8 +48,10 @@ from icepark.errors import (
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
     NoSuchTableError,
+    NoSuchViewError,
     TableAlreadyExistsError,
     ValidationError,
+    ViewAlreadyExistsError,
 )
 from icepark.spec.metadata import TableMetadata
 from icepark.table.interface import read_table_metadata
@@ -77,6 +79,7 @@ _namespace_props = SqlTable(
     Column("property_value", String(1000)),
 )
 _TABLE_TYPE = "TABLE"
+_VIEW_TYPE = "VIEW"
 _EXISTS_PROPERTY = "exists"
 
 
@@ -92,6 +95,7 @@ class SqlCatalog(Catalog):
     """Iceberg's JDBC catalog layout on any SQLAlchemy database (SQLite, PostgreSQL, ...)."""
 
     _multi_table_refusal = None  # _commit_tables: one database transaction
+    _views_refusal = None  # views are rows with iceberg_type VIEW, as in Java's JDBC catalog
 
     def __init__(
         self, name: str = "default", properties: Mapping[str, str] | None = None, **kw: str
@@ -165,7 +169,7 @@ class SqlCatalog(Catalog):
         ns = _ns(namespace)
         if self._namespace_props(ns) is None:
             raise NoSuchNamespaceError(f"Namespace does not exist: {_ns_str(ns)}")
-        if self.list_tables(ns):
+        if self.list_tables(ns) or self._list_view_names(ns):
             raise NamespaceNotEmptyError(f"Namespace is not empty: {_ns_str(ns)}")
         with self.engine.begin() as conn:
             conn.execute(
@@ -390,6 +394,98 @@ class SqlCatalog(Catalog):
         except CommitFailedError as exc:
             raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}") from exc
         return self.load_table(ident)
+
+    # -- views (rows with iceberg_type = 'VIEW') -------------------------------------------
+
+    def _view_filter(self, ident: Identifier) -> Any:
+        return and_(
+            _tables.c.catalog_name == self.name,
+            _tables.c.table_namespace == _ns_str(namespace_of(ident)),
+            _tables.c.table_name == ident[-1],
+            _tables.c.iceberg_type == _VIEW_TYPE,
+        )
+
+    def _check_new_table(self, ident: Identifier, metadata: TableMetadata) -> None:
+        if self.view_exists(ident):
+            raise TableAlreadyExistsError(
+                f"Cannot create table {'.'.join(ident)}: a view of that name exists"
+            )
+
+    def _view_location(self, ident: Identifier) -> str:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(_tables.c.metadata_location).where(self._view_filter(ident))
+            ).first()
+        if row is None or not row[0]:
+            raise NoSuchViewError(f"View does not exist: {'.'.join(ident)}")
+        return str(row[0])
+
+    def _swap_view_location(self, ident: Identifier, expected: str | None, new: str) -> None:
+        try:
+            with self.engine.begin() as conn:
+                if expected is None:
+                    conn.execute(
+                        insert(_tables).values(
+                            catalog_name=self.name,
+                            table_namespace=_ns_str(namespace_of(ident)),
+                            table_name=ident[-1],
+                            metadata_location=new,
+                            previous_metadata_location=None,
+                            iceberg_type=_VIEW_TYPE,
+                        )
+                    )
+                    return
+                result = conn.execute(
+                    update(_tables)
+                    .where(self._view_filter(ident), _tables.c.metadata_location == expected)
+                    .values(metadata_location=new, previous_metadata_location=expected)
+                )
+                if result.rowcount != 1:
+                    raise CommitFailedError(
+                        f"Cannot commit view {'.'.join(ident)}: metadata location {expected} "
+                        "has changed"
+                    )
+        except IntegrityError as exc:
+            raise CommitFailedError(f"Cannot create view {'.'.join(ident)}: name taken") from exc
+        except OperationalError as exc:
+            if _is_lock_error(exc):
+                raise CommitFailedError(
+                    f"Cannot commit view {'.'.join(ident)}: database is busy ({exc.orig})"
+                ) from exc
+            raise CommitStateUnknownError(
+                f"Commit of view {'.'.join(ident)} has an unknown outcome: {exc.orig}"
+            ) from exc
+
+    def _remove_view_entry(self, ident: Identifier) -> None:
+        with self.engine.begin() as conn:
+            if conn.execute(delete(_tables).where(self._view_filter(ident))).rowcount != 1:
+                raise NoSuchViewError(f"View does not exist: {'.'.join(ident)}")
+
+    def _list_view_names(self, namespace: Identifier) -> list[Identifier]:
+        if self._namespace_props(namespace) is None:
+            raise NoSuchNamespaceError(f"Namespace does not exist: {_ns_str(namespace)}")
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(_tables.c.table_name).where(
+                    _tables.c.catalog_name == self.name,
+                    _tables.c.table_namespace == _ns_str(namespace),
+                    _tables.c.iceberg_type == _VIEW_TYPE,
+                )
+            ).all()
+        return sorted((*namespace, r[0]) for r in rows)
+
+    def _rename_view_entry(self, src: Identifier, dst: Identifier) -> None:
+        try:
+            with self.engine.begin() as conn:
+                result = conn.execute(
+                    update(_tables)
+                    .where(self._view_filter(src))
+                    .values(table_namespace=_ns_str(namespace_of(dst)), table_name=dst[-1])
+                )
+                if result.rowcount != 1:
+                    raise NoSuchViewError(f"View does not exist: {'.'.join(src)}")
+        except IntegrityError as exc:
+            raise ViewAlreadyExistsError(f"View already exists: {'.'.join(dst)}") from exc
 
 
 def _is_lock_error(exc: OperationalError) -> bool:
