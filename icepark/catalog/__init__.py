@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from icepark.catalog.base import Catalog, Identifier, Properties, to_identifier
 from icepark.catalog.config import catalog_properties, load_catalog
+from icepark.catalog.views import View
 
 if TYPE_CHECKING:
     from icepark.catalog.filesystem import FileSystemCatalog
@@ -23,6 +24,7 @@ __all__ = [
     "Properties",
     "RestCatalog",
     "SqlCatalog",
+    "View",
     "catalog_properties",
     "load_catalog",
     "to_identifier",
