@@ -84,10 +84,13 @@ def _files(root: Path) -> set[str]:
 def test_view_life_cycle(client: TestClient, catalog: Catalog) -> None:
     endpoints = set(client.get("/v1/config").json()["endpoints"])
     assert VIEW_ENDPOINTS <= endpoints and TRANSACTIONS in endpoints
-    r = client.post("/v1/namespaces/db/views", json=_create_body())
+    create = _create_body()
+    create["view-version"]["version-id"] = 3
+    r = client.post("/v1/namespaces/db/views", json=create)
     assert r.status_code == 200, r.text
     body = r.json()
     md = body["metadata"]
+    assert md["current-version-id"] == 1  # a new view's first version, as Java numbers it
     # the version's schema-id (7 in the request) maps to the schema the view stored
     (version,) = md["versions"]
     assert [s["schema-id"] for s in md["schemas"]] == [version["schema-id"]]

@@ -19,6 +19,7 @@ file-system one) answers 406 ``UnsupportedOperationException``, as Java's adapte
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request, Response
@@ -109,7 +110,9 @@ def create_view(
     _check_namespace_exists(catalog, ident[:-1])
     try:
         schema = schema_from_json(body.schema_)
-        version = view_version_from_json(body.view_version)
+        # a new view's one version is version 1, whatever id the client gave it (as Java's
+        # handler builds it anew)
+        version = replace(view_version_from_json(body.view_version), version_id=1)
         location = (body.location or catalog.default_table_location(ident)).rstrip("/")
         metadata, _ = new_view_metadata(location, schema, version, body.properties)
     except (IceparkError, ValueError, TypeError, KeyError) as exc:
