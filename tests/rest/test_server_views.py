@@ -177,6 +177,12 @@ def test_view_errors(client: TestClient, catalog: Catalog) -> None:
     )
     assert not catalog.view_exists("db.t")
     _error(client.get("/v1/namespaces/db/views/t"), 404, "NoSuchViewException")
+    # and the other way: the view's name is no table's
+    _error(client.get("/v1/namespaces/db/tables/v"), 404, "NoSuchTableException")
+    assert client.head("/v1/namespaces/db/tables/v").status_code == 404
+    table_v = {"name": "v", "schema": TABLE_SCHEMA}
+    _error(client.post("/v1/namespaces/db/tables", json=table_v), 409, "AlreadyExistsException")
+    _error(client.delete("/v1/namespaces/db"), 409, "NamespaceNotEmptyException")
     clash = {
         "source": {"namespace": ["db"], "name": "v"},
         "destination": {"namespace": ["db"], "name": "t"},
