@@ -84,6 +84,11 @@ class Catalog(ViewCatalog, ABC):
     )
     """Why ``commit_tables`` is refused; None where ``_commit_tables`` is implemented."""
 
+    @property
+    def supports_multi_table_commits(self) -> bool:
+        """Whether :meth:`commit_tables` can commit several tables atomically here."""
+        return self._multi_table_refusal is None
+
     def __init__(self, name: str, properties: Mapping[str, str] | None = None) -> None:
         self.name = name
         self.properties: Properties = dict(properties or {})

@@ -126,6 +126,12 @@ class ViewCatalog:
 
         def _check_namespace_for_table(self, ident: Identifier) -> None: ...
 
+    @property
+    def supports_views(self) -> bool:
+        """Whether this catalog can hold views (the others raise ``UnsupportedOperationError``
+        on every view operation)."""
+        return self._views_refusal is None
+
     # -- storage hooks ---------------------------------------------------------------------
 
     def _refuse_views(self) -> None:
@@ -215,6 +221,12 @@ class ViewCatalog:
                 ident, [AssertViewUUID(view.metadata.view_uuid)], builder.changes
             )
             return View(ident, result.metadata, result.metadata_location, self)
+        view_location = (location or self.default_table_location(ident)).rstrip("/")
+        metadata, _ = new_view_metadata(view_location, user_schema, version, properties)
+        return self.create_view_from_metadata(ident, metadata)
+
+    def _check_new_view(self, ident: Identifier) -> None:
+        self._refuse_views()
         self._check_namespace_for_table(ident)
         if self.table_exists(ident):
             raise ViewAlreadyExistsError(
@@ -222,8 +234,15 @@ class ViewCatalog:
             )
         if self.view_exists(ident):
             raise ViewAlreadyExistsError(f"View already exists: {'.'.join(ident)}")
-        view_location = (location or self.default_table_location(ident)).rstrip("/")
-        metadata, _ = new_view_metadata(view_location, user_schema, version, properties)
+
+    def create_view_from_metadata(
+        self, identifier: str | Sequence[str], metadata: ViewMetadata
+    ) -> View:
+        """Create a view whose first metadata is ``metadata`` (built elsewhere, e.g. from a
+        REST ``CreateViewRequest``): write its metadata file and point the new name at it.
+        ``ViewAlreadyExistsError`` when a view or a table holds the name."""
+        ident = to_identifier(identifier)
+        self._check_new_view(ident)
         new_location = self._new_view_metadata_location(metadata, None)
         self._write_view_metadata(metadata, new_location)
         try:

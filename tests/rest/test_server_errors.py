@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
 import pytest
 from fastapi.testclient import TestClient
 
@@ -192,7 +193,8 @@ def test_config_prefix_and_metrics(catalog: Catalog) -> None:
     config = client.get("/v1/config").json()
     assert config["overrides"] == {"prefix": "wh1"}
     assert "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}" in config["endpoints"]
-    assert "POST /v1/{prefix}/transactions/commit" not in config["endpoints"]
+    assert "POST /v1/{prefix}/transactions/commit" in config["endpoints"]  # SQL backing
+    assert "POST /v1/{prefix}/views/rename" in config["endpoints"]
     assert client.get("/v1/wh1/namespaces").json()["namespaces"] == [["db"]]
     assert client.get("/v1/namespaces").status_code == 404
     _create_prefixed = client.post(
@@ -202,10 +204,12 @@ def test_config_prefix_and_metrics(catalog: Catalog) -> None:
     report = {"report-type": "scan-report", "table-name": "db.t", "snapshot-id": 1, "filter": {}}
     r = client.post("/v1/wh1/namespaces/db/tables/t/metrics", json=report)
     assert r.status_code == 204
+    catalog.create_view("db.v", pa.schema([("id", pa.int64())]), "SELECT id FROM db.t")
     # every endpoint the config lists answers something other than 404/405 for its method
     for endpoint in config["endpoints"]:
         method, path = endpoint.split(" ")
         path = path.replace("{prefix}", "wh1").replace("{namespace}", "db").replace("{table}", "t")
+        path = path.replace("{view}", "v")
         r = client.request(method, path, json={})
         assert r.status_code not in (404, 405) or method in ("HEAD",), endpoint
 

@@ -8,7 +8,8 @@ the bearer token (401) and ``require`` the grant (403); the route calls the cata
 error becomes an ``ErrorResponse`` (:mod:`.errors`).
 
 Routes live under ``/v1/`` or, with ``prefix``, ``/v1/<prefix>/``; ``GET /v1/config`` tells
-clients the prefix (in ``overrides``) and lists the endpoints served, and
+clients the prefix (in ``overrides``) and lists the endpoints served (views and multi-table
+transactions only where the backing catalog can hold them), and
 ``POST /v1/oauth/tokens`` issues tokens when the server has principals. ``GET /healthz``
 answers without auth.
 """
@@ -28,7 +29,12 @@ from fastapi.responses import JSONResponse
 
 from icepark.catalog.base import Catalog
 from icepark.rest.models import CatalogConfig, OAuthErrorResponse, OAuthTokenResponse
-from icepark.rest.server import routes_namespaces, routes_tables
+from icepark.rest.server import (
+    routes_namespaces,
+    routes_tables,
+    routes_transactions,
+    routes_views,
+)
 from icepark.rest.server.context import ServerState, caller, state_of
 from icepark.rest.server.errors import install_error_handlers
 from icepark.rest.server.security import Principal, Principals, TokenSigner
@@ -75,6 +81,11 @@ def create_app(
         openapi_url=None,
     )
     endpoints = routes_namespaces.ENDPOINTS + routes_tables.ENDPOINTS
+    # what the backing catalog cannot do is served (406) but not advertised
+    if catalog.supports_views:
+        endpoints = endpoints + routes_views.ENDPOINTS
+    if catalog.supports_multi_table_commits:
+        endpoints = endpoints + routes_transactions.ENDPOINTS
     app.state.icepark = ServerState(
         catalog=catalog,
         principals=auth,
@@ -87,6 +98,8 @@ def create_app(
     base = f"/v1/{quote(prefix, safe='')}" if prefix else "/v1"
     app.include_router(routes_namespaces.router, prefix=base)
     app.include_router(routes_tables.router, prefix=base)
+    app.include_router(routes_views.router, prefix=base)
+    app.include_router(routes_transactions.router, prefix=base)
     app.add_api_route("/v1/config", _config, methods=["GET"], name="get_config")
     app.add_api_route("/v1/oauth/tokens", _tokens, methods=["POST"], name="get_token")
     app.add_api_route("/healthz", _healthz, methods=["GET"], name="healthz")

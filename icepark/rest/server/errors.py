@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
@@ -36,7 +37,13 @@ from icepark.errors import (
 )
 from icepark.rest.models import ErrorModel, ErrorResponse
 
-__all__ = ["error_response", "status_and_type", "install_error_handlers", "mask_secrets"]
+__all__ = [
+    "error_response",
+    "status_and_type",
+    "install_error_handlers",
+    "mask_secrets",
+    "parse_each",
+]
 
 _log = logging.getLogger("icepark.rest.server")
 
@@ -57,6 +64,21 @@ _TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
     (BadRequestError, 400, "BadRequestException"),
     (ValidationError, 400, "BadRequestException"),
 )
+
+T = TypeVar("T")
+
+
+def parse_each(what: str, items: Sequence[Any], parse: Callable[[Any], T]) -> list[T]:
+    """``parse`` every item of a request's list; one that fails is a ``BadRequestError`` (400)
+    naming ``what[i]``."""
+    out = []
+    for i, item in enumerate(items):
+        try:
+            out.append(parse(item))
+        except (IceparkError, ValueError, TypeError, KeyError) as exc:
+            raise BadRequestError(f"Invalid {what}[{i}]: {exc}") from exc
+    return out
+
 
 _URI_CREDENTIALS = re.compile(r"(\w+://)[^/\s:@]+:[^/\s@]+@")
 

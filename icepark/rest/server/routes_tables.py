@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Sequence
-from typing import Annotated, Any, TypeVar
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
@@ -44,6 +44,7 @@ from icepark.rest.models import (
     TableIdentifier,
 )
 from icepark.rest.server.context import caller, require, state_of
+from icepark.rest.server.errors import parse_each
 from icepark.rest.server.names import check_name, check_namespace, page, parse_namespace
 from icepark.rest.server.security import READ, WRITE, Principal
 from icepark.spec import properties as P
@@ -60,7 +61,6 @@ __all__ = ["router", "ENDPOINTS"]
 _log = logging.getLogger("icepark.rest.server")
 router = APIRouter()
 Caller = Annotated[Principal | None, Depends(caller)]
-T = TypeVar("T")
 
 ENDPOINTS = [
     "GET /v1/{prefix}/namespaces/{namespace}/tables",
@@ -81,16 +81,6 @@ def _ident(namespace: str, table: str) -> tuple[str, ...]:
 
 def _ident_of(identifier: TableIdentifier) -> tuple[str, ...]:
     return (*check_namespace(identifier.namespace), check_name(identifier.name))
-
-
-def _parse(what: str, items: Sequence[Any], parse: Callable[[Any], T]) -> list[T]:
-    out = []
-    for i, item in enumerate(items):
-        try:
-            out.append(parse(item))
-        except (IceparkError, ValueError, TypeError, KeyError) as exc:
-            raise BadRequestError(f"Invalid {what}[{i}]: {exc}") from exc
-    return out
 
 
 def _metadata_json(md: TableMetadata, snapshots: str = "all") -> dict[str, Any]:
@@ -243,8 +233,8 @@ def commit_table(
     require(principal, ident[:-1], WRITE)
     if body.identifier is not None and _ident_of(body.identifier) != ident:
         raise BadRequestError("The body's identifier differs from the table in the path")
-    requirements = _parse("requirements", body.requirements, table_requirement_from_json)
-    updates = _parse("updates", body.updates, table_update_from_json)
+    requirements = parse_each("requirements", body.requirements, table_requirement_from_json)
+    updates = parse_each("updates", body.updates, table_update_from_json)
     catalog = state_of(request).catalog
     if any(isinstance(r, AssertCreate) for r in requirements) and not catalog.table_exists(ident):
         return _commit_create(catalog, ident, requirements, updates)
