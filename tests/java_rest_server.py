@@ -117,6 +117,7 @@ def main():
     props.put("uri", "jdbc:h2:mem:iceberg_rest;DB_CLOSE_DELAY=-1")
     props.put("io-impl", "org.apache.iceberg.hadoop.HadoopFileIO")
     props.put("jdbc.strict-mode", "true")  # tables only in namespaces that exist
+    props.put("jdbc.schema-version", "V1")  # the schema with iceberg_type: views
     catalog.setConf(spark._jsc.hadoopConfiguration())
     catalog.initialize("java", props)
 

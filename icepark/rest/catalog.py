@@ -114,7 +114,7 @@ DEFAULT_ENDPOINTS = frozenset(
         "POST /v1/{prefix}/tables/rename",
         f"POST {_NS1}/register",
         f"POST {_TABLE}/metrics",
-        _TRANSACTIONS,
+        f"POST {_TRANSACTIONS}",
     }
 )
 
@@ -531,7 +531,7 @@ class RestCatalog(RestViews, Catalog):
     # -- several tables at once ------------------------------------------------------------
 
     def _check_multi_table(self) -> None:
-        self._require(_TRANSACTIONS, "commit several tables at once")
+        self._require(f"POST {_TRANSACTIONS}", "commit several tables at once")
 
     def commit_tables(self, changes: Sequence[TableChange]) -> list[CommitResult]:
         """``POST /v1/{prefix}/transactions/commit``: the server checks every table's
