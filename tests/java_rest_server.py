@@ -176,7 +176,9 @@ def main():
         spec = json.loads(body)
         namespace = ns(ns_segment)
         builder = catalog.buildView(ident(ns_segment, name_segment))
-        builder = builder.withSchema(jvm.org.apache.iceberg.SchemaParser.fromJson(spec["schema"]))
+        builder = builder.withSchema(
+            jvm.org.apache.iceberg.SchemaParser.fromJson(json.dumps(spec["schema"]))
+        )
         builder = builder.withQuery("spark", spec["sql"]).withDefaultNamespace(namespace)
         for key, value in spec.get("properties", {}).items():
             builder = builder.withProperty(key, value)

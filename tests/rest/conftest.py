@@ -107,8 +107,13 @@ class JavaServer:
             data=json.dumps(spec).encode(),
             method="POST",
         )
-        with urllib.request.urlopen(request) as answer:
-            answer.read()
+        try:
+            with urllib.request.urlopen(request) as answer:
+                answer.read()
+        except urllib.error.HTTPError as exc:
+            raise AssertionError(
+                f"Java could not create {namespace}.{view}: {exc.read()!r}"
+            ) from None
 
     def _get(self, path: str) -> dict[str, Any]:
         try:

@@ -6,6 +6,7 @@ own catalog (``_test/view``, ``_test/table``)."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,6 +25,8 @@ from icepark.spec.updates import AssertRefSnapshotId, SetPropertiesUpdate
 from icepark.spec.view_builder import AssertViewUUID
 
 if TYPE_CHECKING:
+    from icepark.catalog.base import TableChange
+    from icepark.table.interface import CommitResult
     from tests.rest.conftest import JavaServer
 
 SCHEMA = icepark.schema(("id", "long", True), ("name", "string"), ("ts", "timestamptz"))
@@ -76,11 +79,19 @@ def test_view_lifecycle_read_by_java(java: JavaServer) -> None:
         catalog.load_view("vdb.nope")
 
     # the View handle's changes go through commit_view unchanged
-    view.replace("SELECT id FROM events", icepark.schema(("id", "long")))
+    # Java refuses a version that drops a dialect (replace.drop-dialect.allowed=false)
+    view.replace(
+        "SELECT id FROM events",
+        icepark.schema(("id", "long")),
+        other_dialects={"trino": "SELECT id FROM events -- trino"},
+    )
     view.set_properties(comment="ids only")
     view.remove_properties("owner")
     seen = java.java_view("vdb", "recent")
-    assert seen["sql"] == {"spark": "SELECT id FROM events"}
+    assert seen["sql"] == {
+        "spark": "SELECT id FROM events",
+        "trino": "SELECT id FROM events -- trino",
+    }
     assert _field_names(seen["schema"]) == ["id"]
     assert seen["versions"] == 2
     assert seen["properties"].get("comment") == "ids only" and "owner" not in seen["properties"]
@@ -89,11 +100,16 @@ def test_view_lifecycle_read_by_java(java: JavaServer) -> None:
 
     # createOrReplace: a third version on the same view (same UUID)
     replaced = catalog.create_view(
-        "vdb.recent", VIEW_SCHEMA, "SELECT id, name FROM events", replace=True
+        "vdb.recent",
+        VIEW_SCHEMA,
+        "SELECT id, name FROM events",
+        replace=True,
+        other_dialects={"trino": "SELECT id, name FROM events -- trino"},
     )
     assert replaced.metadata.view_uuid == view.metadata.view_uuid
     seen = java.java_view("vdb", "recent")
-    assert seen["versions"] == 3 and seen["sql"] == {"spark": "SELECT id, name FROM events"}
+    assert seen["versions"] == 3
+    assert seen["sql"]["spark"] == "SELECT id, name FROM events"
     assert seen["default-namespace"] == ["vdb"]
 
     # list (paged by the server's page size 2), rename, drop
@@ -195,7 +211,9 @@ def test_stage_create_with_append_is_one_commit(java: JavaServer) -> None:
     assert java.view("sdb", "late")["snapshots"] == 0
 
 
-def test_multi_table_commit_lands_both_or_neither(java: JavaServer) -> None:
+def test_multi_table_commit_lands_both_or_neither(
+    java: JavaServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     catalog = java.catalog()
     catalog.create_namespace("mdb")
     a = catalog.create_table("mdb.a", SCHEMA)
@@ -222,9 +240,17 @@ def test_multi_table_commit_lands_both_or_neither(java: JavaServer) -> None:
     ta.append(_rows(1, start=100))
     tb.append(_rows(1, start=200))
     assert len(set(Path(java.warehouse).rglob("*.parquet")) - before) == 2
-    catalog.load_table("mdb.b").append(_rows(1, start=300))  # b moves on
+    real_commit = catalog.commit_tables
+
+    def racing(changes: Sequence[TableChange]) -> list[CommitResult]:
+        # another writer appends to b after the transactions were prepared on b's metadata
+        java.catalog().load_table("mdb.b").append(_rows(1, start=300))
+        return real_commit(changes)
+
+    monkeypatch.setattr(catalog, "commit_tables", racing)
     with pytest.raises(CommitFailedError):
         catalog.commit_transaction([ta, tb])
+    monkeypatch.undo()
     assert sorted(r["id"] for r in java.view("mdb", "a")["rows"]) == [0, 1, 2]
     assert sorted(r["id"] for r in java.view("mdb", "b")["rows"]) == [10, 11, 300]
     # the two transactions' data files are deleted; the concurrent append's stays
