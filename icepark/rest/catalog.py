@@ -17,15 +17,11 @@ How it flows:
   ``POST .../tables/{table}`` with the requirements and updates as JSON (their own codecs):
   the server checks and applies them. 409 is a retryable ``CommitFailedError``; 5xx or a lost
   connection is ``CommitStateUnknownError`` and the transaction deletes nothing;
-* a create transaction (:meth:`RestCatalog.create_table_transaction`) is Java's: a create
-  request with ``stage-create`` makes the server choose the table's location, ids and UUID
-  without creating it; the staged table writes its files there, and its commit is one
-  ``POST .../tables/{table}`` with ``assert-create`` and the updates that create the table
-  followed by the writes' updates (create and first snapshot in one commit);
-* several tables commit at once (``commit_tables``, ``commit_transaction``) through
-  ``POST /v1/{prefix}/transactions/commit``: the server checks every table's requirements and
-  applies all or nothing; 409 fails them all (the transactions' files are deleted by the
-  base's flow), 5xx or a lost connection is ``CommitStateUnknownError`` (nothing deleted);
+* a create transaction is Java's: ``stage-create`` has the server choose location, ids and
+  UUID; the staged table's commit is one ``POST .../tables/{table}`` with ``assert-create``,
+  the creating updates and the writes' updates;
+* ``commit_tables``/``commit_transaction`` go to ``POST /v1/{prefix}/transactions/commit``
+  (all or nothing; 409 deletes the transactions' files, 5xx or a lost connection nothing);
 * views: :mod:`icepark.rest.views`.
 
 ``snapshot-loading-mode=refs`` loads tables with ``?snapshots=refs``: the table then holds
