@@ -530,11 +530,9 @@ class RestCatalog(RestViews, Catalog):
         self._require(f"POST {_TRANSACTIONS}", "commit several tables at once")
 
     def commit_tables(self, changes: Sequence[TableChange]) -> list[CommitResult]:
-        """``POST /v1/{prefix}/transactions/commit``: the server checks every table's
-        requirements and applies every table's updates, all or none. 409 is
-        ``CommitFailedError``; 5xx or a lost connection ``CommitStateUnknownError``. The
-        answer holds no metadata, so each table is loaded after the commit (a load that
-        fails then raises ``CommitStateUnknownError``: the commit landed, delete nothing)."""
+        """``POST /v1/{prefix}/transactions/commit``, all or none (409 CommitFailedError; 5xx
+        or a lost connection CommitStateUnknownError). The answer holds no metadata: each
+        table is loaded after it (a failed load is CommitStateUnknownError: delete nothing)."""
         self._check_multi_table()
         idents = [to_identifier(ident) for ident, _, _ in changes]
         if len(set(idents)) != len(idents):
@@ -552,8 +550,7 @@ class RestCatalog(RestViews, Catalog):
                 for ident, (_, requirements, updates) in zip(idents, changes, strict=True)
             ]
         )
-        for ident in idents:
-            self._recent.pop(ident, None)
+        self._recent = {k: v for k, v in self._recent.items() if k not in idents}
         self._client.call(
             "POST",
             self._client.url("transactions", "commit"),
@@ -562,14 +559,12 @@ class RestCatalog(RestViews, Catalog):
             errors="commit",
         )
         results = []
-        for ident in idents:
+        for ident in idents:  # the commit landed: a failed load must not delete its files
             try:
                 table = self.load_table(ident)
             except Exception as exc:
                 raise CommitStateUnknownError(
-                    f"The commit of tables {names} landed, but table {_dotted(ident)} could "
-                    f"not be loaded after it ({type(exc).__name__}: {exc}); delete nothing "
-                    "written for it"
+                    f"Committed tables {names}, but {_dotted(ident)} did not load after: {exc}"
                 ) from exc
             results.append(CommitResult(table.metadata, table.metadata_location))
         return results
