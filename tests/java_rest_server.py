@@ -58,7 +58,23 @@ ENDPOINTS = [
     "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
     "POST /v1/{prefix}/namespaces/{namespace}/register",
     "POST /v1/{prefix}/tables/rename",
+    "POST /v1/{prefix}/transactions/commit",
+    "GET /v1/{prefix}/namespaces/{namespace}/views",
+    "POST /v1/{prefix}/namespaces/{namespace}/views",
+    "GET /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "POST /v1/{prefix}/views/rename",
 ]
+
+
+class JavaError(Exception):
+    """A Java exception to answer with (the cause of a reflective call's wrapper)."""
+
+    def __init__(self, java_exception):
+        super().__init__(java_exception.getMessage())
+        self.java_exception = java_exception
 
 
 def main():
@@ -101,6 +117,7 @@ def main():
     props.put("uri", "jdbc:h2:mem:iceberg_rest;DB_CLOSE_DELAY=-1")
     props.put("io-impl", "org.apache.iceberg.hadoop.HadoopFileIO")
     props.put("jdbc.strict-mode", "true")  # tables only in namespaces that exist
+    props.put("jdbc.schema-version", "V1")  # the schema with iceberg_type: views
     catalog.setConf(spark._jsc.hadoopConfiguration())
     catalog.initialize("java", props)
 
@@ -138,10 +155,74 @@ def main():
             "rows": rows,
         }
 
+    def java_view_of_view(ns_segment, name_segment):
+        """What Java reads of a view through its catalog: SQL per dialect, schema, versions."""
+        view = catalog.loadView(ident(ns_segment, name_segment))
+        version = view.currentVersion()
+        sql = {r.dialect(): r.sql() for r in version.representations()}
+        return {
+            "sql": sql,
+            "schema": json.loads(jvm.org.apache.iceberg.SchemaParser.toJson(view.schema())),
+            "versions": len(list(view.versions())),
+            "version-id": version.versionId(),
+            "default-namespace": list(version.defaultNamespace().levels()),
+            "default-catalog": version.defaultCatalog(),
+            "properties": dict(view.properties()),
+            "uuid": str(view.uuid()),
+        }
+
+    def java_create_view(ns_segment, name_segment, body):
+        """Java's catalog creates a view ({"sql", "schema": Iceberg schema JSON})."""
+        spec = json.loads(body)
+        namespace = ns(ns_segment)
+        builder = catalog.buildView(ident(ns_segment, name_segment))
+        builder = builder.withSchema(
+            jvm.org.apache.iceberg.SchemaParser.fromJson(json.dumps(spec["schema"]))
+        )
+        builder = builder.withQuery("spark", spec["sql"]).withDefaultNamespace(namespace)
+        for key, value in spec.get("properties", {}).items():
+            builder = builder.withProperty(key, value)
+        view = builder.create()
+        return {"uuid": str(view.uuid())}
+
+    table_ops_class = java_class("org.apache.iceberg.TableOperations")
+    update_request_class = java_class(req + "UpdateTableRequest")
+    commit_args = gateway.new_array(Class, 2)
+    commit_args[0], commit_args[1] = table_ops_class, update_request_class
+    handler_commit = handlers._java_lang_class.getDeclaredMethod("commit", commit_args)
+    handler_commit.setAccessible(True)
+    from py4j.protocol import Py4JJavaError
+
+    def commit_transaction(request):
+        """Java 1.10's CatalogHandlers has no commitTransaction: as its test adapter
+        (RESTCatalogAdapter) does, each change is validated and applied in memory on a
+        transaction of its table, and the transactions commit only when every one passed."""
+        transactions = []
+        for change in request.tableChanges():
+            table = catalog.loadTable(change.identifier())
+            tx = jvm.org.apache.iceberg.Transactions.newTransaction(
+                change.identifier().toString(), table.operations()
+            )
+            args = gateway.new_array(jvm.java.lang.Object, 2)
+            args[0], args[1] = tx.table().operations(), change
+            try:
+                handler_commit.invoke(None, args)
+            except Py4JJavaError as exc:
+                cause = exc.java_exception.getCause()
+                raise JavaError(cause if cause is not None else exc.java_exception) from None
+            transactions.append(tx)
+        for tx in transactions:
+            tx.commitTransaction()
+        return None
+
     def route(method, parts, query, body):
         """Returns the handler's Java response object, or None for 204."""
         if parts[:2] == ["_test", "table"]:
             return java_view(parts[2], parts[3])
+        if parts[:2] == ["_test", "view"]:
+            if method == "POST":
+                return java_create_view(parts[2], parts[3], body)
+            return java_view_of_view(parts[2], parts[3])
         if parts == ["v1", "config"]:
             overrides = {"prefix": args.prefix} if args.prefix else {}
             return {"defaults": {}, "overrides": overrides, "endpoints": ENDPOINTS}
@@ -162,6 +243,10 @@ def main():
             return handlers.createNamespace(catalog, parse(body, "CreateNamespaceRequest"))
         if rest == ["tables", "rename"]:
             return handlers.renameTable(catalog, parse(body, "RenameTableRequest"))
+        if rest == ["views", "rename"]:
+            return handlers.renameView(catalog, parse(body, "RenameTableRequest"))
+        if rest == ["transactions", "commit"]:
+            return commit_transaction(parse(body, "CommitTransactionRequest"))
         if len(rest) == 2 and rest[0] == "namespaces":
             if method == "HEAD":
                 return handlers.namespaceExists(catalog, ns(rest[1]))
@@ -183,6 +268,21 @@ def main():
             if request.stageCreate():
                 return handlers.stageTableCreate(catalog, ns(rest[1]), request)
             return handlers.createTable(catalog, ns(rest[1]), request)
+        if len(rest) == 3 and rest[2] == "views":
+            if method == "GET":
+                if page != (None, None):
+                    return handlers.listViews(catalog, ns(rest[1]), page[0], page[1])
+                return handlers.listViews(catalog, ns(rest[1]))
+            return handlers.createView(catalog, ns(rest[1]), parse(body, "CreateViewRequest"))
+        if len(rest) == 4 and rest[2] == "views":
+            view = ident(rest[1], rest[3])
+            if method == "HEAD":
+                return handlers.viewExists(catalog, view)
+            if method == "DELETE":
+                return handlers.dropView(catalog, view)
+            if method == "POST":
+                return handlers.updateView(catalog, view, parse(body, "UpdateTableRequest"))
+            return handlers.loadView(catalog, view)
         if len(rest) == 4 and rest[2] == "tables":
             table = ident(rest[1], rest[3])
             if method == "HEAD":

@@ -1,7 +1,7 @@
 """A small REST catalog that misbehaves on request, for the failures a real server rarely shows.
 
 Its tables live in an icepark ``SqlCatalog`` (the behaviour under test is the client's, not
-this server's): config, OAuth tokens, namespaces, create/load/commit of tables. Rules inject
+this server's): config, OAuth tokens, namespaces, create/load/commit of tables, multi-table commits. Rules inject
 faults before a request reaches that backend: a status with headers (429 + Retry-After, 401,
 403, 500, 503...), a dropped connection, or the request applied and then the connection
 dropped (the commit landed, the client cannot know). Every request is recorded with its
@@ -205,6 +205,19 @@ class FaultServer:
             req = json.loads(body)
             cat.create_namespace(tuple(req["namespace"]), req.get("properties") or {})
             return 200, {"namespace": req["namespace"], "properties": req.get("properties") or {}}
+        if rest == ["transactions", "commit"]:
+            req = json.loads(body)
+            cat.commit_tables(
+                [
+                    (
+                        (*c["identifier"]["namespace"], c["identifier"]["name"]),
+                        [table_requirement_from_json(r) for r in c["requirements"]],
+                        [table_update_from_json(u) for u in c["updates"]],
+                    )
+                    for c in req["table-changes"]
+                ]
+            )
+            return 204, None
         ns = tuple(rest[1].split("\x1f")) if len(rest) > 1 else ()
         if len(rest) == 2:
             props = cat.load_namespace_properties(ns)

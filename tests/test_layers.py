@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
         "icepark.rest.models",
         "icepark.rest.http",
         "icepark.rest.auth",
+        "icepark.rest.views",
         "icepark.rest.catalog",
     ),
     ("icepark.rest.server",),

@@ -413,12 +413,7 @@ class Catalog(ViewCatalog, ABC):
         it all with ``CommitFailedError`` naming the table, and the written files are
         deleted. A table whose updates change nothing is answered with its current metadata.
         Catalogs that cannot do it raise ``UnsupportedOperationError`` before any read."""
-        if self._multi_table_refusal is not None:
-            raise UnsupportedOperationError(
-                f"Catalog {self.name!r} ({type(self).__name__}) cannot commit several tables "
-                f"at once: {self._multi_table_refusal}. Commit them one by one, or use a SQL "
-                "catalog."
-            )
+        self._check_multi_table()
         plans: list[tuple[Identifier, str | None, TableMetadata | None, TableMetadata]] = []
         for identifier, requirements, updates in changes:
             ident = to_identifier(identifier)
@@ -466,6 +461,16 @@ class Catalog(ViewCatalog, ABC):
                 self._delete_old_metadata(current, new_metadata)
         return results
 
+    def _check_multi_table(self) -> None:
+        """Raise ``UnsupportedOperationError`` when this catalog cannot commit several tables
+        at once (before anything is read or written)."""
+        if self._multi_table_refusal is not None:
+            raise UnsupportedOperationError(
+                f"Catalog {self.name!r} ({type(self).__name__}) cannot commit several tables "
+                f"at once: {self._multi_table_refusal}. Commit them one by one, or use a SQL "
+                "catalog."
+            )
+
     def _commit_tables(self, swaps: Sequence[tuple[Identifier, str | None, str]]) -> None:
         """Swap every ``(identifier, expected, new)`` pointer (expected None: create) in one
         atomic step, or none: ``CommitFailedError`` naming a table whose pointer moved,
@@ -481,8 +486,7 @@ class Catalog(ViewCatalog, ABC):
         (``CommitFailedError``: reload the tables and run the transactions again); on success
         each transaction's table holds its new metadata. Catalogs that cannot commit several
         tables atomically raise ``UnsupportedOperationError`` before anything is staged."""
-        if self._multi_table_refusal is not None:
-            self.commit_tables([])  # raises the refusal
+        self._check_multi_table()
         for tx in transactions:
             if not isinstance(tx.table, Table) or tx.table.catalog is not self:
                 raise ValidationError(

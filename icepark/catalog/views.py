@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
     from icepark.spec.schema import Schema
 
-__all__ = ["ViewCatalog", "View", "ViewCommitResult", "DEFAULT_DIALECT"]
+__all__ = ["ViewCatalog", "View", "ViewCommitResult", "DEFAULT_DIALECT", "new_view_version"]
 
 DEFAULT_DIALECT = "spark"
 _ENGINE_NAME = "icepark"
@@ -85,7 +85,7 @@ def _engine_summary() -> dict[str, str]:
     return {"engine-name": _ENGINE_NAME, "engine-version": engine_version}
 
 
-def _new_version(
+def new_view_version(
     sql: str,
     dialect: str,
     default_namespace: Sequence[str],
@@ -205,7 +205,7 @@ class ViewCatalog:
         self._refuse_views()
         user_schema = schema_from_user(schema)
         namespace = namespace_of(ident)
-        version = _new_version(
+        version = new_view_version(
             sql,
             dialect,
             namespace if default_namespace is None else default_namespace,
@@ -213,14 +213,7 @@ class ViewCatalog:
             other_dialects,
         )
         if replace and self.view_exists(ident):
-            view = self.load_view(ident)
-            builder = ViewMetadataBuilder(view.metadata)
-            builder.set_properties(dict(properties or {}))
-            builder.set_current_version(version, user_schema)
-            result = self.commit_view(
-                ident, [AssertViewUUID(view.metadata.view_uuid)], builder.changes
-            )
-            return View(ident, result.metadata, result.metadata_location, self)
+            return self._replace_view_version(ident, version, user_schema, properties)
         view_location = (location or self.default_table_location(ident)).rstrip("/")
         metadata, _ = new_view_metadata(view_location, user_schema, version, properties)
         return self.create_view_from_metadata(ident, metadata)
@@ -257,6 +250,22 @@ class ViewCatalog:
                 ) from exc
             raise
         return View(ident, metadata, new_location, self)
+
+    def _replace_view_version(
+        self,
+        ident: Identifier,
+        version: ViewVersion,
+        schema: Schema,
+        properties: Mapping[str, str] | None,
+    ) -> View:
+        """createOrReplace on an existing view: ``version`` becomes its current version and
+        ``properties`` are set, in one commit that asserts the view's UUID (as Java's)."""
+        view = self.load_view(ident)
+        builder = ViewMetadataBuilder(view.metadata)
+        builder.set_properties(dict(properties or {}))
+        builder.set_current_version(version, schema)
+        result = self.commit_view(ident, [AssertViewUUID(view.metadata.view_uuid)], builder.changes)
+        return View(ident, result.metadata, result.metadata_location, self)
 
     def commit_view(
         self,
@@ -419,7 +428,7 @@ class View:
     ) -> View:
         """A new current version of the view (Java's ``replaceVersion``)."""
         current = self.current_version
-        version = _new_version(
+        version = new_view_version(
             sql,
             dialect,
             current.default_namespace if default_namespace is None else default_namespace,

@@ -16,7 +16,13 @@ How it flows:
 * commits (``Table.commit`` and transactions end in :meth:`RestCatalog.commit_table`) are
   ``POST .../tables/{table}`` with the requirements and updates as JSON (their own codecs):
   the server checks and applies them. 409 is a retryable ``CommitFailedError``; 5xx or a lost
-  connection is ``CommitStateUnknownError`` and the transaction deletes nothing.
+  connection is ``CommitStateUnknownError`` and the transaction deletes nothing;
+* a create transaction is Java's: ``stage-create`` has the server choose location, ids and
+  UUID; the staged table's commit is one ``POST .../tables/{table}`` with ``assert-create``,
+  the creating updates and the writes' updates;
+* ``commit_tables``/``commit_transaction`` go to ``POST /v1/{prefix}/transactions/commit``
+  (all or nothing; 409 deletes the transactions' files, 5xx or a lost connection nothing);
+* views: :mod:`icepark.rest.views`.
 
 ``snapshot-loading-mode=refs`` loads tables with ``?snapshots=refs``: the table then holds
 only the snapshots its branches and tags reach (history older than them is not loaded later;
@@ -39,6 +45,7 @@ from icepark.catalog.base import (
 )
 from icepark.errors import (
     CatalogConfigError,
+    CommitStateUnknownError,
     NoSuchTableError,
     UnsupportedOperationError,
     ValidationError,
@@ -50,6 +57,7 @@ from icepark.rest.models import (
     CatalogConfig,
     CommitTableRequest,
     CommitTableResponse,
+    CommitTransactionRequest,
     CreateNamespaceRequest,
     CreateTableRequest,
     GetNamespaceResponse,
@@ -62,17 +70,21 @@ from icepark.rest.models import (
     TableIdentifier,
     UpdateNamespacePropertiesRequest,
 )
+from icepark.rest.views import VIEW_ENDPOINTS, RestViews
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata, table_metadata_from_dict
 from icepark.spec.partitioning import build_partition_spec, partition_spec_to_json
 from icepark.spec.schema import Schema, schema_to_json
 from icepark.spec.sorting import build_sort_order, sort_order_to_json
-from icepark.spec.updates import TableRequirement, TableUpdate
+from icepark.spec.updates import AssertCreate, TableRequirement, TableUpdate
 from icepark.table.interface import CommitResult
 from icepark.table.table import Table
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from icepark.catalog.base import TableChange
+    from icepark.table.staged import StagedTable
 
 __all__ = ["RestCatalog", "DEFAULT_ENDPOINTS"]
 
@@ -80,6 +92,7 @@ _NS = "/v1/{prefix}/namespaces"
 _NS1 = _NS + "/{namespace}"
 _TABLES = _NS1 + "/tables"
 _TABLE = _TABLES + "/{table}"
+_TRANSACTIONS = "/v1/{prefix}/transactions/commit"
 
 # What a server that lists no endpoints offers (Java's RESTSessionCatalog.DEFAULT_ENDPOINTS).
 DEFAULT_ENDPOINTS = frozenset(
@@ -97,7 +110,7 @@ DEFAULT_ENDPOINTS = frozenset(
         "POST /v1/{prefix}/tables/rename",
         f"POST {_NS1}/register",
         f"POST {_TABLE}/metrics",
-        "POST /v1/{prefix}/transactions/commit",
+        f"POST {_TRANSACTIONS}",
     }
 )
 
@@ -119,8 +132,11 @@ def _dotted(parts: Sequence[str]) -> str:
     return ".".join(parts)
 
 
-class RestCatalog(Catalog):
+class RestCatalog(RestViews, Catalog):
     """A catalog behind an Iceberg REST server; ``properties`` need ``uri``."""
+
+    _views_refusal = None  # the server's endpoints decide (RestViews)
+    _multi_table_refusal = None  # the server's endpoints decide (_check_multi_table)
 
     def __init__(self, name: str, properties: Mapping[str, str] | None = None) -> None:
         super().__init__(name, properties)
@@ -135,9 +151,12 @@ class RestCatalog(Catalog):
             self._client.close()
             self._client = self._make_client(self.properties)
         self._client.prefix = self.properties.get("prefix", "")
-        self.endpoints = (
-            frozenset(config.endpoints) if config.endpoints is not None else DEFAULT_ENDPOINTS
-        )
+        if config.endpoints is not None:
+            self.endpoints = frozenset(config.endpoints)
+        elif self.properties.get("view-endpoints-supported", "false").lower() == "true":
+            self.endpoints = DEFAULT_ENDPOINTS | VIEW_ENDPOINTS
+        else:
+            self.endpoints = DEFAULT_ENDPOINTS
         self._page_size = self.properties.get("rest-page-size")
         self._recent: dict[Identifier, tuple[float, Table]] = {}
 
@@ -362,7 +381,45 @@ class RestCatalog(Catalog):
     ) -> Table:
         """Create a table on the server (which assigns its ids, location and UUID)."""
         ident = to_identifier(identifier)
-        operation = f"create table {_dotted(ident)}"
+        result = self._create_request(
+            ident, schema, partition_by, sort_by, location, properties, stage=False
+        )
+        return self._table(ident, result)
+
+    def create_table_transaction(
+        self,
+        identifier: str | Sequence[str],
+        schema: Schema | pa.Schema,
+        partition_by: Sequence[str | tuple[str, str]] = (),
+        sort_by: Sequence[str] = (),
+        location: str | None = None,
+        properties: Mapping[str, str] | None = None,
+    ) -> StagedTable:
+        """A table to create and write in one commit (Java's ``createTransaction``): the
+        server stages it (``stage-create``: location, ids and UUID chosen, nothing created)
+        and the staged table's commit creates it with its first changes."""
+        from icepark.table.staged import StagedTable
+
+        ident = to_identifier(identifier)
+        result = self._create_request(
+            ident, schema, partition_by, sort_by, location, properties, stage=True
+        )
+        metadata = table_metadata_from_dict(result.metadata)
+        io = self._io_for(metadata, result.config, result.storage_credentials)
+        return StagedTable(ident, metadata, io, self)
+
+    def _create_request(
+        self,
+        ident: Identifier,
+        schema: Schema | pa.Schema,
+        partition_by: Sequence[str | tuple[str, str]],
+        sort_by: Sequence[str],
+        location: str | None,
+        properties: Mapping[str, str] | None,
+        *,
+        stage: bool,
+    ) -> LoadTableResult:
+        operation = f"{'stage the creation of' if stage else 'create'} table {_dotted(ident)}"
         self._require(f"POST {_TABLES}", operation)
         user_schema = schema_from_user(schema)
         spec = build_partition_spec(user_schema, partition_by)
@@ -376,6 +433,7 @@ class RestCatalog(Catalog):
             partition_spec=partition_spec_to_json(spec),
             write_order=sort_order_to_json(order),
             properties=props,
+            stage_create=True if stage else None,
         )
         result = self._client.call(
             "POST",
@@ -386,7 +444,7 @@ class RestCatalog(Catalog):
             errors="create-table",
         )
         assert result is not None
-        return self._table(ident, result)
+        return result
 
     def register_table(self, identifier: str | Sequence[str], metadata_location: str) -> Table:
         ident = to_identifier(identifier)
@@ -443,9 +501,11 @@ class RestCatalog(Catalog):
         updates: Sequence[TableUpdate],
     ) -> CommitResult:
         """``POST .../tables/{table}``: the server checks ``requirements`` and applies
-        ``updates`` atomically (``base`` is the client's view; the server decides)."""
+        ``updates`` atomically (``base`` is the client's view; the server decides). With
+        ``AssertCreate`` it is a stage-create's commit: 409 means the table exists."""
         ident = to_identifier(identifier)
-        operation = f"commit to table {_dotted(ident)}"
+        creates = any(isinstance(r, AssertCreate) for r in requirements)
+        operation = f"{'create' if creates else 'commit to'} table {_dotted(ident)}"
         self._require(f"POST {_TABLE}", operation)
         self._recent.pop(ident, None)
         request = CommitTableRequest(
@@ -459,10 +519,55 @@ class RestCatalog(Catalog):
             operation,
             body=request,
             response=CommitTableResponse,
-            errors="commit",
+            errors="create-commit" if creates else "commit",
         )
         assert answer is not None
         return CommitResult(table_metadata_from_dict(answer.metadata), answer.metadata_location)
+
+    # -- several tables at once ------------------------------------------------------------
+
+    def _check_multi_table(self) -> None:
+        self._require(f"POST {_TRANSACTIONS}", "commit several tables at once")
+
+    def commit_tables(self, changes: Sequence[TableChange]) -> list[CommitResult]:
+        """``POST /v1/{prefix}/transactions/commit``, all or none (409 CommitFailedError; 5xx
+        or a lost connection CommitStateUnknownError). The answer holds no metadata: each
+        table is loaded after it (a failed load is CommitStateUnknownError: delete nothing)."""
+        self._check_multi_table()
+        idents = [to_identifier(ident) for ident, _, _ in changes]
+        if len(set(idents)) != len(idents):
+            raise ValidationError("A table appears more than once in one commit")
+        if not changes:
+            return []
+        names = ", ".join(_dotted(i) for i in idents)
+        request = CommitTransactionRequest(
+            table_changes=[
+                CommitTableRequest(
+                    identifier=TableIdentifier.of(ident),
+                    requirements=[r.to_json() for r in requirements],
+                    updates=[u.to_json() for u in updates],
+                )
+                for ident, (_, requirements, updates) in zip(idents, changes, strict=True)
+            ]
+        )
+        self._recent = {k: v for k, v in self._recent.items() if k not in idents}
+        self._client.call(
+            "POST",
+            self._client.url("transactions", "commit"),
+            f"commit tables {names}",
+            body=request,
+            errors="commit",
+        )
+        results = []
+        for ident in idents:  # the commit landed: a failed load must not delete its files
+            try:
+                table = self.load_table(ident)
+            except Exception as exc:
+                raise CommitStateUnknownError(
+                    f"Committed tables {names}, but {_dotted(ident)} did not load after: {exc}"
+                ) from exc
+            results.append(CommitResult(table.metadata, table.metadata_location))
+        return results
 
     # -- what the REST protocol does on the server side ------------------------------------
 

@@ -46,12 +46,14 @@ from icepark.errors import (
     NamespaceNotEmptyError,
     NoSuchNamespaceError,
     NoSuchTableError,
+    NoSuchViewError,
     NotAuthorizedError,
     RestError,
     ServerError,
     ServiceUnavailableError,
     TableAlreadyExistsError,
     UnsupportedOperationError,
+    ViewAlreadyExistsError,
 )
 from icepark.rest.models import ErrorResponse, RestModel
 
@@ -64,17 +66,31 @@ log = logging.getLogger(__name__)
 
 M = TypeVar("M", bound=RestModel)
 
-ErrorKind = Literal["default", "namespace", "drop-namespace", "table", "create-table", "commit"]
+ErrorKind = Literal[
+    "default",
+    "namespace",
+    "drop-namespace",
+    "table",
+    "create-table",
+    "commit",
+    "create-commit",
+    "view",
+    "view-commit",
+]
 """How an operation's error statuses read (Java's ``ErrorHandlers``): ``namespace`` (404 no
 such namespace, 409 it exists), ``drop-namespace`` (409 not empty), ``table`` (404 no such
 table or namespace by the error's type, 409 the table exists), ``create-table`` (as ``table``,
 404 meaning the namespace), ``commit`` (404 no such table, 409 commit failed, 500/502/503/504
-state unknown)."""
+state unknown; also the multi-table commit), ``create-commit`` (a stage-create's commit: 404
+no such namespace, 409 the table exists, 5xx state unknown), ``view`` (404 no such view or
+namespace by the error's type, 409 the view exists), ``view-commit`` (404 no such view, 409
+commit failed, 5xx state unknown)."""
 
 ACCESS_DELEGATION = "X-Iceberg-Access-Delegation"
 _IDEMPOTENT = frozenset({"GET", "HEAD"})
 _COMMIT_UNKNOWN = frozenset({500, 502, 503, 504})
-_NAMESPACE_KINDS = ("namespace", "drop-namespace", "create-table")
+_NAMESPACE_KINDS = ("namespace", "drop-namespace", "create-table", "create-commit")
+_COMMIT_KINDS = frozenset({"commit", "create-commit", "view-commit"})
 
 
 def encode_namespace(namespace: Sequence[str]) -> str:
@@ -196,7 +212,7 @@ class RestClient:
         allow_404: bool = False,
     ) -> requests.Response:
         payload = body.dump() if isinstance(body, RestModel) else body
-        commit = errors == "commit"
+        commit = errors in _COMMIT_KINDS
         attempt = 0
         refreshed = False
         while True:
@@ -311,16 +327,20 @@ def _error(answer: requests.Response, operation: str, kind: ErrorKind) -> Except
             return NoSuchNamespaceError(text)
         if kind in ("table", "commit"):
             return NoSuchTableError(text)
+        if kind in ("view", "view-commit"):
+            return NoSuchViewError(text)
     if status == 409:
         if kind == "namespace":
             return NamespaceAlreadyExistsError(text)
         if kind == "drop-namespace":
             return NamespaceNotEmptyError(text)
-        if kind in ("table", "create-table"):
+        if kind in ("table", "create-table", "create-commit"):
             return TableAlreadyExistsError(text)
-        if kind == "commit":
+        if kind == "view":
+            return ViewAlreadyExistsError(text)
+        if kind in ("commit", "view-commit"):
             return CommitFailedError(text)
-    if kind == "commit" and status in _COMMIT_UNKNOWN:
+    if kind in _COMMIT_KINDS and status in _COMMIT_UNKNOWN:
         return CommitStateUnknownError(
             f"Cannot tell whether {operation} landed: the REST catalog answered HTTP {status}"
             f" ({message or error_type or 'no message'})"

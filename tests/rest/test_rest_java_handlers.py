@@ -5,14 +5,8 @@ REST is read back through Java (its catalog, its schema parser, Spark's Iceberg 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pytest
@@ -31,6 +25,9 @@ from icepark.errors import (
 from icepark.rest.catalog import RestCatalog
 from icepark.spec.updates import AssertRefSnapshotId, SetPropertiesUpdate
 
+if TYPE_CHECKING:
+    from tests.rest.conftest import JavaServer
+
 # Java's JDBC catalog needs a JDBC driver the reference engine lacks: H2's, from the local
 # Maven repository (Derby, which Spark ships, does not speak the catalog's LIMIT queries)
 H2_JARS = sorted(Path.home().glob(".m2/repository/com/h2database/h2/*/h2-*.jar"))
@@ -38,71 +35,6 @@ pytestmark = [
     pytest.mark.skipif(not refengine.available(), reason="no reference engine"),
     pytest.mark.skipif(not H2_JARS, reason="no H2 JDBC driver in ~/.m2"),
 ]
-
-SERVER = Path(__file__).resolve().parents[1] / "java_rest_server.py"
-
-
-@dataclass
-class JavaServer:
-    uri: str
-    warehouse: Path
-
-    def catalog(self, **props: str) -> RestCatalog:
-        return RestCatalog("java", {"uri": self.uri, "rest-page-size": "2", **props})
-
-    def view(self, namespace: str, table: str) -> dict[str, Any]:
-        """Java's own reading of a table (404 raises)."""
-        try:
-            with urllib.request.urlopen(f"{self.uri}/_test/table/{namespace}/{table}") as answer:
-                view: dict[str, Any] = json.loads(answer.read())
-                return view
-        except urllib.error.HTTPError as exc:
-            raise AssertionError(
-                f"Java could not read {namespace}.{table}: {exc.read()!r}"
-            ) from None
-
-
-@pytest.fixture(scope="module")
-def java(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JavaServer]:
-    warehouse = tmp_path_factory.mktemp("java-rest")
-    log = open(warehouse.parent / "java-rest-server.log", "w")
-    proc = subprocess.Popen(
-        [
-            str(refengine.REF_VENV / "bin" / "python"),
-            str(SERVER),
-            str(refengine.REF_SCRIPT.parent),
-            str(warehouse / "wh"),
-            "--prefix",
-            "ws",
-            "--page-size",
-            "2",
-            "--jdbc-jar",
-            str(H2_JARS[-1]),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=log,
-        text=True,
-        cwd=warehouse,  # the JVM leaves files such as derby.log in its working folder
-    )
-    assert proc.stdout is not None and proc.stdin is not None
-    line = proc.stdout.readline()
-    if not line.startswith("PORT "):
-        proc.kill()
-        log.close()
-        pytest.fail(
-            f"the Java REST server did not start: {(warehouse.parent / 'java-rest-server.log').read_text()[-2000:]}"
-        )
-    try:
-        yield JavaServer(f"http://127.0.0.1:{line.split()[1]}", warehouse / "wh")
-    finally:
-        proc.stdin.close()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-
 
 SCHEMA = icepark.schema(("id", "long", True), ("name", "string"), ("ts", "timestamptz"))
 
