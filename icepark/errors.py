@@ -26,6 +26,7 @@ __all__ = [
     "StorageError",
     "NoSuchViewError",
     "ViewAlreadyExistsError",
+    "NoSuchPlanError",
     "RestError",
     "BadRequestError",
     "NotAuthorizedError",
@@ -127,6 +128,11 @@ class NoSuchViewError(IceparkError, LookupError):
 
 class ViewAlreadyExistsError(IceparkError):
     """A view (or a table) of that name exists already."""
+
+
+class NoSuchPlanError(IceparkError, LookupError):
+    """A server-side scan plan (or one of its plan tasks) that does not exist: never made,
+    cancelled or expired (HTTP 404)."""
 
 
 class RestError(IceparkError):

@@ -112,9 +112,7 @@ def content_file_to_json(
     return out
 
 
-def content_file_from_json(
-    obj: Any, partition_types: Mapping[int, StructType]
-) -> DataFile:
+def content_file_from_json(obj: Any, partition_types: Mapping[int, StructType]) -> DataFile:
     """The :class:`DataFile` of content file JSON ``obj`` (either form); ``partition_types``
     maps each spec id to its partition type."""
     if not isinstance(obj, Mapping):

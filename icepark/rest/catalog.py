@@ -22,7 +22,7 @@ How it flows:
   the creating updates and the writes' updates;
 * ``commit_tables``/``commit_transaction`` go to ``POST /v1/{prefix}/transactions/commit``
   (all or nothing; 409 deletes the transactions' files, 5xx or a lost connection nothing);
-* views: :mod:`icepark.rest.views`.
+* views: :mod:`icepark.rest.views`; server-side scan planning: :mod:`.scan_planning`.
 
 ``snapshot-loading-mode=refs`` loads tables with ``?snapshots=refs``: the table then holds
 only the snapshots its branches and tags reach (history older than them is not loaded later;
@@ -70,6 +70,7 @@ from icepark.rest.models import (
     TableIdentifier,
     UpdateNamespacePropertiesRequest,
 )
+from icepark.rest.scan_planning import RestScanPlanner, scan_planning_enabled
 from icepark.rest.views import VIEW_ENDPOINTS, RestViews
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata, table_metadata_from_dict
@@ -322,7 +323,11 @@ class RestCatalog(RestViews, Catalog):
         metadata = table_metadata_from_dict(result.metadata)
         location = result.metadata_location or ""
         io = self._io_for(metadata, result.config, result.storage_credentials)
-        return Table(ident, metadata, location, io, self)
+        table = Table(ident, metadata, location, io, self)
+        if scan_planning_enabled(self.properties, result.config, self.endpoints):
+            url, name = self._table_url(ident), _dotted(ident)
+            table.scan_planner = RestScanPlanner(self._client, url, name, self.properties)
+        return table
 
     def _io_for(
         self,
@@ -591,10 +596,5 @@ class RestCatalog(RestViews, Catalog):
 def _longest_prefix(
     credentials: Iterable[StorageCredential], location: str
 ) -> StorageCredential | None:
-    best: StorageCredential | None = None
-    for credential in credentials:
-        if location.startswith(credential.prefix) and (
-            best is None or len(credential.prefix) > len(best.prefix)
-        ):
-            best = credential
-    return best
+    matching = [c for c in credentials if location.startswith(c.prefix)]
+    return max(matching, key=lambda c: len(c.prefix), default=None)

@@ -43,6 +43,12 @@ __all__ = [
     "CreateViewRequest",
     "LoadViewResult",
     "CommitViewRequest",
+    "PlanTableScanRequest",
+    "ScanTasks",
+    "PlanTableScanResult",
+    "FetchPlanningResult",
+    "FetchScanTasksRequest",
+    "FetchScanTasksResult",
 ]
 
 Namespace = list[str]
@@ -232,3 +238,49 @@ class CommitViewRequest(RestModel):
     identifier: TableIdentifier | None = None
     requirements: list[JsonObject] = Field(default_factory=list)
     updates: list[JsonObject] = Field(default_factory=list)
+
+
+# -- server-side scan planning ------------------------------------------------------------------
+# Expressions and content files travel as JSON here; their codecs are
+# icepark.expressions.json and icepark.manifest.content_json.
+
+
+class PlanTableScanRequest(RestModel):
+    snapshot_id: int | None = Field(default=None, alias="snapshot-id")
+    select: list[str] | None = None
+    filter: Any = None
+    case_sensitive: bool = Field(default=True, alias="case-sensitive")
+    use_snapshot_schema: bool = Field(default=False, alias="use-snapshot-schema")
+    start_snapshot_id: int | None = Field(default=None, alias="start-snapshot-id")
+    end_snapshot_id: int | None = Field(default=None, alias="end-snapshot-id")
+    stats_fields: list[str] | None = Field(default=None, alias="stats-fields")
+
+
+class ScanTasks(RestModel):
+    """File scan tasks (each ``{"data-file", "delete-file-references", "residual-filter"}``),
+    the delete files they reference by index, and plan tasks to fetch more with."""
+
+    delete_files: list[JsonObject] | None = Field(default=None, alias="delete-files")
+    file_scan_tasks: list[JsonObject] | None = Field(default=None, alias="file-scan-tasks")
+    plan_tasks: list[str] | None = Field(default=None, alias="plan-tasks")
+
+
+class PlanTableScanResult(ScanTasks):
+    """``status``: completed (tasks here), submitted (poll ``plan-id``), cancelled, failed."""
+
+    status: str
+    plan_id: str | None = Field(default=None, alias="plan-id")
+    error: ErrorModel | None = None
+
+
+class FetchPlanningResult(ScanTasks):
+    status: str
+    error: ErrorModel | None = None
+
+
+class FetchScanTasksRequest(RestModel):
+    plan_task: str = Field(alias="plan-task")
+
+
+class FetchScanTasksResult(ScanTasks):
+    pass

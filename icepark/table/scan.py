@@ -8,7 +8,7 @@ that only plans starts about twice as fast without it.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -106,6 +106,10 @@ class DataScan:
     case_sensitive: bool = True
     use_snapshot_schema: bool | None = None
     options: dict[str, str] = field(default_factory=dict)
+    # plans the scan elsewhere (a REST catalog's server-side planning) instead of locally
+    planner: Callable[[DataScan], Iterator[FileScanTask]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     # -- refinement ------------------------------------------------------------------------
 
@@ -188,8 +192,11 @@ class DataScan:
         return list(self.iter_plan_files())
 
     def iter_plan_files(self) -> Iterator[FileScanTask]:
-        """:meth:`plan_files` as a stream, manifest by manifest (reading can start early)."""
+        """:meth:`plan_files` as a stream, manifest by manifest (reading can start early);
+        through the table's ``planner`` when it has one (server-side planning)."""
         bind(self.schema, self.row_filter, self.case_sensitive)  # fail early on bad columns
+        if self.planner is not None:
+            return self.planner(self)
         return iter_plan_files(
             self.io, self.metadata, self.snapshot, self.row_filter, self.schema, self.case_sensitive
         )
@@ -337,4 +344,5 @@ def table_scan(
         case_sensitive,
         use_snapshot_schema=use_snapshot_schema,
         options=dict(options or {}),
+        planner=getattr(table, "scan_planner", None),
     )

@@ -32,6 +32,7 @@ from icepark.table.interface import TableCommitter, read_table_metadata
 from icepark.table.scan import DataScan, table_scan
 
 if TYPE_CHECKING:
+    from icepark.planning.planner import FileScanTask
     from icepark.table.incremental.append_scan import IncrementalAppendScan
     from icepark.table.incremental.changelog import ChangelogScan
     from icepark.table.incremental.follow import AppendedBatch
@@ -68,6 +69,8 @@ class Table:
         self.metadata_location = metadata_location
         self.io = io
         self.catalog = catalog
+        # plans scans instead of the local planner (a REST catalog's server-side planning)
+        self.scan_planner: Callable[[DataScan], Iterator[FileScanTask]] | None = None
 
     @classmethod
     def from_metadata(cls, path: str, properties: dict[str, str] | None = None) -> Table:

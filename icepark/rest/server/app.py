@@ -31,12 +31,14 @@ from icepark.catalog.base import Catalog
 from icepark.rest.models import CatalogConfig, OAuthErrorResponse, OAuthTokenResponse
 from icepark.rest.server import (
     routes_namespaces,
+    routes_planning,
     routes_tables,
     routes_transactions,
     routes_views,
 )
 from icepark.rest.server.context import ServerState, caller, state_of
 from icepark.rest.server.errors import install_error_handlers
+from icepark.rest.server.plans import PlanStore
 from icepark.rest.server.security import Principal, Principals, TokenSigner
 
 __all__ = ["create_app", "DEFAULT_MAX_BODY_BYTES"]
@@ -61,6 +63,9 @@ def create_app(
     token_ttl_seconds: int = 3600,
     token_key: bytes | str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    scan_planning_page_size: int = 1000,
+    scan_plan_ttl_seconds: float = 600.0,
+    scan_planning_default: bool = False,
 ) -> FastAPI:
     """The ASGI app serving ``catalog`` over the Iceberg REST protocol.
 
@@ -69,6 +74,12 @@ def create_app(
     ``token_ttl_seconds`` and are signed with ``token_key`` (default: the environment
     variable ``ICEPARK_SERVE_TOKEN_KEY``, else a random key of this process). ``prefix``
     puts the catalog routes under ``/v1/<prefix>/``.
+
+    Server-side scan planning (:mod:`.routes_planning`) answers plans of up to
+    ``scan_planning_page_size`` tasks at once and keeps bigger ones, in pages of that many
+    tasks, for ``scan_plan_ttl_seconds``; ``scan_planning_default`` tells clients in the
+    config's ``defaults`` to plan on the server (``rest.scan-planning.enabled``, and Java's
+    ``scan-planning-mode=server``).
     """
     if prefix is not None:
         prefix = prefix.strip("/")
@@ -80,7 +91,7 @@ def create_app(
         redoc_url=None,
         openapi_url=None,
     )
-    endpoints = routes_namespaces.ENDPOINTS + routes_tables.ENDPOINTS
+    endpoints = routes_namespaces.ENDPOINTS + routes_tables.ENDPOINTS + routes_planning.ENDPOINTS
     # what the backing catalog cannot do is served (406) but not advertised
     if catalog.supports_views:
         endpoints = endpoints + routes_views.ENDPOINTS
@@ -93,11 +104,18 @@ def create_app(
         prefix=prefix,
         max_body_bytes=max_body_bytes,
         endpoints=endpoints,
+        plans=PlanStore(scan_planning_page_size, scan_plan_ttl_seconds),
+        config_defaults=(
+            {"rest.scan-planning.enabled": "true", "scan-planning-mode": "server"}
+            if scan_planning_default
+            else {}
+        ),
     )
     install_error_handlers(app)
     base = f"/v1/{quote(prefix, safe='')}" if prefix else "/v1"
     app.include_router(routes_namespaces.router, prefix=base)
     app.include_router(routes_tables.router, prefix=base)
+    app.include_router(routes_planning.router, prefix=base)
     app.include_router(routes_views.router, prefix=base)
     app.include_router(routes_transactions.router, prefix=base)
     app.add_api_route("/v1/config", _config, methods=["GET"], name="get_config")
@@ -112,7 +130,9 @@ def _config(
 ) -> JSONResponse:
     state = state_of(request)
     overrides = {"prefix": state.prefix} if state.prefix else {}
-    body = CatalogConfig(defaults={}, overrides=overrides, endpoints=list(state.endpoints))
+    body = CatalogConfig(
+        defaults=dict(state.config_defaults), overrides=overrides, endpoints=list(state.endpoints)
+    )
     return JSONResponse(body.dump())
 
 

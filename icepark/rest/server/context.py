@@ -12,6 +12,7 @@ from fastapi import Request
 
 from icepark.catalog.base import Catalog
 from icepark.errors import ForbiddenError, NotAuthorizedError
+from icepark.rest.server.plans import PlanStore
 from icepark.rest.server.security import LEVEL_NAMES, Principal, Principals, TokenSigner
 
 __all__ = ["ServerState", "state_of", "caller", "require"]
@@ -25,6 +26,8 @@ class ServerState:
     prefix: str | None = None
     max_body_bytes: int = 16 * 1024 * 1024
     endpoints: list[str] = field(default_factory=list)
+    plans: PlanStore = field(default_factory=PlanStore)
+    config_defaults: dict[str, str] = field(default_factory=dict)
 
 
 def state_of(request: Request) -> ServerState:
