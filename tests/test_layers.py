@@ -32,6 +32,8 @@ LAYERS: list[tuple[str, ...]] = [
         "icepark.rest.http",
         "icepark.rest.auth",
         "icepark.rest.views",
+        "icepark.rest.scan_tasks",
+        "icepark.rest.scan_planning",
         "icepark.rest.catalog",
     ),
     ("icepark.rest.server",),
