@@ -111,6 +111,11 @@ class DataScan:
         default=None, compare=False, repr=False
     )
 
+    def __getstate__(self) -> dict[str, object]:
+        # a pickled scan (what a Spark task reads) leaves its planner behind: tasks read, the
+        # driver plans, and a planner holds a live HTTP session
+        return {**self.__dict__, "planner": None}
+
     # -- refinement ------------------------------------------------------------------------
 
     def filter(self, expr: str | BooleanExpression) -> DataScan:

@@ -288,3 +288,12 @@ def test_hypothesis_server_plans_equal_local_plans(
 ) -> None:
     remote = _remote(server).scan(filter=filter).plan_files()
     assert _key(remote) == _key(backend[1].scan(filter=filter).plan_files())
+
+
+def test_a_pickled_scan_leaves_its_planner_behind(server: str) -> None:
+    import pickle
+
+    scan = _remote(server).scan(filter="id = 50")
+    assert scan.planner is not None
+    copy = pickle.loads(pickle.dumps(scan))
+    assert copy.planner is None and copy.row_filter == scan.row_filter
