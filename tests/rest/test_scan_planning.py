@@ -297,3 +297,76 @@ def test_a_pickled_scan_leaves_its_planner_behind(server: str) -> None:
     assert scan.planner is not None
     copy = pickle.loads(pickle.dumps(scan))
     assert copy.planner is None and copy.row_filter == scan.row_filter
+
+
+def _openapi_components() -> dict[str, Any]:
+    """The REST spec's schemas (Iceberg 1.10.2's OpenAPI document, from the local mirror of
+    apache/iceberg), with ``oneOf`` read as ``anyOf``: the spec's value unions (a string is
+    a StringTypeValue and a DateTypeValue alike) overlap. Expressions are left open."""
+    import subprocess
+
+    yaml = pytest.importorskip("yaml")
+    pytest.importorskip("jsonschema")
+    repo = Path("/work/.mirror/apache+iceberg/repo")
+    if not repo.exists():
+        pytest.skip("no mirror of apache/iceberg")
+    text = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "show",
+            "apache-iceberg-1.10.2:open-api/rest-catalog-open-api.yaml",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+    def any_of(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {("anyOf" if k == "oneOf" else k): any_of(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [any_of(v) for v in node]
+        return node
+
+    components: dict[str, Any] = any_of(yaml.safe_load(text)["components"])
+    # expressions are judged by Java's ExpressionParser (test_scan_planning_java): the
+    # document's Expression schemas disagree with Java 1.10, which writes ``true`` as a JSON
+    # boolean and literal values as plain JSON values (the document types them as objects)
+    components["schemas"]["Expression"] = {}
+    return components
+
+
+def test_answers_match_the_openapi_document(server: str) -> None:
+    import jsonschema
+
+    components = _openapi_components()
+
+    def check(body: Any, name: str) -> None:
+        schema = {"$ref": f"#/components/schemas/{name}", "components": components}
+        jsonschema.Draft202012Validator(schema).validate(body)
+
+    both = {"type": "and", "left": {"type": "eq", "term": "id", "value": 50}, "right": True}
+    request = {"filter": both, "case-sensitive": True}
+    check(request, "PlanTableScanRequest")
+    status, body = _post(server, "plan", request)
+    assert status == 200
+    check(body, "PlanTableScanResult")
+    status, submitted = _post(server, "plan", {})
+    check(submitted, "PlanTableScanResult")
+    plan_id = submitted["plan-id"]
+    fetched = json.loads(
+        urllib.request.urlopen(f"{server}/v1/namespaces/db/tables/t/plan/{plan_id}").read()
+    )
+    check(fetched, "FetchPlanningResult")
+    kinds = set()
+    for plan_task in fetched["plan-tasks"]:
+        status, page = _post(server, "tasks", {"plan-task": plan_task})
+        check(page, "FetchScanTasksResult")
+        kinds.update(d["content"] for d in page.get("delete-files", []))
+    assert kinds == {"position-deletes", "equality-deletes"}
+    # the judge can fail: Java 1.10's form of a content file is not the spec's
+    page["file-scan-tasks"][0]["data-file"]["content"] = "DATA"
+    with pytest.raises(jsonschema.ValidationError):
+        check(page, "FetchScanTasksResult")
