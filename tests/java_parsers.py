@@ -13,6 +13,9 @@ It starts one Spark session only to reach a JVM holding Iceberg 1.10's classes (
 * ``{"op": "content-files", "schema": schema JSON, "specs": [spec JSON, ...],
   "items": [json, ...]}``: each item parsed by ``ContentFileParser.fromJson(node,
   specsById)`` and written back by ``ContentFileParser.toJson(file, spec)``;
+* ``{"op": "scan-tasks", "schema": ..., "specs": [...], "items": [json, ...]}``: each page
+  parsed by ``FetchScanTasksResponseParser.fromJson(node, specsById, true)`` and written back
+  by its ``toJson`` (the tasks' residuals as Java's ``BaseFileScanTask`` gives them);
 * ``{"op": "plan-request", "items": [json, ...]}``: each parsed by
   ``PlanTableScanRequestParser.fromJson`` and written back by its ``toJson``.
 
@@ -35,6 +38,8 @@ def main():
     ContentFileParser = iceberg.ContentFileParser
     PlanRequestParser = iceberg.rest.requests.PlanTableScanRequestParser
     JsonUtil = iceberg.util.JsonUtil
+    TasksParser = iceberg.rest.responses.FetchScanTasksResponseParser
+    TasksResponse = iceberg.rest.responses.FetchScanTasksResponse
     print("READY", flush=True)
 
     def each(items, convert):
@@ -49,22 +54,37 @@ def main():
     for line in sys.stdin:
         request = json.loads(line)
         op = request["op"]
+        specs = jvm.java.util.HashMap()
+        if "schema" in request:
+            schema = iceberg.SchemaParser.fromJson(json.dumps(request["schema"]))
+            for spec_json in request["specs"]:
+                spec = iceberg.PartitionSpecParser.fromJson(schema, json.dumps(spec_json))
+                specs.put(spec.specId(), spec)
         if op == "expressions":
             results = each(
                 request["items"], lambda t: ExpressionParser.toJson(ExpressionParser.fromJson(t))
             )
         elif op == "content-files":
-            schema = iceberg.SchemaParser.fromJson(json.dumps(request["schema"]))
-            specs = jvm.java.util.HashMap()
-            for spec_json in request["specs"]:
-                spec = iceberg.PartitionSpecParser.fromJson(schema, json.dumps(spec_json))
-                specs.put(spec.specId(), spec)
 
             def content_file(text, specs=specs):
                 parsed = ContentFileParser.fromJson(JsonUtil.mapper().readTree(text), specs)
                 return ContentFileParser.toJson(parsed, specs.get(parsed.specId()))
 
             results = each(request["items"], content_file)
+        elif op == "scan-tasks":
+
+            def scan_tasks(text, specs=specs):
+                parsed = TasksParser.fromJson(JsonUtil.mapper().readTree(text), specs, True)
+                again = (
+                    TasksResponse.builder()
+                    .withFileScanTasks(parsed.fileScanTasks())
+                    .withDeleteFiles(parsed.deleteFiles())
+                    .withSpecsById(specs)
+                    .build()
+                )
+                return TasksParser.toJson(again)
+
+            results = each(request["items"], scan_tasks)
         elif op == "plan-request":
             results = each(
                 request["items"], lambda t: PlanRequestParser.toJson(PlanRequestParser.fromJson(t))
