@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from icepark.errors import ValidationError
-from icepark.expressions import AlwaysTrue, BooleanExpression
+from icepark.expressions import BooleanExpression
 from icepark.expressions.json import expression_from_json, expression_to_json
 from icepark.manifest.content_json import content_file_from_json, content_file_to_json
 from icepark.planning.planner import FileScanTask
@@ -92,10 +92,8 @@ def tasks_from_json(
                 f"{len(deletes)} delete files"[:300]
             )
         residual = row_filter
-        if "residual-filter" in obj and obj["residual-filter"] is not None:
+        if obj.get("residual-filter") is not None:
             residual = expression_from_json(obj["residual-filter"], schema, case_sensitive)
-        if residual is None:
-            residual = AlwaysTrue()
         applying = tuple(deletes[r] for r in refs)
         tasks.append(FileScanTask(data, applying, residual, data.spec_id or 0))
     return tasks

@@ -16,7 +16,7 @@ Grants: ``read`` on the table's namespace for every route.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
@@ -51,7 +51,7 @@ ENDPOINTS = [
 ]
 
 
-def _ident(request: Request, principal: Principal | None, namespace: str, table: str) -> Any:
+def _ident(principal: Principal | None, namespace: str, table: str) -> tuple[str, ...]:
     ident = (*parse_namespace(namespace), check_name(table))
     require(principal, ident[:-1], READ)
     return ident
@@ -100,7 +100,7 @@ def _plan(table: Table, body: PlanTableScanRequest) -> list[FileScanTask]:
 def plan_table_scan(
     request: Request, principal: Caller, namespace: str, table: str, body: PlanTableScanRequest
 ) -> JSONResponse:
-    ident = _ident(request, principal, namespace, table)
+    ident = _ident(principal, namespace, table)
     state = state_of(request)
     loaded = state.catalog.load_table(ident)
     tasks = _plan(loaded, body)
@@ -119,7 +119,7 @@ def plan_table_scan(
 def fetch_planning_result(
     request: Request, principal: Caller, namespace: str, table: str, plan_id: str
 ) -> JSONResponse:
-    ident = _ident(request, principal, namespace, table)
+    ident = _ident(principal, namespace, table)
     plan = state_of(request).plans.get(ident, plan_id)
     result = FetchPlanningResult(status="completed", plan_tasks=plan.plan_tasks())
     return JSONResponse(result.dump())
@@ -129,7 +129,7 @@ def fetch_planning_result(
 def cancel_planning(
     request: Request, principal: Caller, namespace: str, table: str, plan_id: str
 ) -> Response:
-    ident = _ident(request, principal, namespace, table)
+    ident = _ident(principal, namespace, table)
     state_of(request).plans.cancel(ident, plan_id)
     return Response(status_code=204)
 
@@ -138,7 +138,7 @@ def cancel_planning(
 def fetch_scan_tasks(
     request: Request, principal: Caller, namespace: str, table: str, body: FetchScanTasksRequest
 ) -> JSONResponse:
-    ident = _ident(request, principal, namespace, table)
+    ident = _ident(principal, namespace, table)
     store = state_of(request).plans
     page = store.page(ident, body.plan_task)
     types = store.get(ident, body.plan_task.rpartition(":")[0]).partition_types
