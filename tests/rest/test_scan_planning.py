@@ -370,3 +370,55 @@ def test_answers_match_the_openapi_document(server: str) -> None:
     page["file-scan-tasks"][0]["data-file"]["content"] = "DATA"
     with pytest.raises(jsonschema.ValidationError):
         check(page, "FetchScanTasksResult")
+
+
+def test_polls_until_completed_and_reports_failures(
+    backend: tuple[Catalog, Table], server: str
+) -> None:
+    from icepark.errors import RestError
+    from icepark.rest.models import FetchPlanningResult, PlanTableScanResult
+
+    table = _remote(server)
+    client = table.scan_planner.client  # type: ignore[union-attr]
+    original = client.call
+    polls: list[str] = []
+
+    def still_planning(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "GET" and "/plan/" in url and len(polls) < 2:
+            polls.append(url)
+            return FetchPlanningResult(status="submitted")
+        return original(method, url, *args, **kwargs)
+
+    client.call = still_planning  # type: ignore[method-assign]
+    tasks = table.scan().plan_files()
+    assert len(polls) == 2
+    assert _key(tasks) == _key(backend[1].scan().plan_files())
+
+    def failing(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "POST" and url.endswith("/plan"):
+            error = {"message": "disk on fire", "type": "ServerError", "code": 500}
+            return PlanTableScanResult.model_validate({"status": "failed", "error": error})
+        return original(method, url, *args, **kwargs)
+
+    client.call = failing  # type: ignore[method-assign]
+    with pytest.raises(RestError, match="planning failed: disk on fire"):
+        table.scan().plan_files()
+
+
+def test_a_plan_left_unread_is_cancelled(server: str) -> None:
+    table = _remote(server)
+    client = table.scan_planner.client  # type: ignore[union-attr]
+    original = client.call
+    deleted: list[str] = []
+
+    def spy(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        if method == "DELETE":
+            deleted.append(url.rsplit("/", 1)[-1])
+        return original(method, url, *args, **kwargs)
+
+    client.call = spy  # type: ignore[method-assign]
+    tasks = table.scan().iter_plan_files()
+    next(tasks)
+    tasks.close()  # type: ignore[attr-defined]
+    assert len(deleted) == 1
+    assert _call(server, "GET", f"plan/{deleted[0]}") == 404
