@@ -24,9 +24,8 @@ How it flows:
   (all or nothing; 409 deletes the transactions' files, 5xx or a lost connection nothing);
 * views: :mod:`icepark.rest.views`; server-side scan planning: :mod:`.scan_planning`.
 
-``snapshot-loading-mode=refs`` loads tables with ``?snapshots=refs``: the table then holds
-only the snapshots its branches and tags reach (history older than them is not loaded later;
-load it without the property to see it).
+``snapshot-loading-mode=refs`` loads tables with ``?snapshots=refs``: the table holds only the
+snapshots its branches and tags reach (load it without the property to see older history).
 """
 
 from __future__ import annotations
