@@ -4,7 +4,8 @@
 
 ``bench.many`` of the standard tables (10,000 small files over 20 commits; built here with
 the reference engine when DIR has none: ``make_tables.py DIR 0 10000 20``) is served by
-icepark's REST server (uvicorn on 127.0.0.1, a file-system catalog behind it) and planned:
+icepark's REST server (uvicorn on 127.0.0.1 in a process of its own, a file-system catalog
+behind it) and planned:
 
 * **point query**: ``scan(filter="id = N").plan_files()`` through a ``RestCatalog`` with
   ``rest.scan-planning.enabled=true`` (one ``POST .../plan``, the server plans and answers
@@ -24,7 +25,7 @@ import os
 import socket
 import statistics
 import subprocess
-import threading
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -47,27 +48,44 @@ def _median(fn: Callable[[], Any], runs: int) -> float:
     return statistics.median(times)
 
 
+_SERVE = """
+import sys, uvicorn
+from icepark.catalog import load_catalog
+from icepark.rest import create_app
+catalog = load_catalog("bench", type="filesystem", warehouse=sys.argv[1])
+uvicorn.run(create_app(catalog), host="127.0.0.1", port=int(sys.argv[2]), log_level="warning",
+            access_log=False)
+"""
+
+
 @contextmanager
-def _serving(app: Any) -> Iterator[str]:
-    import uvicorn
+def _serving(warehouse: Path) -> Iterator[str]:
+    """icepark's REST server over ``warehouse`` in a process of its own (as deployed: the
+    client's decoding and the server's planning do not share a GIL)."""
+    import urllib.request
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SERVE, str(warehouse), str(port)],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        if not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
+    uri = f"http://127.0.0.1:{port}"
     try:
-        yield f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{uri}/healthz").read()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise RuntimeError("the REST server did not start") from None
+                time.sleep(0.1)
+        yield uri
     finally:
-        server.should_exit = True
-        thread.join(10)
+        proc.terminate()
+        proc.wait(10)
 
 
 def _ensure_many(warehouse: Path) -> None:
@@ -81,13 +99,12 @@ def _ensure_many(warehouse: Path) -> None:
 
 def measure(warehouse: Path, runs: int, point: int) -> dict[str, Any]:
     from icepark.catalog import load_catalog
-    from icepark.rest import create_app
     from icepark.rest.catalog import RestCatalog
 
     catalog = load_catalog("bench", type="filesystem", warehouse=str(warehouse))
     local = catalog.load_table("bench.many")
     out: dict[str, Any] = {}
-    with _serving(create_app(catalog)) as uri:
+    with _serving(warehouse) as uri:
         rest = RestCatalog("rest", {"uri": uri, "rest.scan-planning.enabled": "true"})
         remote = rest.load_table("bench.many")
         assert remote.scan_planner is not None
@@ -114,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--warehouse", default="/tmp/icepark-bench-planning/wh")
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--point", type=int, default=123457)
+    parser.add_argument("--point", type=int, default=50007)  # as bench.run: files * 10 // 2 + 7
     args = parser.parse_args(argv)
     warehouse = Path(args.warehouse)
     _ensure_many(warehouse)

@@ -127,8 +127,8 @@ def content_file_from_json(obj: Any, partition_types: Mapping[int, StructType]) 
     path = obj.get("file-path")
     if not isinstance(path, str) or not path:
         raise ValidationError(f"Content file needs a file-path: {path!r}")
-    counts = {name: _map(obj, _wire(name), _count) for name in _COUNTS}
-    bounds = {name: _map(obj, _wire(name), _bytes) for name in _BOUNDS}
+    counts = {name: _map(obj, _wire(name), False) for name in _COUNTS}
+    bounds = {name: _map(obj, _wire(name), True) for name in _BOUNDS}
     key_metadata = obj.get("key-metadata")
     return DataFile(
         content=content,
@@ -200,20 +200,9 @@ def _optional_str(obj: Mapping[str, Any], name: str) -> str | None:
     return value
 
 
-def _count(value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValidationError(f"A count must be an integer: {value!r}")
-    return value
-
-
-def _bytes(value: Any) -> bytes:
-    try:
-        return bytes.fromhex(value)
-    except (TypeError, ValueError):
-        raise ValidationError(f"Not a hexadecimal binary value: {value!r}"[:300]) from None
-
-
-def _map(obj: Mapping[str, Any], name: str, read: Any) -> dict[int, Any] | None:
+def _map(obj: Mapping[str, Any], name: str, binary: bool) -> dict[int, Any] | None:
+    """A ``{"keys": [...], "values": [...]}`` map of field ids to counts (or, ``binary``, to
+    hex bytes); checked as whole lists (a table's files carry many of these)."""
     node = obj.get(name)
     if node is None:
         return None
@@ -221,4 +210,22 @@ def _map(obj: Mapping[str, Any], name: str, read: Any) -> dict[int, Any] | None:
     items = node.get("values") if isinstance(node, Mapping) else None
     if not isinstance(keys, list) or not isinstance(items, list) or len(keys) != len(items):
         raise ValidationError(f"Content file field {name!r} must be keys and values: {node!r}")
-    return {_count(k): read(v) for k, v in zip(keys, items, strict=True)}
+    if not all(type(k) is int for k in keys):
+        raise ValidationError(f"Content file field {name!r} has keys that are not ids: {keys!r}")
+    if not binary:
+        if not all(type(v) is int for v in items):
+            raise ValidationError(f"Content file field {name!r} must map ids to counts: {items!r}")
+        return dict(zip(keys, items, strict=True))
+    try:
+        return dict(zip(keys, (bytes.fromhex(v) for v in items), strict=True))
+    except (TypeError, ValueError):
+        raise ValidationError(
+            f"Content file field {name!r}: values must be hex: {items!r}"[:300]
+        ) from None
+
+
+def _bytes(value: Any) -> bytes:
+    try:
+        return bytes.fromhex(value)
+    except (TypeError, ValueError):
+        raise ValidationError(f"Not a hexadecimal binary value: {value!r}"[:300]) from None

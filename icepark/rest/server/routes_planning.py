@@ -28,7 +28,6 @@ from icepark.planning.planner import FileScanTask
 from icepark.rest.models import (
     FetchPlanningResult,
     FetchScanTasksRequest,
-    FetchScanTasksResult,
     PlanTableScanRequest,
     PlanTableScanResult,
 )
@@ -106,11 +105,8 @@ def plan_table_scan(
     tasks = _plan(loaded, body)
     types = partition_types(loaded.metadata)
     store = state.plans
-    if len(tasks) <= store.page_size:
-        result = PlanTableScanResult.model_validate(
-            {"status": "completed", **tasks_to_json(tasks, types)}
-        )
-        return JSONResponse(result.dump())
+    if len(tasks) <= store.page_size:  # tasks_to_json writes the wire form itself
+        return JSONResponse({"status": "completed", **tasks_to_json(tasks, types)})
     plan = store.add(ident, tasks, types)
     return JSONResponse(PlanTableScanResult(status="submitted", plan_id=plan.plan_id).dump())
 
@@ -142,5 +138,4 @@ def fetch_scan_tasks(
     store = state_of(request).plans
     page = store.page(ident, body.plan_task)
     types = store.get(ident, body.plan_task.rpartition(":")[0]).partition_types
-    result = FetchScanTasksResult.model_validate(tasks_to_json(page, types))
-    return JSONResponse(result.dump())
+    return JSONResponse(tasks_to_json(page, types))
