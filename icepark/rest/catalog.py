@@ -53,6 +53,7 @@ from icepark.errors import (
 from icepark.io import FileIO, load_file_io
 from icepark.rest.auth import auth_from
 from icepark.rest.http import ErrorKind, RestClient, encode_namespace
+from icepark.rest.metrics import report_commit
 from icepark.rest.models import (
     CatalogConfig,
     CommitTableRequest,
@@ -332,7 +333,7 @@ class RestCatalog(RestViews, Catalog):
     ) -> FileIO:
         props = self._io_properties()
         props.update(config)
-        best = _longest_prefix(credentials or (), metadata.location)
+        best = StorageCredential.best_for(credentials or (), metadata.location)
         if best is not None:
             props.update(best.config)
         return load_file_io(props, metadata.location)
@@ -513,6 +514,7 @@ class RestCatalog(RestViews, Catalog):
             requirements=[r.to_json() for r in requirements],
             updates=[u.to_json() for u in updates],
         )
+        start = time.perf_counter_ns()
         answer = self._client.call(
             "POST",
             self._table_url(ident),
@@ -522,7 +524,12 @@ class RestCatalog(RestViews, Catalog):
             errors="create-commit" if creates else "commit",
         )
         assert answer is not None
-        return CommitResult(table_metadata_from_dict(answer.metadata), answer.metadata_location)
+        after = table_metadata_from_dict(answer.metadata)
+        if self._offers(f"POST {_TABLE}/metrics"):
+            took = time.perf_counter_ns() - start
+            url = self._table_url(ident) + "/metrics"
+            report_commit(self._client, url, self.properties, _dotted(ident), base, after, took)
+        return CommitResult(after, answer.metadata_location)
 
     # -- several tables at once ------------------------------------------------------------
 
@@ -586,15 +593,3 @@ class RestCatalog(RestViews, Catalog):
 
     def _remove_table_entry(self, identifier: Identifier) -> str:
         raise UnsupportedOperationError("A REST catalog drops tables with drop_table")
-
-
-def _longest_prefix(
-    credentials: Iterable[StorageCredential], location: str
-) -> StorageCredential | None:
-    best: StorageCredential | None = None
-    for credential in credentials:
-        if location.startswith(credential.prefix) and (
-            best is None or len(credential.prefix) > len(best.prefix)
-        ):
-            best = credential
-    return best
