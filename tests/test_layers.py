@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
         "icepark.rest.http",
         "icepark.rest.auth",
         "icepark.rest.views",
+        "icepark.rest.metrics",
         "icepark.rest.catalog",
     ),
     ("icepark.rest.server",),
