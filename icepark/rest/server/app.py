@@ -30,12 +30,14 @@ from fastapi.responses import JSONResponse
 from icepark.catalog.base import Catalog
 from icepark.rest.models import CatalogConfig, OAuthErrorResponse, OAuthTokenResponse
 from icepark.rest.server import (
+    routes_credentials,
     routes_namespaces,
     routes_tables,
     routes_transactions,
     routes_views,
 )
 from icepark.rest.server.context import ServerState, caller, state_of
+from icepark.rest.server.credentials import CredentialVendor
 from icepark.rest.server.errors import install_error_handlers
 from icepark.rest.server.security import Principal, Principals, TokenSigner
 
@@ -61,6 +63,7 @@ def create_app(
     token_ttl_seconds: int = 3600,
     token_key: bytes | str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    credentials: CredentialVendor | None = None,
 ) -> FastAPI:
     """The ASGI app serving ``catalog`` over the Iceberg REST protocol.
 
@@ -68,7 +71,10 @@ def create_app(
     ``POST /v1/oauth/tokens`` and checks each principal's grants. Tokens last
     ``token_ttl_seconds`` and are signed with ``token_key`` (default: the environment
     variable ``ICEPARK_SERVE_TOKEN_KEY``, else a random key of this process). ``prefix``
-    puts the catalog routes under ``/v1/<prefix>/``.
+    puts the catalog routes under ``/v1/<prefix>/``. ``credentials``: a vendor
+    (:mod:`icepark.rest.server.credentials`) whose storage credentials go with each table
+    loaded or created by a client asking for ``vended-credentials``, and from
+    ``GET .../tables/{table}/credentials``.
     """
     if prefix is not None:
         prefix = prefix.strip("/")
@@ -86,6 +92,8 @@ def create_app(
         endpoints = endpoints + routes_views.ENDPOINTS
     if catalog.supports_multi_table_commits:
         endpoints = endpoints + routes_transactions.ENDPOINTS
+    if credentials is not None:
+        endpoints = endpoints + routes_credentials.ENDPOINTS
     app.state.icepark = ServerState(
         catalog=catalog,
         principals=auth,
@@ -93,6 +101,7 @@ def create_app(
         prefix=prefix,
         max_body_bytes=max_body_bytes,
         endpoints=endpoints,
+        credentials=credentials,
     )
     install_error_handlers(app)
     base = f"/v1/{quote(prefix, safe='')}" if prefix else "/v1"
@@ -100,6 +109,8 @@ def create_app(
     app.include_router(routes_tables.router, prefix=base)
     app.include_router(routes_views.router, prefix=base)
     app.include_router(routes_transactions.router, prefix=base)
+    if credentials is not None:
+        app.include_router(routes_credentials.router, prefix=base)
     app.add_api_route("/v1/config", _config, methods=["GET"], name="get_config")
     app.add_api_route("/v1/oauth/tokens", _tokens, methods=["POST"], name="get_token")
     app.add_api_route("/healthz", _healthz, methods=["GET"], name="healthz")

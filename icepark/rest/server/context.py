@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fastapi import Request
 
 from icepark.catalog.base import Catalog
 from icepark.errors import ForbiddenError, NotAuthorizedError
 from icepark.rest.server.security import LEVEL_NAMES, Principal, Principals, TokenSigner
+
+if TYPE_CHECKING:
+    from icepark.rest.server.credentials import CredentialVendor
 
 __all__ = ["ServerState", "state_of", "caller", "require"]
 
@@ -25,6 +29,7 @@ class ServerState:
     prefix: str | None = None
     max_body_bytes: int = 16 * 1024 * 1024
     endpoints: list[str] = field(default_factory=list)
+    credentials: CredentialVendor | None = None
 
 
 def state_of(request: Request) -> ServerState:
