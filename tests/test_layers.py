@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, ...]] = [
         "icepark.rest.auth",
         "icepark.rest.views",
         "icepark.rest.metrics",
+        "icepark.rest.vended_io",
         "icepark.rest.catalog",
     ),
     ("icepark.rest.server",),

@@ -322,7 +322,7 @@ class RestCatalog(RestViews, Catalog):
     def _table(self, ident: Identifier, result: LoadTableResult) -> Table:
         metadata = table_metadata_from_dict(result.metadata)
         location = result.metadata_location or ""
-        io = self._io_for(metadata, result.config, result.storage_credentials)
+        io = self._io_for(metadata, result.config, result.storage_credentials, ident)
         return Table(ident, metadata, location, io, self)
 
     def _io_for(
@@ -330,13 +330,16 @@ class RestCatalog(RestViews, Catalog):
         metadata: TableMetadata,
         config: Mapping[str, str],
         credentials: Sequence[StorageCredential] | None,
+        ident: Identifier | None = None,
     ) -> FileIO:
         props = self._io_properties()
         props.update(config)
         best = StorageCredential.best_for(credentials or (), metadata.location)
         if best is not None:
             props.update(best.config)
-        return load_file_io(props, metadata.location)
+        from icepark.rest.vended_io import table_file_io  # refreshes expiring credentials
+
+        return table_file_io(self, ident, props, metadata.location)
 
     def _io_properties(self) -> dict[str, str]:
         """The catalog's properties a FileIO may see: its own secrets and settings left out."""
@@ -406,7 +409,7 @@ class RestCatalog(RestViews, Catalog):
             ident, schema, partition_by, sort_by, location, properties, stage=True
         )
         metadata = table_metadata_from_dict(result.metadata)
-        io = self._io_for(metadata, result.config, result.storage_credentials)
+        io = self._io_for(metadata, result.config, result.storage_credentials, ident)
         return StagedTable(ident, metadata, io, self)
 
     def _create_request(
