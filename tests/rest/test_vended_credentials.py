@@ -114,8 +114,7 @@ def test_static_vendor_client_writes_and_reads_with_vended_keys_only(
         client = _client(url)
         assert not any(k.startswith("s3.") for k in client.properties)
         assert (
-            "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials"
-            in client.endpoints
+            "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}/credentials" in client.endpoints
         )
         table = client.create_table("db.t", SCHEMA)
         assert table.io.properties["s3.access-key-id"] == s3_with_auth["s3.access-key-id"]
@@ -140,9 +139,9 @@ def test_without_vending_s3_refuses_the_client(
     backend.create_table("db.t", SCHEMA).append(ROWS)
     with serving(create_app(backend)) as url:
         client = _client(url, **{"s3.endpoint": s3_with_auth["s3.endpoint"]})
-        assert not any(
-            e.endswith("/credentials") for e in client.endpoints
-        ), "credentials advertised without a vendor"
+        assert not any(e.endswith("/credentials") for e in client.endpoints), (
+            "credentials advertised without a vendor"
+        )
         table = client.load_table("db.t")  # metadata comes from the server
         assert "s3.access-key-id" not in table.io.properties
         with pytest.raises(StorageError, match="secured"):
@@ -179,7 +178,7 @@ def test_delegation_header_is_needed(backend: Catalog) -> None:
 
 
 def test_static_vendor_needs_keys() -> None:
-    with pytest.raises(icepark.errors.CatalogConfigError, match="s3.access-key-id"):
+    with pytest.raises(icepark.errors.CatalogConfigError, match=r"s3\.access-key-id"):
         StaticCredentials({"s3.endpoint": "http://127.0.0.1:1"})
 
 
@@ -223,7 +222,10 @@ def sts_vendor(s3_with_auth: dict[str, str]) -> Iterator[tuple[StsCredentials, R
         region_name="us-east-1",
     )
     recording = Recording(sts)
-    yield StsCredentials(role["Arn"], s3_with_auth, duration_seconds=900, client=recording), recording
+    yield (
+        StsCredentials(role["Arn"], s3_with_auth, duration_seconds=900, client=recording),
+        recording,
+    )
 
 
 def _permitted(policy: dict[str, Any], action: str, resource: str) -> bool:
@@ -306,7 +308,7 @@ def test_sts_vendor_caches_until_half_life(s3_with_auth: dict[str, str]) -> None
     assert vendor.vend("s3://b/wh/t", write=True) != first  # other access, other credentials
     now[0] += 451  # past half of 900 s
     assert vendor.vend("s3://b/wh/t", write=False)["s3.access-key-id"] != first["s3.access-key-id"]
-    assert first[EXPIRES] == str(int((1000 + 900) * 1000))
+    assert first[EXPIRES] == str((1000 + 900) * 1000)
     with pytest.raises(StorageError, match="not on S3"):
         vendor.vend("/local/path", write=False)
 
@@ -428,9 +430,7 @@ def test_vended_file_io_schedule_threads_and_pickle(tmp_path: Path) -> None:
 
     (tmp_path / "f").write_bytes(b"x")
     now[0] += 61
-    threads = [
-        threading.Thread(target=lambda: short.exists(str(tmp_path / "f"))) for _ in range(8)
-    ]
+    threads = [threading.Thread(target=lambda: short.exists(str(tmp_path / "f"))) for _ in range(8)]
     for t in threads:
         t.start()
     time.sleep(0.2)
