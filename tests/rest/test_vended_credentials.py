@@ -497,3 +497,68 @@ def test_pyiceberg_reads_through_vended_sts_credentials(
         )
         with pytest.raises(OSError):
             theirs.load_table("db.t").scan().to_arrow()
+
+
+# -- CLI ------------------------------------------------------------------------------------
+
+
+def test_serve_cli_vends_static_credentials(
+    backend: Catalog, s3_with_auth: dict[str, str], tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+    import urllib.request
+
+    import yaml
+
+    from tests.rest.conftest import free_port
+
+    backend.create_table("db.t", SCHEMA).append(ROWS)
+    config = tmp_path / "icepark.yaml"
+    config.write_text(yaml.safe_dump({"catalogs": {"server": dict(backend.properties)}}))
+    port = free_port()
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "ICEPARK_CONFIG": str(config)}
+    main = [
+        sys.executable,
+        "-c",
+        "from icepark.cli.main import main; main()",
+        "--catalog",
+        "server",
+    ]
+    log = tmp_path / "serve.log"
+    with open(log, "w") as err:
+        proc = subprocess.Popen(
+            [*main, "serve", "--port", str(port), "--vend-credentials", "static"],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    with urllib.request.urlopen(url + "/healthz", timeout=2):
+                        break
+                except OSError:
+                    assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+                    time.sleep(0.1)
+            assert _ids(_client(url)) == [1, 2, 3]
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
+    text = log.read_text()
+    assert '"operation": "load_table"' in text  # the access log ran
+    assert s3_with_auth["s3.secret-access-key"] not in text
+
+    refused = subprocess.run(
+        [*main, "serve", "--port", str(port), "--vend-credentials", "sts"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode != 0 and "--sts-role-arn" in refused.stderr
