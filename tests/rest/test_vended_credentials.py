@@ -309,8 +309,10 @@ def test_sts_vendor_caches_until_half_life(s3_with_auth: dict[str, str]) -> None
     now[0] += 451  # past half of 900 s
     assert vendor.vend("s3://b/wh/t", write=False)["s3.access-key-id"] != first["s3.access-key-id"]
     assert first[EXPIRES] == str((1000 + 900) * 1000)
+    assert vendor.vend("/local/path", write=False) == {}  # nothing to vend off S3
+    assert vendor.vend("file:///local/path", write=True) == {}
     with pytest.raises(StorageError, match="not on S3"):
-        vendor.vend("/local/path", write=False)
+        session_policy("/local/path", write=False)
 
 
 def test_session_policy_without_prefix_covers_the_bucket() -> None:
@@ -562,3 +564,21 @@ def test_serve_cli_vends_static_credentials(
         check=False,
     )
     assert refused.returncode != 0 and "--sts-role-arn" in refused.stderr
+
+
+def test_sts_vendor_leaves_local_tables_alone(catalog: Catalog) -> None:
+    from fastapi.testclient import TestClient
+
+    class NoSts:
+        def assume_role(self, **kwargs: Any) -> Any:
+            raise AssertionError("AssumeRole for a local table")
+
+    catalog.create_namespace("db")
+    catalog.create_table("db.t", SCHEMA).append(ROWS)
+    vendor = StsCredentials("arn:aws:iam::123456789012:role/r", {}, client=NoSts())
+    http = TestClient(create_app(catalog, credentials=vendor))
+    headers = {"X-Iceberg-Access-Delegation": "vended-credentials"}
+    answer = http.get("/v1/namespaces/db/tables/t", headers=headers)
+    assert answer.status_code == 200 and "storage-credentials" not in answer.json()
+    creds = http.get("/v1/namespaces/db/tables/t/credentials", headers=headers).json()
+    assert creds == {"storage-credentials": []}

@@ -57,6 +57,7 @@ S3_SESSION_TOKEN_EXPIRES_AT_MS = "s3.session-token-expires-at-ms"
 REFRESH_CREDENTIALS_ENDPOINT = "client.refresh-credentials-endpoint"
 MISSING_BOTO3 = "STS credential vending needs boto3: pip install boto3"
 
+_S3_SCHEMES = ("s3", "s3a", "s3n")
 _SECRET_KEYS = (S3_SECRET_ACCESS_KEY, S3_SESSION_TOKEN)
 # Settings that are not secrets but that a client needs to reach the storage
 _PLAIN_KEYS = (S3_ENDPOINT, S3_REGION, CLIENT_REGION, S3_PATH_STYLE_ACCESS)
@@ -69,7 +70,8 @@ class CredentialVendor(ABC):
 
     @abstractmethod
     def vend(self, location: str, write: bool) -> dict[str, str]:
-        """The ``s3.*`` settings for ``location`` (a ``StorageCredential``'s config)."""
+        """The ``s3.*`` settings for ``location`` (a ``StorageCredential``'s config); empty
+        when this vendor has none for it (e.g. a table not on S3)."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -103,7 +105,7 @@ class StaticCredentials(CredentialVendor):
 
 def _bucket_and_prefix(location: str) -> tuple[str, str]:
     parsed = urlparse(location)
-    if parsed.scheme not in ("s3", "s3a", "s3n") or not parsed.netloc:
+    if parsed.scheme not in _S3_SCHEMES or not parsed.netloc:
         raise StorageError(f"Cannot vend S3 credentials for a location not on S3: {location}")
     return parsed.netloc, parsed.path.strip("/")
 
@@ -188,6 +190,8 @@ class StsCredentials(CredentialVendor):
         return boto3.client("sts", **{k: v for k, v in options.items() if v is not None})
 
     def vend(self, location: str, write: bool) -> dict[str, str]:
+        if urlparse(location).scheme not in _S3_SCHEMES:
+            return {}  # a table on local disk: nothing to vend
         key = (location.rstrip("/"), write)
         now = self._clock()
         with self._lock:

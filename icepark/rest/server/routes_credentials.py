@@ -45,7 +45,7 @@ def _credential(
         return None
     prefix = location.rstrip("/")
     config = vendor.vend(prefix, _may_write(principal, ident[:-1]))
-    return StorageCredential(prefix=prefix, config=config)
+    return StorageCredential(prefix=prefix, config=config) if config else None
 
 
 def vended(
