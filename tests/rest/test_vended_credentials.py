@@ -167,8 +167,9 @@ def test_delegation_header_is_needed(backend: Catalog) -> None:
     (credential,) = asked["storage-credentials"]
     assert credential["prefix"] == backend.load_table("db.t").location
     assert asked["config"]["s3.access-key-id"] == credential["config"]["s3.access-key-id"]
-    refresh = asked["config"]["client.refresh-credentials-endpoint"]
-    assert refresh == "v1/namespaces/db/tables/t/credentials"
+    # static keys do not expire: no refresh endpoint (Java would insist on refreshing)
+    assert "client.refresh-credentials-endpoint" not in asked["config"]
+    refresh = "v1/namespaces/db/tables/t/credentials"
     again = http.get("/" + refresh).json()
     assert again["storage-credentials"][0]["config"] == credential["config"]
     # no vendor: no route and nothing advertised
@@ -252,6 +253,9 @@ def test_sts_vendor_scopes_credentials_to_the_table_and_grant(
         assert io_props["s3.session-token"]
         assert int(io_props[EXPIRES]) > time.time() * 1000
         assert isinstance(table.io, VendedFileIO)
+        assert io_props["client.refresh-credentials-endpoint"] == (
+            "v1/namespaces/db/tables/t/credentials"
+        )
         # the assumed role's temporary keys really write through the IAM-checked server
         table.append(ROWS)
         assert _ids(writer) == [1, 2, 3]

@@ -5,7 +5,8 @@ answers a ``LoadCredentialsResponse`` for a client refreshing them.
 
 Both answer with one ``StorageCredential`` whose prefix is the table's location; the same
 keys also go into the result's ``config`` for clients that read only that (older Java and
-PyIceberg), with ``client.refresh-credentials-endpoint`` naming where to refresh them.
+PyIceberg), with ``client.refresh-credentials-endpoint`` naming where to refresh them when
+they expire (``s3.session-token-expires-at-ms``).
 Access follows the grants: ``write`` on the namespace gets read/write credentials, ``read``
 read-only ones (the STS vendor scopes them; the static vendor cannot).
 """
@@ -20,7 +21,10 @@ from fastapi.responses import JSONResponse
 
 from icepark.rest.models import LoadCredentialsResponse, StorageCredential
 from icepark.rest.server.context import caller, require, state_of
-from icepark.rest.server.credentials import REFRESH_CREDENTIALS_ENDPOINT
+from icepark.rest.server.credentials import (
+    REFRESH_CREDENTIALS_ENDPOINT,
+    S3_SESSION_TOKEN_EXPIRES_AT_MS,
+)
 from icepark.rest.server.names import check_name, parse_namespace
 from icepark.rest.server.security import READ, WRITE, Principal
 
@@ -59,11 +63,17 @@ def vended(
     credential = _credential(request, principal, ident, location)
     if credential is None:
         return {}, None
-    state = state_of(request)
-    base = f"v1/{quote(state.prefix, safe='')}/" if state.prefix else "v1/"
-    namespace = quote("\x1f".join(ident[:-1]), safe="")
-    refresh = f"{base}namespaces/{namespace}/tables/{quote(ident[-1], safe='')}/credentials"
-    config = {**credential.config, REFRESH_CREDENTIALS_ENDPOINT: refresh}
+    config = dict(credential.config)
+    if S3_SESSION_TOKEN_EXPIRES_AT_MS in config:
+        # only for credentials that expire: Java's client then refreshes through it (and it
+        # insists on a session token and an expiry from the refresh, which static keys lack)
+        state = state_of(request)
+        base = f"v1/{quote(state.prefix, safe='')}/" if state.prefix else "v1/"
+        namespace = quote("\x1f".join(ident[:-1]), safe="")
+        table = quote(ident[-1], safe="")
+        config[REFRESH_CREDENTIALS_ENDPOINT] = (
+            f"{base}namespaces/{namespace}/tables/{table}/credentials"
+        )
     return config, [credential]
 
 
