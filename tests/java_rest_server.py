@@ -66,6 +66,7 @@ ENDPOINTS = [
     "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
     "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}",
     "POST /v1/{prefix}/views/rename",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
 ]
 
 
@@ -215,8 +216,24 @@ def main():
             tx.commitTransaction()
         return None
 
+    reports = []  # metrics reports as Java's parser read them, written back by Java
+
+    def report_metrics(body):
+        """Java's own parser reads the report (a malformed one fails: 400); what it read is
+        kept, written back by Java, for _test/metrics."""
+        parser = jvm.org.apache.iceberg.rest.requests.ReportMetricsRequestParser
+        try:
+            parsed = parser.fromJson(body)
+        except Exception as exc:
+            java = getattr(exc, "java_exception", None)
+            raise ValueError(java.getMessage() if java is not None else str(exc)) from None
+        reports.append(json.loads(parser.toJson(parsed)))
+        return None
+
     def route(method, parts, query, body):
         """Returns the handler's Java response object, or None for 204."""
+        if parts[:2] == ["_test", "metrics"]:
+            return {"reports": list(reports)}
         if parts[:2] == ["_test", "table"]:
             return java_view(parts[2], parts[3])
         if parts[:2] == ["_test", "view"]:
@@ -283,6 +300,8 @@ def main():
             if method == "POST":
                 return handlers.updateView(catalog, view, parse(body, "UpdateTableRequest"))
             return handlers.loadView(catalog, view)
+        if len(rest) == 5 and rest[2] == "tables" and rest[4] == "metrics":
+            return report_metrics(body)
         if len(rest) == 4 and rest[2] == "tables":
             table = ident(rest[1], rest[3])
             if method == "HEAD":
@@ -319,6 +338,8 @@ def main():
                         status, text = 200, mapper.writeValueAsString(result)
             except LookupError as exc:
                 status, text = 404, _error(404, "NoSuchResourceException", str(exc))
+            except ValueError as exc:  # a body Java's parser refused
+                status, text = 400, _error(400, "BadRequestException", str(exc))
             except Exception as exc:  # py4j's Java exception
                 java = getattr(exc, "java_exception", None)
                 if java is None:

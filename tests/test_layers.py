@@ -34,6 +34,8 @@ LAYERS: list[tuple[str, ...]] = [
         "icepark.rest.views",
         "icepark.rest.scan_tasks",
         "icepark.rest.scan_planning",
+        "icepark.rest.metrics",
+        "icepark.rest.vended_io",
         "icepark.rest.catalog",
     ),
     ("icepark.rest.server",),

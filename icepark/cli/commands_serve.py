@@ -73,6 +73,22 @@ def _connect_help(url: str, oauth: bool) -> str:
     help="Larger request bodies get 413.",
 )
 @click.option("--allow-insecure", is_flag=True, help="Allow --auth none on a non-loopback address.")
+@click.option(
+    "--vend-credentials",
+    type=click.Choice(["none", "static", "sts"]),
+    default="none",
+    show_default=True,
+    help="Hand clients storage credentials with each table: the catalog's own s3.* keys "
+    "(static) or STS AssumeRole credentials scoped to the table (sts).",
+)
+@click.option("--sts-role-arn", metavar="ARN", help="Role to assume (with --vend-credentials sts).")
+@click.option(
+    "--sts-duration",
+    default=3600,
+    show_default=True,
+    type=click.IntRange(900, 43200),
+    help="Life of STS credentials, s.",
+)
 @click.pass_context
 def serve_command(
     ctx: click.Context,
@@ -84,6 +100,9 @@ def serve_command(
     token_ttl: int,
     max_body_bytes: int,
     allow_insecure: bool,
+    vend_credentials: str,
+    sts_role_arn: str | None,
+    sts_duration: int,
 ) -> None:
     """Serve the catalog over the Iceberg REST protocol (PyIceberg, Java, Trino, ...)."""
     if ctx.invoked_subcommand is not None:
@@ -95,6 +114,8 @@ def serve_command(
         )
     if auth == "oauth2" and not principals_file:
         raise click.UsageError("--auth oauth2 needs --principals FILE")
+    if vend_credentials == "sts" and not sts_role_arn:
+        raise click.UsageError("--vend-credentials sts needs --sts-role-arn ARN")
     try:
         import uvicorn
 
@@ -103,12 +124,27 @@ def serve_command(
         raise click.ClickException(MISSING_EXTRA) from exc
     cli: CliContext = ctx.find_object(CliContext) or CliContext()
     principals = Principals.load(principals_file) if auth == "oauth2" and principals_file else None
+    catalog = cli.catalog()
+    vendor = None
+    if vend_credentials != "none":
+        from icepark.rest.server.credentials import vendor_from
+
+        try:
+            vendor = vendor_from(
+                vend_credentials,
+                catalog.properties,
+                role_arn=sts_role_arn,
+                duration_seconds=sts_duration,
+            )
+        except ImportError as exc:
+            raise click.ClickException(str(exc)) from exc
     app = create_app(
-        cli.catalog(),
+        catalog,
         auth=principals,
         prefix=prefix,
         token_ttl_seconds=token_ttl,
         max_body_bytes=max_body_bytes,
+        credentials=vendor,
     )
     access = logging.getLogger("icepark.rest.server")
     if not access.handlers:

@@ -52,6 +52,7 @@ from icepark.errors import (
 from icepark.io import FileIO, load_file_io
 from icepark.rest.auth import auth_from
 from icepark.rest.http import ErrorKind, RestClient, encode_namespace
+from icepark.rest.metrics import report_commit
 from icepark.rest.models import (
     CatalogConfig,
     CommitTableRequest,
@@ -69,7 +70,7 @@ from icepark.rest.models import (
     TableIdentifier,
     UpdateNamespacePropertiesRequest,
 )
-from icepark.rest.scan_planning import RestScanPlanner, scan_planning_enabled
+from icepark.rest.scan_planning import scan_planner_for
 from icepark.rest.views import VIEW_ENDPOINTS, RestViews
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata, table_metadata_from_dict
@@ -320,12 +321,9 @@ class RestCatalog(RestViews, Catalog):
 
     def _table(self, ident: Identifier, result: LoadTableResult) -> Table:
         metadata = table_metadata_from_dict(result.metadata)
-        location = result.metadata_location or ""
-        io = self._io_for(metadata, result.config, result.storage_credentials)
-        table = Table(ident, metadata, location, io, self)
-        if scan_planning_enabled(self.properties, result.config, self.endpoints):
-            url, name = self._table_url(ident), _dotted(ident)
-            table.scan_planner = RestScanPlanner(self._client, url, name, self.properties)
+        io = self._io_for(metadata, result.config, result.storage_credentials, ident)
+        table = Table(ident, metadata, result.metadata_location or "", io, self)
+        table.scan_planner = scan_planner_for(self, ident, result.config)
         return table
 
     def _io_for(
@@ -333,13 +331,16 @@ class RestCatalog(RestViews, Catalog):
         metadata: TableMetadata,
         config: Mapping[str, str],
         credentials: Sequence[StorageCredential] | None,
+        ident: Identifier | None = None,
     ) -> FileIO:
         props = self._io_properties()
         props.update(config)
-        best = _longest_prefix(credentials or (), metadata.location)
+        best = StorageCredential.best_for(credentials or (), metadata.location)
         if best is not None:
             props.update(best.config)
-        return load_file_io(props, metadata.location)
+        from icepark.rest.vended_io import table_file_io  # refreshes expiring credentials
+
+        return table_file_io(self, ident, props, metadata.location)
 
     def _io_properties(self) -> dict[str, str]:
         """The catalog's properties a FileIO may see: its own secrets and settings left out."""
@@ -409,7 +410,7 @@ class RestCatalog(RestViews, Catalog):
             ident, schema, partition_by, sort_by, location, properties, stage=True
         )
         metadata = table_metadata_from_dict(result.metadata)
-        io = self._io_for(metadata, result.config, result.storage_credentials)
+        io = self._io_for(metadata, result.config, result.storage_credentials, ident)
         return StagedTable(ident, metadata, io, self)
 
     def _create_request(
@@ -517,6 +518,7 @@ class RestCatalog(RestViews, Catalog):
             requirements=[r.to_json() for r in requirements],
             updates=[u.to_json() for u in updates],
         )
+        start = time.perf_counter_ns()
         answer = self._client.call(
             "POST",
             self._table_url(ident),
@@ -526,7 +528,12 @@ class RestCatalog(RestViews, Catalog):
             errors="create-commit" if creates else "commit",
         )
         assert answer is not None
-        return CommitResult(table_metadata_from_dict(answer.metadata), answer.metadata_location)
+        after = table_metadata_from_dict(answer.metadata)
+        if self._offers(f"POST {_TABLE}/metrics"):
+            took = time.perf_counter_ns() - start
+            url = self._table_url(ident) + "/metrics"
+            report_commit(self._client, url, self.properties, _dotted(ident), base, after, took)
+        return CommitResult(after, answer.metadata_location)
 
     # -- several tables at once ------------------------------------------------------------
 
@@ -590,10 +597,3 @@ class RestCatalog(RestViews, Catalog):
 
     def _remove_table_entry(self, identifier: Identifier) -> str:
         raise UnsupportedOperationError("A REST catalog drops tables with drop_table")
-
-
-def _longest_prefix(
-    credentials: Iterable[StorageCredential], location: str
-) -> StorageCredential | None:
-    matching = [c for c in credentials if location.startswith(c.prefix)]
-    return max(matching, key=lambda c: len(c.prefix), default=None)

@@ -257,7 +257,8 @@ class RestClient:
             raise _error(answer, operation, errors)
 
 
-def _client_version() -> str:
+def client_version() -> str:
+    """icepark's version, as the client names itself (``User-Agent``, reports)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -267,7 +268,7 @@ def _client_version() -> str:
 
 
 def _headers(properties: Mapping[str, str]) -> dict[str, str]:
-    agent = f"icepark/{_client_version()}"
+    agent = f"icepark/{client_version()}"
     headers = {
         "Content-Type": "application/json",
         "User-Agent": agent,

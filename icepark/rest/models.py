@@ -10,6 +10,7 @@ each, where they are used.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -151,6 +152,19 @@ class StorageCredential(RestModel):
 
     prefix: str
     config: dict[str, str] = Field(default_factory=dict)
+
+    @staticmethod
+    def best_for(
+        credentials: Iterable[StorageCredential], location: str
+    ) -> StorageCredential | None:
+        """The credential whose prefix is the longest one ``location`` starts with."""
+        best: StorageCredential | None = None
+        for credential in credentials:
+            if location.startswith(credential.prefix) and (
+                best is None or len(credential.prefix) > len(best.prefix)
+            ):
+                best = credential
+        return best
 
 
 class LoadTableResult(RestModel):

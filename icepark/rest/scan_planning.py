@@ -40,9 +40,10 @@ from icepark.rest.models import (
 from icepark.rest.scan_tasks import partition_types, tasks_from_json
 
 if TYPE_CHECKING:
+    from icepark.rest.catalog import RestCatalog
     from icepark.table.scan import DataScan
 
-__all__ = ["RestScanPlanner", "PLAN_ENDPOINT", "scan_planning_enabled"]
+__all__ = ["RestScanPlanner", "PLAN_ENDPOINT", "scan_planning_enabled", "scan_planner_for"]
 
 PLAN_ENDPOINT = "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/plan"
 ENABLED = "rest.scan-planning.enabled"
@@ -64,6 +65,17 @@ def scan_planning_enabled(
         if MODE in source:
             return source[MODE].strip().lower() == "server"
     return False
+
+
+def scan_planner_for(
+    catalog: RestCatalog, ident: tuple[str, ...], table_config: Mapping[str, str]
+) -> RestScanPlanner | None:
+    """The planner of a table ``catalog`` loads (None: plan locally); the catalog's own helper,
+    so it uses the catalog's client and table URLs."""
+    if not scan_planning_enabled(catalog.properties, table_config, catalog.endpoints):
+        return None
+    url = catalog._table_url(ident)
+    return RestScanPlanner(catalog._client, url, ".".join(ident), catalog.properties)
 
 
 class RestScanPlanner:

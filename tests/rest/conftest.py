@@ -115,6 +115,11 @@ class JavaServer:
                 f"Java could not create {namespace}.{view}: {exc.read()!r}"
             ) from None
 
+    def metrics_reports(self) -> list[dict[str, Any]]:
+        """The metrics reports Java's parser accepted, as Java writes them back."""
+        reports: list[dict[str, Any]] = self._get("_test/metrics")["reports"]
+        return reports
+
     def _get(self, path: str) -> dict[str, Any]:
         try:
             with urllib.request.urlopen(f"{self.uri}/{path}") as answer:

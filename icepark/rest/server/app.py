@@ -30,6 +30,7 @@ from fastapi.responses import JSONResponse
 from icepark.catalog.base import Catalog
 from icepark.rest.models import CatalogConfig, OAuthErrorResponse, OAuthTokenResponse
 from icepark.rest.server import (
+    routes_credentials,
     routes_namespaces,
     routes_planning,
     routes_tables,
@@ -37,6 +38,7 @@ from icepark.rest.server import (
     routes_views,
 )
 from icepark.rest.server.context import ServerState, caller, state_of
+from icepark.rest.server.credentials import CredentialVendor
 from icepark.rest.server.errors import install_error_handlers
 from icepark.rest.server.plans import PlanStore
 from icepark.rest.server.security import Principal, Principals, TokenSigner
@@ -66,6 +68,7 @@ def create_app(
     scan_planning_page_size: int = 1000,
     scan_plan_ttl_seconds: float = 600.0,
     scan_planning_default: bool = False,
+    credentials: CredentialVendor | None = None,
 ) -> FastAPI:
     """The ASGI app serving ``catalog`` over the Iceberg REST protocol.
 
@@ -73,7 +76,10 @@ def create_app(
     ``POST /v1/oauth/tokens`` and checks each principal's grants. Tokens last
     ``token_ttl_seconds`` and are signed with ``token_key`` (default: the environment
     variable ``ICEPARK_SERVE_TOKEN_KEY``, else a random key of this process). ``prefix``
-    puts the catalog routes under ``/v1/<prefix>/``.
+    puts the catalog routes under ``/v1/<prefix>/``. ``credentials``: a vendor
+    (:mod:`icepark.rest.server.credentials`) whose storage credentials go with each table
+    loaded or created by a client asking for ``vended-credentials``, and from
+    ``GET .../tables/{table}/credentials``.
 
     Server-side scan planning (:mod:`.routes_planning`) answers plans of up to
     ``scan_planning_page_size`` tasks at once and keeps bigger ones, in pages of that many
@@ -97,6 +103,8 @@ def create_app(
         endpoints = endpoints + routes_views.ENDPOINTS
     if catalog.supports_multi_table_commits:
         endpoints = endpoints + routes_transactions.ENDPOINTS
+    if credentials is not None:
+        endpoints = endpoints + routes_credentials.ENDPOINTS
     app.state.icepark = ServerState(
         catalog=catalog,
         principals=auth,
@@ -110,6 +118,7 @@ def create_app(
             if scan_planning_default
             else {}
         ),
+        credentials=credentials,
     )
     install_error_handlers(app)
     base = f"/v1/{quote(prefix, safe='')}" if prefix else "/v1"
@@ -118,6 +127,8 @@ def create_app(
     app.include_router(routes_planning.router, prefix=base)
     app.include_router(routes_views.router, prefix=base)
     app.include_router(routes_transactions.router, prefix=base)
+    if credentials is not None:
+        app.include_router(routes_credentials.router, prefix=base)
     app.add_api_route("/v1/config", _config, methods=["GET"], name="get_config")
     app.add_api_route("/v1/oauth/tokens", _tokens, methods=["POST"], name="get_token")
     app.add_api_route("/healthz", _healthz, methods=["GET"], name="healthz")

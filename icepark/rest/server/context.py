@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fastapi import Request
 
@@ -14,6 +15,9 @@ from icepark.catalog.base import Catalog
 from icepark.errors import ForbiddenError, NotAuthorizedError
 from icepark.rest.server.plans import PlanStore
 from icepark.rest.server.security import LEVEL_NAMES, Principal, Principals, TokenSigner
+
+if TYPE_CHECKING:
+    from icepark.rest.server.credentials import CredentialVendor
 
 __all__ = ["ServerState", "state_of", "caller", "require"]
 
@@ -28,6 +32,7 @@ class ServerState:
     endpoints: list[str] = field(default_factory=list)
     plans: PlanStore = field(default_factory=PlanStore)
     config_defaults: dict[str, str] = field(default_factory=dict)
+    credentials: CredentialVendor | None = None
 
 
 def state_of(request: Request) -> ServerState:

@@ -46,6 +46,7 @@ from icepark.rest.models import (
 from icepark.rest.server.context import caller, require, state_of
 from icepark.rest.server.errors import parse_each
 from icepark.rest.server.names import check_name, check_namespace, page, parse_namespace
+from icepark.rest.server.routes_credentials import vended
 from icepark.rest.server.security import READ, WRITE, Principal
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata, table_metadata_to_dict
@@ -98,8 +99,15 @@ def _etag(location: str, snapshots: str) -> str:
     return f'W/"{digest}"'
 
 
-def _load_result(md: TableMetadata, location: str | None, snapshots: str = "all") -> JSONResponse:
-    body = LoadTableResult(metadata_location=location, metadata=_metadata_json(md, snapshots))
+def _load_result(
+    md: TableMetadata, location: str | None, snapshots: str = "all", creds: Any = ({}, None)
+) -> JSONResponse:
+    body = LoadTableResult(
+        metadata_location=location,
+        metadata=_metadata_json(md, snapshots),
+        config=creds[0],
+        storage_credentials=creds[1],
+    )
     headers = {"ETag": _etag(location, snapshots)} if location else None
     return JSONResponse(body.dump(), headers=headers)
 
@@ -157,9 +165,12 @@ def create_table(
     metadata = _new_metadata(catalog, ident, body)
     if body.stage_create:
         # nothing is written: the client commits the create (with assert-create) later
-        return _load_result(metadata, None)
+        return _load_result(
+            metadata, None, creds=vended(request, principal, ident, metadata.location)
+        )
     table = catalog.create_table_from_metadata(ident, metadata)
-    return _load_result(table.metadata, table.metadata_location)
+    creds = vended(request, principal, ident, table.metadata.location)
+    return _load_result(table.metadata, table.metadata_location, creds=creds)
 
 
 @router.get("/namespaces/{namespace}/tables/{table}", name="load_table")
@@ -179,7 +190,8 @@ def load_table(
     if known and known == _etag(catalog.metadata_location(ident), snapshots):
         return Response(status_code=304)  # the client's copy is current: no file read
     loaded = catalog.load_table(ident)
-    return _load_result(loaded.metadata, loaded.metadata_location, snapshots)
+    creds = vended(request, principal, ident, loaded.metadata.location)
+    return _load_result(loaded.metadata, loaded.metadata_location, snapshots, creds)
 
 
 @router.head("/namespaces/{namespace}/tables/{table}", name="table_exists")
@@ -213,7 +225,8 @@ def register_table(
     if body.overwrite:
         raise BadRequestError("Register with overwrite=true is not supported")
     registered = state_of(request).catalog.register_table(ident, body.metadata_location)
-    return _load_result(registered.metadata, registered.metadata_location)
+    creds = vended(request, principal, ident, registered.metadata.location)
+    return _load_result(registered.metadata, registered.metadata_location, creds=creds)
 
 
 @router.post("/tables/rename", name="rename_table")
