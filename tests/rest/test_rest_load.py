@@ -125,9 +125,9 @@ def _run_load(uri: str, warehouse: Path, tmp_path: Path, servers: int) -> None:
     expected = sorted((p, i) for p in range(PROCESSES) for i in range(APPENDS))
     direct = icepark.load_catalog(uri=uri, warehouse=str(warehouse)).load_table(table)
     assert len(direct.snapshots()) == PROCESSES * APPENDS
-    assert sorted(
-        (s.summary or {}).get("added-records") for s in direct.snapshots()
-    ) == ["1"] * (PROCESSES * APPENDS)
+    assert sorted((s.summary or {}).get("added-records") for s in direct.snapshots()) == ["1"] * (
+        PROCESSES * APPENDS
+    )
     rows = direct.scan().to_arrow()
     assert sorted(zip(rows["process"].to_pylist(), rows["i"].to_pylist())) == expected
     # the reference reader, from the final metadata file alone

@@ -29,6 +29,7 @@ from icepark.errors import (
     BadRequestError,
     CommitFailedError,
     IceparkError,
+    NoSuchFileError,
     NoSuchNamespaceError,
     TableAlreadyExistsError,
 )
@@ -57,6 +58,8 @@ from icepark.spec.sorting import sort_order_from_json
 from icepark.spec.updates import table_update_from_json
 
 __all__ = ["router", "ENDPOINTS"]
+
+JSON = "application/json"
 
 _log = logging.getLogger("icepark.rest.server")
 router = APIRouter()
@@ -187,7 +190,9 @@ def table_exists(request: Request, principal: Caller, namespace: str, table: str
     ident = _ident(namespace, table)
     require(principal, ident[:-1], READ)
     found = state_of(request).catalog.table_exists(ident)
-    return Response(status_code=204 if found else 404)
+    if not found:  # the headers a GET would have
+        return Response(status_code=404, media_type=JSON)
+    return Response(status_code=204)
 
 
 @router.delete("/namespaces/{namespace}/tables/{table}", name="drop_table")
@@ -212,7 +217,13 @@ def register_table(
     require(principal, ident[:-1], WRITE)
     if body.overwrite:
         raise BadRequestError("Register with overwrite=true is not supported")
-    registered = state_of(request).catalog.register_table(ident, body.metadata_location)
+    try:
+        registered = state_of(request).catalog.register_table(ident, body.metadata_location)
+    except (NoSuchFileError, ValueError) as exc:  # no such file, a path with NUL, not JSON
+        raise BadRequestError(
+            f"Cannot register {'.'.join(ident)}: no readable table metadata at "
+            f"{body.metadata_location!r} ({type(exc).__name__})"
+        ) from exc
     return _load_result(registered.metadata, registered.metadata_location)
 
 
