@@ -12,6 +12,7 @@ from fastapi import Request
 
 from icepark.catalog.base import Catalog
 from icepark.errors import ForbiddenError, NotAuthorizedError
+from icepark.rest.server.metadata_cache import MetadataCache
 from icepark.rest.server.security import LEVEL_NAMES, Principal, Principals, TokenSigner
 
 __all__ = ["ServerState", "state_of", "caller", "require"]
@@ -25,6 +26,7 @@ class ServerState:
     prefix: str | None = None
     max_body_bytes: int = 16 * 1024 * 1024
     endpoints: list[str] = field(default_factory=list)
+    metadata: MetadataCache = field(default_factory=MetadataCache)
 
 
 def state_of(request: Request) -> ServerState:

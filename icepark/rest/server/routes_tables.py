@@ -17,6 +17,7 @@ commits, drops and renames (on both namespaces).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -46,6 +47,7 @@ from icepark.rest.models import (
 )
 from icepark.rest.server.context import caller, require, state_of
 from icepark.rest.server.errors import parse_each
+from icepark.rest.server.metadata_cache import MetadataCache
 from icepark.rest.server.names import check_name, check_namespace, page, parse_namespace
 from icepark.rest.server.security import READ, WRITE, Principal
 from icepark.spec import properties as P
@@ -177,12 +179,40 @@ def load_table(
     require(principal, ident[:-1], READ)
     if snapshots not in ("all", "refs"):
         raise BadRequestError(f"Invalid snapshots={snapshots!r}: expected all or refs")
-    catalog = state_of(request).catalog
+    state = state_of(request)
+    location = state.catalog.metadata_location(ident)
     known = request.headers.get("if-none-match")
-    if known and known == _etag(catalog.metadata_location(ident), snapshots):
+    if known and known == _etag(location, snapshots):
         return Response(status_code=304)  # the client's copy is current: no file read
-    loaded = catalog.load_table(ident)
-    return _load_result(loaded.metadata, loaded.metadata_location, snapshots)
+    if state.metadata.parsed(location) is None:  # read once per metadata file
+        loaded = state.catalog.load_table(ident)
+        location = loaded.metadata_location
+        state.metadata.remember(location, loaded.metadata)
+    return _answer(
+        state.metadata, location, snapshots, {"config": {}}, {"ETag": _etag(location, snapshots)}
+    )
+
+
+def _answer(
+    cache: MetadataCache,
+    location: str,
+    snapshots: str,
+    extra: dict[str, Any],
+    headers: dict[str, str] | None = None,
+    metadata: TableMetadata | None = None,
+) -> Response:
+    """A ``LoadTableResult`` / ``CommitTableResponse`` body around the cached JSON of the
+    metadata at ``location`` (parsed ``metadata`` given, or already in the cache)."""
+
+    def parsed() -> TableMetadata:
+        found = metadata or cache.parsed(location)
+        assert found is not None
+        return found
+
+    text = cache.rendered(location, snapshots, parsed, _metadata_json)
+    tail = "".join(f",{json.dumps(k)}:{json.dumps(v)}" for k, v in extra.items())
+    body = f'{{"metadata-location":{json.dumps(location)},"metadata":{text}{tail}}}'
+    return Response(body.encode(), media_type=JSON, headers=headers)
 
 
 @router.head("/namespaces/{namespace}/tables/{table}", name="table_exists")
@@ -239,7 +269,7 @@ def rename_table(request: Request, principal: Caller, body: RenameTableRequest) 
 @router.post("/namespaces/{namespace}/tables/{table}", name="commit_table")
 def commit_table(
     request: Request, principal: Caller, namespace: str, table: str, body: CommitTableRequest
-) -> JSONResponse:
+) -> Response:
     ident = _ident(namespace, table)
     require(principal, ident[:-1], WRITE)
     if body.identifier is not None and _ident_of(body.identifier) != ident:
@@ -249,11 +279,12 @@ def commit_table(
     catalog = state_of(request).catalog
     if any(isinstance(r, AssertCreate) for r in requirements) and not catalog.table_exists(ident):
         return _commit_create(catalog, ident, requirements, updates)
-    result = catalog.commit_table(ident, None, None, requirements, updates)
-    body_out = CommitTableResponse(
-        metadata_location=result.metadata_location, metadata=_metadata_json(result.metadata)
-    )
-    return JSONResponse(body_out.dump())
+    cache = state_of(request).metadata
+    location = catalog.metadata_location(ident)
+    base = cache.parsed(location)  # the current file as read before: checked, not re-read
+    result = catalog.commit_table(ident, base, location if base else None, requirements, updates)
+    cache.remember(result.metadata_location, result.metadata)
+    return _answer(cache, result.metadata_location, "all", {}, metadata=result.metadata)
 
 
 def _commit_create(
