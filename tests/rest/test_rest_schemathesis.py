@@ -4,15 +4,16 @@ Schemathesis generates requests for every operation of the document, valid ones 
 mode) and ones breaking the schema (negative mode), sends them to the server (the ASGI app
 in-process, over an icepark SQL catalog in a temporary folder holding the namespace ``db`` and
 the table ``db.t``; one positive pass names them, the others draw names at random) and checks
-each answer: never a 5xx, and a response the document describes has
-the content type and the body schema the document gives it.
+each answer: never a 5xx, and a response the document describes has the content type and the
+body schema the document gives it.
 
 The document is Iceberg's own ``open-api/rest-catalog-open-api.yaml`` (1.10), which is not
 part of this repository: it is read from the file ``ICEBERG_REST_OPENAPI`` names (``server``
 asks for the fallback below), else from the fetched mirror of apache/iceberg beside the
 project (``git show apache-iceberg-1.10.2:open-api/rest-catalog-open-api.yaml``). Without
-either, the test runs against the server's own document (FastAPI's ``app.openapi()``), where the schemas are the
-server's own models, so only the "no 5xx on any input" property is an independent judgement.
+either, the test runs against the server's own document (FastAPI's ``app.openapi()``), where
+the schemas are the server's own models, so only the "no 5xx on any input" property is an
+independent judgement.
 
 Bounded: a fixed number of examples per operation and mode, derandomized, no shrinking.
 """
