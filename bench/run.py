@@ -40,9 +40,10 @@ SECTIONS = {
     "local",
     "compaction",
     "streaming",
+    "rest",
 }
 # sections that build tables of their own (the standard tables are not needed for them)
-_OWN_TABLES = {"upkeep", "avro"}
+_OWN_TABLES = {"upkeep", "avro", "rest"}
 DAY_5, DAY_7 = 1704412800000000, 1704585600000000  # 2024-01-05 and 2024-01-07, UTC micros
 
 
@@ -640,6 +641,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     sections = set(args.only or SECTIONS)
+    if sections == {"rest"}:  # no Spark, no standard tables
+        _rest_section()
+        return
     rows, files, commits = (2_000_000, 1_000, 20) if args.small else (20_000_000, 10_000, 20)
     write_rows = 1_000_000 if args.small else 5_000_000
     merge_rows = 20_000 if args.small else 100_000
@@ -712,6 +716,15 @@ def main(argv: list[str] | None = None) -> None:
                 f"{r['landed']}/{r['appends']} landed, exact rows: {r['rows_exact']}, "
                 f"{r['commits_per_s']} commits/s, p50 {r['p50_ms']} ms, p99 {r['p99_ms']} ms"
             )
+    if "rest" in sections:  # the REST catalog against its SQL catalog, after Spark has stopped
+        _rest_section()
+
+
+def _rest_section() -> None:
+    from bench import rest
+
+    print("REST catalog: icepark serve + icepark's RestCatalog vs the same SQL catalog directly")
+    print(rest.report(rest.run(), 200, 1000, 8))
 
 
 if __name__ == "__main__":

@@ -295,3 +295,40 @@ def test_load_etag_304(client: TestClient, catalog: Catalog) -> None:
         ).status_code
         == 304
     )
+
+
+# found by schemathesis (tests/rest/test_rest_schemathesis.py)
+def test_framework_refusals_are_error_responses(client: TestClient) -> None:
+    """A body that is not JSON, a path no route serves and a method a route does not take get
+    the protocol's ``{"error": ...}`` body, not FastAPI's ``{"detail": ...}``."""
+    r = client.post(
+        "/v1/namespaces", content=b"\xff\x00{", headers={"Content-Type": "application/json"}
+    )
+    assert "parsing the body" in _error(r, 400, "BadRequestException")
+    _error(client.get("/v1/namespaces/db/tables/t/plan/p1"), 404, "NotFoundException")
+    r = client.put("/v1/namespaces")
+    _error(r, 405, "UnsupportedOperationException")
+    assert "GET" in r.headers["allow"]
+
+
+def test_head_not_found_has_json_headers(client: TestClient) -> None:
+    _create(client)
+    for path in (
+        "/v1/namespaces/nope",
+        "/v1/namespaces/db/tables/nope",
+        "/v1/namespaces/db/views/v",
+    ):
+        r = client.head(path)
+        assert r.status_code == 404 and r.headers["content-type"] == "application/json", path
+    assert client.head("/v1/namespaces/db/tables/t").status_code == 204
+
+
+def test_register_unreadable_metadata_is_400(client: TestClient, tmp_path: Any) -> None:
+    not_json = tmp_path / "not-metadata.json"
+    not_json.write_text("hello")
+    for location in (str(tmp_path / "missing.metadata.json"), "7 \x00", str(not_json)):
+        r = client.post(
+            "/v1/namespaces/db/register", json={"name": "r", "metadata-location": location}
+        )
+        assert "no readable table metadata" in _error(r, 400, "BadRequestException"), location
+    _error(client.get("/v1/namespaces/db/tables/r"), 404, "NoSuchTableException")

@@ -13,6 +13,7 @@ from fastapi import Request
 
 from icepark.catalog.base import Catalog
 from icepark.errors import ForbiddenError, NotAuthorizedError
+from icepark.rest.server.metadata_cache import MetadataCache
 from icepark.rest.server.plans import PlanStore
 from icepark.rest.server.security import LEVEL_NAMES, Principal, Principals, TokenSigner
 
@@ -33,6 +34,7 @@ class ServerState:
     plans: PlanStore = field(default_factory=PlanStore)
     config_defaults: dict[str, str] = field(default_factory=dict)
     credentials: CredentialVendor | None = None
+    metadata: MetadataCache = field(default_factory=MetadataCache)
 
 
 def state_of(request: Request) -> ServerState:

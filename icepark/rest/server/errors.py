@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 from icepark.errors import (
     BadRequestError,
@@ -134,6 +135,29 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(400, "BadRequestException", "Malformed request: " + "; ".join(parts))
 
 
+# the framework's own refusals (no such route, method not allowed, a body that is not JSON)
+_HTTP_TYPES = {
+    400: "BadRequestException",
+    401: "NotAuthorizedException",
+    403: "ForbiddenException",
+    404: "NotFoundException",
+    405: "UnsupportedOperationException",
+    406: "UnsupportedOperationException",
+}
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    """Starlette's ``HTTPException`` (raised by the framework before a route runs: 404 for a
+    path no route serves, 405, 400 for a body that is not JSON) as an ``ErrorResponse``, like
+    every other error, instead of FastAPI's ``{"detail": ...}``."""
+    assert isinstance(exc, HTTPException)
+    status = exc.status_code
+    default = "BadRequestException" if status < 500 else "ServiceFailureException"
+    response = error_response(status, _HTTP_TYPES.get(status, default), str(exc.detail))
+    response.headers.update(exc.headers or {})
+    return response
+
+
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     return await _icepark_error(request, exc)
 
@@ -141,4 +165,5 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
 def install_error_handlers(app: Any) -> None:
     app.add_exception_handler(IceparkError, _icepark_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected)

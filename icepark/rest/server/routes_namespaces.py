@@ -23,6 +23,8 @@ from icepark.rest.server.security import ADMIN, READ, Principal
 
 __all__ = ["router", "ENDPOINTS"]
 
+JSON = "application/json"
+
 router = APIRouter()
 Caller = Annotated[Principal | None, Depends(caller)]
 
@@ -81,7 +83,7 @@ def namespace_exists(request: Request, principal: Caller, namespace: str) -> Res
     ns = parse_namespace(namespace)
     require(principal, ns, READ)
     if not state_of(request).catalog.namespace_exists(ns):
-        return Response(status_code=404)
+        return Response(status_code=404, media_type=JSON)  # the headers a GET would have
     return Response(status_code=204)
 
 

@@ -17,6 +17,7 @@ commits, drops and renames (on both namespaces).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -29,6 +30,7 @@ from icepark.errors import (
     BadRequestError,
     CommitFailedError,
     IceparkError,
+    NoSuchFileError,
     NoSuchNamespaceError,
     TableAlreadyExistsError,
 )
@@ -45,6 +47,7 @@ from icepark.rest.models import (
 )
 from icepark.rest.server.context import caller, require, state_of
 from icepark.rest.server.errors import parse_each
+from icepark.rest.server.metadata_cache import MetadataCache
 from icepark.rest.server.names import check_name, check_namespace, page, parse_namespace
 from icepark.rest.server.routes_credentials import vended
 from icepark.rest.server.security import READ, WRITE, Principal
@@ -58,6 +61,8 @@ from icepark.spec.sorting import sort_order_from_json
 from icepark.spec.updates import table_update_from_json
 
 __all__ = ["router", "ENDPOINTS"]
+
+JSON = "application/json"
 
 _log = logging.getLogger("icepark.rest.server")
 router = APIRouter()
@@ -185,13 +190,43 @@ def load_table(
     require(principal, ident[:-1], READ)
     if snapshots not in ("all", "refs"):
         raise BadRequestError(f"Invalid snapshots={snapshots!r}: expected all or refs")
-    catalog = state_of(request).catalog
+    state = state_of(request)
+    location = state.catalog.metadata_location(ident)
     known = request.headers.get("if-none-match")
-    if known and known == _etag(catalog.metadata_location(ident), snapshots):
+    if known and known == _etag(location, snapshots):
         return Response(status_code=304)  # the client's copy is current: no file read
-    loaded = catalog.load_table(ident)
-    creds = vended(request, principal, ident, loaded.metadata.location)
-    return _load_result(loaded.metadata, loaded.metadata_location, snapshots, creds)
+    cached = state.metadata.parsed(location)
+    if cached is None:  # read once per metadata file
+        loaded = state.catalog.load_table(ident)
+        location, cached = loaded.metadata_location, loaded.metadata
+        state.metadata.remember(location, cached)
+    config, credentials = vended(request, principal, ident, cached.location)
+    extra: dict[str, Any] = {"config": config}
+    if credentials is not None:
+        extra["storage-credentials"] = [c.dump() for c in credentials]
+    return _answer(state.metadata, location, snapshots, extra, {"ETag": _etag(location, snapshots)})
+
+
+def _answer(
+    cache: MetadataCache,
+    location: str,
+    snapshots: str,
+    extra: dict[str, Any],
+    headers: dict[str, str] | None = None,
+    metadata: TableMetadata | None = None,
+) -> Response:
+    """A ``LoadTableResult`` / ``CommitTableResponse`` body around the cached JSON of the
+    metadata at ``location`` (parsed ``metadata`` given, or already in the cache)."""
+
+    def parsed() -> TableMetadata:
+        found = metadata or cache.parsed(location)
+        assert found is not None
+        return found
+
+    text = cache.rendered(location, snapshots, parsed, _metadata_json)
+    tail = "".join(f",{json.dumps(k)}:{json.dumps(v)}" for k, v in extra.items())
+    body = f'{{"metadata-location":{json.dumps(location)},"metadata":{text}{tail}}}'
+    return Response(body.encode(), media_type=JSON, headers=headers)
 
 
 @router.head("/namespaces/{namespace}/tables/{table}", name="table_exists")
@@ -199,7 +234,9 @@ def table_exists(request: Request, principal: Caller, namespace: str, table: str
     ident = _ident(namespace, table)
     require(principal, ident[:-1], READ)
     found = state_of(request).catalog.table_exists(ident)
-    return Response(status_code=204 if found else 404)
+    if not found:  # the headers a GET would have
+        return Response(status_code=404, media_type=JSON)
+    return Response(status_code=204)
 
 
 @router.delete("/namespaces/{namespace}/tables/{table}", name="drop_table")
@@ -224,7 +261,13 @@ def register_table(
     require(principal, ident[:-1], WRITE)
     if body.overwrite:
         raise BadRequestError("Register with overwrite=true is not supported")
-    registered = state_of(request).catalog.register_table(ident, body.metadata_location)
+    try:
+        registered = state_of(request).catalog.register_table(ident, body.metadata_location)
+    except (NoSuchFileError, ValueError) as exc:  # no such file, a path with NUL, not JSON
+        raise BadRequestError(
+            f"Cannot register {'.'.join(ident)}: no readable table metadata at "
+            f"{body.metadata_location!r} ({type(exc).__name__})"
+        ) from exc
     creds = vended(request, principal, ident, registered.metadata.location)
     return _load_result(registered.metadata, registered.metadata_location, creds=creds)
 
@@ -241,7 +284,7 @@ def rename_table(request: Request, principal: Caller, body: RenameTableRequest) 
 @router.post("/namespaces/{namespace}/tables/{table}", name="commit_table")
 def commit_table(
     request: Request, principal: Caller, namespace: str, table: str, body: CommitTableRequest
-) -> JSONResponse:
+) -> Response:
     ident = _ident(namespace, table)
     require(principal, ident[:-1], WRITE)
     if body.identifier is not None and _ident_of(body.identifier) != ident:
@@ -251,11 +294,12 @@ def commit_table(
     catalog = state_of(request).catalog
     if any(isinstance(r, AssertCreate) for r in requirements) and not catalog.table_exists(ident):
         return _commit_create(catalog, ident, requirements, updates)
-    result = catalog.commit_table(ident, None, None, requirements, updates)
-    body_out = CommitTableResponse(
-        metadata_location=result.metadata_location, metadata=_metadata_json(result.metadata)
-    )
-    return JSONResponse(body_out.dump())
+    cache = state_of(request).metadata
+    location = catalog.metadata_location(ident)
+    base = cache.parsed(location)  # the current file as read before: checked, not re-read
+    result = catalog.commit_table(ident, base, location if base else None, requirements, updates)
+    cache.remember(result.metadata_location, result.metadata)
+    return _answer(cache, result.metadata_location, "all", {}, metadata=result.metadata)
 
 
 def _commit_create(

@@ -47,6 +47,8 @@ from icepark.spec.view_metadata import view_metadata_to_json, view_version_from_
 
 __all__ = ["router", "ENDPOINTS"]
 
+JSON = "application/json"
+
 router = APIRouter()
 Caller = Annotated[Principal | None, Depends(caller)]
 
@@ -132,7 +134,9 @@ def view_exists(request: Request, principal: Caller, namespace: str, view: str) 
     ident = _ident(namespace, view)
     require(principal, ident[:-1], READ)
     found = state_of(request).catalog.view_exists(ident)
-    return Response(status_code=204 if found else 404)
+    if not found:  # the headers a GET would have
+        return Response(status_code=404, media_type=JSON)
+    return Response(status_code=204)
 
 
 @router.post("/namespaces/{namespace}/views/{view}", name="replace_view")
