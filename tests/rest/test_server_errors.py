@@ -305,7 +305,7 @@ def test_framework_refusals_are_error_responses(client: TestClient) -> None:
         "/v1/namespaces", content=b"\xff\x00{", headers={"Content-Type": "application/json"}
     )
     assert "parsing the body" in _error(r, 400, "BadRequestException")
-    _error(client.get("/v1/namespaces/db/tables/t/plan/p1"), 404, "NotFoundException")
+    _error(client.get("/v1/namespaces/db/tables/t/nosuch/p1"), 404, "NotFoundException")
     r = client.put("/v1/namespaces")
     _error(r, 405, "UnsupportedOperationException")
     assert "GET" in r.headers["allow"]
