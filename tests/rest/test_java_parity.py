@@ -105,6 +105,22 @@ SCRIPT: list[str] = [
     READ_DEV,
     f"SELECT id, note FROM {T} ORDER BY id",
     f"SELECT id FROM {T} ORDER BY id",
+    "CALL {c}.system.fast_forward('db.t', 'main', 'dev')",
+    # write-audit-publish by id: a staged snapshot on no branch, then cherry-picked to main
+    "SET spark.wap.id = w1",
+    f"INSERT INTO {T} VALUES (13, TIMESTAMP '2024-01-07 09:00:00', 'st', 130, 13.0, 'staged')",
+    "RESET spark.wap.id",
+    f"SELECT count(*) FROM {T}",
+    "CALL {c}.system.publish_changes('db.t', 'w1')",
+    f"SELECT count(*) FROM {T}",
+    # nested types, added inside a struct, columns moved
+    f"ALTER TABLE {T} ADD COLUMNS (info struct<a: int, b: string>, tags array<string>, "
+    "attrs map<string, int>)",
+    f"ALTER TABLE {T} ADD COLUMN info.c double",
+    f"ALTER TABLE {T} ALTER COLUMN note AFTER id",
+    f"INSERT INTO {T} (id, ts, category, n, price, note, info, tags, attrs) VALUES "
+    "(14, TIMESTAMP '2024-01-08 10:00:00', 'nest', 140, 14.0, 'x', "
+    "named_struct('a', 1, 'b', 'q', 'c', 0.5), array('p', 'q'), map('k', 7))",
     f"SELECT * FROM {T} VERSION AS OF 'v1' ORDER BY id",
     f"SELECT snapshot_id, parent_id, operation, summary FROM {T}.snapshots ORDER BY committed_at",
     ANY_ORDER + f"SELECT name, type, max_reference_age_in_ms, min_snapshots_to_keep, "
@@ -169,7 +185,16 @@ TEARDOWN: list[str] = [
 ]
 
 # columns whose values differ between any two catalogs
-_SNAPSHOT_COLUMNS = {"snapshot_id", "parent_id", "last_updated_snapshot_id", "added_snapshot_id"}
+_SNAPSHOT_COLUMNS = {
+    "snapshot_id",
+    "parent_id",
+    "last_updated_snapshot_id",
+    "added_snapshot_id",
+    "source_snapshot_id",
+    "current_snapshot_id",
+    "previous_ref",
+    "updated_ref",
+}
 _WALL_CLOCK_COLUMNS = {"committed_at", "made_current_at", "last_updated_at"}
 _PATH_COLUMNS = {"file_path", "manifest_list", "path"}
 
@@ -259,6 +284,12 @@ def _unwrap(value: Any) -> Any:
     """An Arrow value as the reference engine prints it (naive ISO times: the session is UTC)."""
     if hasattr(value, "isoformat"):
         return value.replace(tzinfo=None).isoformat()
+    if isinstance(value, dict):  # a struct: Java's rows print a Row as its values
+        return [_unwrap(v) for v in value.values()]
+    if isinstance(value, list) and value and all(isinstance(x, tuple) for x in value):
+        return {k: _unwrap(v) for k, v in value}  # a map
+    if isinstance(value, list):
+        return [_unwrap(x) for x in value]
     return value
 
 
