@@ -15,7 +15,8 @@ column moved, add and drop partition fields, write order, set and unset properti
 tables; ``rewrite_manifests``, ``rewrite_data_files`` and
 ``expire_snapshots``; CTAS and CREATE OR REPLACE TABLE AS SELECT (staged creates through the
 server); a merge-on-read table of format 3 (deletion vectors) with DELETE, UPDATE and MERGE;
-CREATE VIEW, SELECT from it, SHOW VIEWS, DROP VIEW; DROP TABLE ... PURGE.
+CREATE VIEW, SELECT from it, SHOW VIEWS, DROP VIEW; ``register_table`` of the final
+metadata file and DROP TABLE without purge; DROP TABLE ... PURGE.
 
 Compared exactly, after normalising only what must differ between two catalogs (snapshot ids,
 replaced by their order of first appearance; wall-clock times; file and manifest paths): the
@@ -271,10 +272,13 @@ def _table_metadata(meta: dict[str, Any], norm: _Normaliser) -> dict[str, Any]:
     }
 
 
-def _hadoop_metadata(warehouse: Path, table: str) -> dict[str, Any]:
+def _hadoop_metadata_file(warehouse: Path, table: str) -> Path:
     folder = warehouse / "db" / table / "metadata"
-    version = (folder / "version-hint.text").read_text().strip()
-    meta: dict[str, Any] = json.loads((folder / f"v{version}.metadata.json").read_text())
+    return folder / f"v{(folder / 'version-hint.text').read_text().strip()}.metadata.json"
+
+
+def _hadoop_metadata(warehouse: Path, table: str) -> dict[str, Any]:
+    meta: dict[str, Any] = json.loads(_hadoop_metadata_file(warehouse, table).read_text())
     return meta
 
 
@@ -353,6 +357,24 @@ def test_same_script_same_answers(refspark: Any, catalog: Catalog, tmp_path: Pat
                 ours = _icepark_rows(reader.load_table(name), java["columns"], **scan)
                 assert ours == java["rows"], (type(reader).__name__, statement)
 
+        # register_table: the served table's current metadata file under a second name
+        hadoop_file = _hadoop_metadata_file(hadoop, "t")
+        register = [
+            "CALL {c}.system.register_table(table => 'db.reg', metadata_file => '{m}')",
+            "SELECT count(*), max(id) FROM {c}.db.reg",
+            "DROP TABLE {c}.db.reg",
+            "SELECT count(*) FROM {c}.db.t",  # dropped without purge: the files stay
+        ]
+        ref_reg = refspark.request(
+            [r.format(c=ref, m=f"file://{hadoop_file}") for r in register], check=False
+        )
+        rc_reg = refspark.request(
+            [r.format(c=rc, m=catalog.load_table("db.t").metadata_location) for r in register],
+            check=False,
+        )
+        failed = [r for r in ref_reg + rc_reg if "error" in r]
+        assert not failed, "\n".join(f"{r['sql']}: {r['error']}" for r in failed)
+        assert [ref_norm.rows(r) for r in ref_reg] == [rc_norm.rows(r) for r in rc_reg]
         ref_teardown = refspark.request(_render(TEARDOWN, ref, refv), check=False)
         rc_teardown = refspark.request(_render(TEARDOWN, rc, rc), check=False)
         failed = [r for r in ref_teardown + rc_teardown if "error" in r]
