@@ -14,7 +14,8 @@ column moved, add and drop partition fields, write order, set and unset properti
 ``snapshots``, ``refs``, ``files``, ``partitions``, ``manifests`` and ``history`` metadata
 tables; ``rewrite_manifests``, ``rewrite_data_files`` and
 ``expire_snapshots``; CTAS and CREATE OR REPLACE TABLE AS SELECT (staged creates through the
-server); a merge-on-read table of format 3 (deletion vectors) with DELETE, UPDATE and MERGE;
+server); a table of format 1 (a partition field dropped, then upgraded to format 3 and
+written); a merge-on-read table of format 3 (deletion vectors) with DELETE, UPDATE and MERGE;
 CREATE VIEW, SELECT from it, SHOW VIEWS, DROP VIEW; ``register_table`` of the final
 metadata file and DROP TABLE without purge; DROP TABLE ... PURGE.
 
@@ -60,6 +61,8 @@ ANY_ORDER = "-- any order\n"
 T = "{c}.db.t"
 U = "{c}.db.u"
 S = "{c}.db.s"
+G = "{c}.db.g"
+READ_G = f"SELECT * FROM {G} ORDER BY id"
 READ_S = f"SELECT * FROM {S} ORDER BY id"
 READ_MOR = f"SELECT * FROM {U} ORDER BY id"
 READ_MAIN = f"SELECT * FROM {T} ORDER BY id, ts"
@@ -151,6 +154,16 @@ SCRIPT: list[str] = [
     f"CREATE OR REPLACE TABLE {S} USING iceberg AS SELECT id, n FROM {T} WHERE id < 5",
     READ_S,
     f"SELECT operation, summary['total-records'] FROM {S}.snapshots ORDER BY committed_at",
+    # format 1: a dropped partition field becomes void; upgraded to 3 (row lineage from then on)
+    f"CREATE TABLE {G} (id bigint, kind string) USING iceberg PARTITIONED BY (kind) "
+    "TBLPROPERTIES ('format-version' = '1')",
+    f"INSERT INTO {G} VALUES (1, 'a'), (2, 'b')",
+    f"ALTER TABLE {G} DROP PARTITION FIELD kind",
+    f"ALTER TABLE {G} ADD PARTITION FIELD bucket(2, id)",
+    f"ALTER TABLE {G} SET TBLPROPERTIES ('format-version' = '3')",
+    f"INSERT INTO {G} VALUES (3, 'c')",
+    f"DELETE FROM {G} WHERE id = 1",
+    READ_G,
     # merge-on-read on format 3: deletion vectors written by Java, committed through the server
     f"CREATE TABLE {U} (id bigint, v string) USING iceberg PARTITIONED BY (bucket(2, id)) "
     "TBLPROPERTIES ('format-version' = '3', 'write.delete.mode' = 'merge-on-read', "
@@ -173,6 +186,7 @@ READS: dict[str, tuple[str, dict[str, Any]]] = {
     READ_TAG: ("db.t", {"ref": "v1"}),
     READ_MOR: ("db.u", {}),
     READ_S: ("db.s", {}),
+    READ_G: ("db.g", {}),
 }
 TEARDOWN: list[str] = [
     "DROP VIEW {v}.db.cheap",
@@ -180,6 +194,7 @@ TEARDOWN: list[str] = [
     f"DROP TABLE {T} PURGE",
     f"DROP TABLE {U} PURGE",
     f"DROP TABLE {S} PURGE",
+    f"DROP TABLE {G} PURGE",
     "SHOW TABLES IN {c}.db",
 ]
 
@@ -234,37 +249,40 @@ def _render(statements: list[str], c: str, v: str) -> list[str]:
 def _table_metadata(meta: dict[str, Any], norm: _Normaliser) -> dict[str, Any]:
     """The parts of a table's metadata JSON two catalogs must agree on."""
     ids = {s["snapshot-id"]: s for s in meta.get("snapshots", [])}
-    for snapshot_id in sorted(ids, key=lambda i: ids[i]["sequence-number"]):
-        norm.snapshot(snapshot_id)
+    order = sorted(ids.values(), key=lambda s: (s.get("sequence-number", 0), s["timestamp-ms"]))
+    for snapshot in order:
+        norm.snapshot(snapshot["snapshot-id"])
     return {
         "format-version": meta["format-version"],
         "schemas": meta["schemas"],
         "current-schema-id": meta["current-schema-id"],
+        "last-column-id": meta["last-column-id"],
         "partition-specs": meta["partition-specs"],
         "default-spec-id": meta["default-spec-id"],
         "last-partition-id": meta["last-partition-id"],
         "sort-orders": meta["sort-orders"],
         "default-sort-order-id": meta["default-sort-order-id"],
         "properties": meta.get("properties", {}),
-        "last-sequence-number": meta["last-sequence-number"],
+        "last-sequence-number": meta.get("last-sequence-number"),
         "current-snapshot-id": norm.snapshot(meta.get("current-snapshot-id")),
         "snapshots": [
             {
                 "id": norm.snapshot(s["snapshot-id"]),
                 "parent": norm.snapshot(s.get("parent-snapshot-id")),
-                "sequence-number": s["sequence-number"],
+                "sequence-number": s.get("sequence-number"),
                 "schema-id": s.get("schema-id"),
                 "summary": s["summary"],
                 # format 3's row lineage: the server assigns the first row ids
                 "first-row-id": s.get("first-row-id"),
                 "added-rows": s.get("added-rows"),
             }
-            for s in sorted(ids.values(), key=lambda s: s["sequence-number"])
+            for s in order
         ],
         "next-row-id": meta.get("next-row-id"),
         "snapshot-log": [norm.snapshot(e["snapshot-id"]) for e in meta.get("snapshot-log", [])],
         "metadata-log": len(meta.get("metadata-log", [])),
         "statistics": meta.get("statistics", []),
+        "partition-statistics": meta.get("partition-statistics", []),
         "refs": {
             name: {**ref, "snapshot-id": norm.snapshot(ref["snapshot-id"])}
             for name, ref in meta.get("refs", {}).items()
@@ -335,7 +353,7 @@ def test_same_script_same_answers(refspark: Any, catalog: Catalog, tmp_path: Pat
 
         # the final tables first: their snapshots get S0, S1, ... in sequence-number order
         ref_norm, rc_norm = _Normaliser(), _Normaliser()
-        for name in ("t", "u", "s"):
+        for name in ("t", "u", "s", "g"):
             ref_meta = _table_metadata(_hadoop_metadata(hadoop, name), ref_norm)
             table = catalog.load_table(("db", name))
             served = json.loads(Path(table.metadata_location.removeprefix("file:")).read_text())
