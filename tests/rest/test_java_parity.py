@@ -40,6 +40,7 @@ Left out or changed on the Hadoop side, and why:
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import json
 from pathlib import Path
@@ -302,8 +303,10 @@ def _hadoop_metadata(warehouse: Path, table: str) -> dict[str, Any]:
 
 def _unwrap(value: Any) -> Any:
     """An Arrow value as the reference engine prints it (naive ISO times: the session is UTC)."""
-    if hasattr(value, "isoformat"):
+    if isinstance(value, dt.datetime):
         return value.replace(tzinfo=None).isoformat()
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
     if isinstance(value, dict):  # a struct: Java's rows print a Row as its values
         return [_unwrap(v) for v in value.values()]
     if isinstance(value, list) and value and all(isinstance(x, tuple) for x in value):
@@ -367,7 +370,8 @@ def test_same_script_same_answers(refspark: Any, catalog: Catalog, tmp_path: Pat
         assert not mismatches, "\n".join(mismatches)
 
         # icepark reads the served table (its catalog on the backing store, its REST client)
-        # and gets the rows Java's queries got: main, the branch and the tag
+        # and gets the rows Java's queries got (main, a branch, a tag, deletion vectors, a
+        # replaced table, an upgraded table)
         client = RestCatalog("parity", {"uri": url, "credential": "spark:p4r1ty"})
         for reader in (catalog, client):
             for statement, (name, scan) in READS.items():
