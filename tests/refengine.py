@@ -52,7 +52,10 @@ class RefEngine:
         catalogs: dict[str, str] | None = None,
         views: dict[str, str] | None = None,
         conf: dict[str, str] | None = None,
+        check: bool = True,
     ) -> list[dict[str, Any]]:
+        """Runs ``sql`` in order; a failing statement raises, or with ``check=False`` stays
+        in its result as ``{"sql": ..., "error": ...}`` while the rest go on."""
         req = {"sql": sql, "catalogs": catalogs or {}, "views": views or {}, "conf": conf or {}}
         with self._lock:
             assert self._proc.stdin is not None and self._proc.stdout is not None
@@ -68,7 +71,7 @@ class RefEngine:
         answer = json.loads(line)
         if "error" in answer:
             raise ReferenceError_(answer["error"])
-        for result in answer["results"]:
+        for result in answer["results"] if check else ():
             if "error" in result:
                 raise ReferenceError_(f"{result['sql']}: {result['error']}")
         return list(answer["results"])

@@ -33,12 +33,19 @@ from icepark.spec.updates import (
 )
 
 __all__ = [
+    "NEW_TABLE_DEFAULTS",
     "RESERVED_PROPERTIES",
     "new_table_metadata",
     "creation_updates",
 ]
 
 RESERVED_PROPERTIES = P.RESERVED
+
+#: Properties Java's ``TableMetadata.newTableMetadata`` stores in every new table unless the
+#: creator sets them (its ``persistedProperties``): a Java writer reads an absent Parquet codec
+#: as gzip, the default before 1.4, so a table created without it would get gzip files from
+#: Java engines where Java's own catalogs give zstd.
+NEW_TABLE_DEFAULTS: Mapping[str, str] = {P.PARQUET_COMPRESSION.name: "zstd"}
 _INITIAL_SORT_ORDER_ID = 1
 
 

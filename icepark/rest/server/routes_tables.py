@@ -53,7 +53,7 @@ from icepark.rest.server.routes_credentials import vended
 from icepark.rest.server.security import READ, WRITE, Principal
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata, table_metadata_to_dict
-from icepark.spec.new_table import new_table_metadata
+from icepark.spec.new_table import NEW_TABLE_DEFAULTS, new_table_metadata
 from icepark.spec.partitioning import partition_spec_from_json
 from icepark.spec.requirements import AssertCreate, table_requirement_from_json
 from icepark.spec.schema import schema_from_json
@@ -150,7 +150,8 @@ def _new_metadata(
         order = sort_order_from_json(req.write_order) if req.write_order else None
     except (IceparkError, ValueError, TypeError, KeyError) as exc:
         raise BadRequestError(f"Invalid create-table request for {'.'.join(ident)}: {exc}") from exc
-    props = dict(req.properties)
+    # as Java's catalogs behind CatalogHandlers: their defaults for new tables, then the request's
+    props = {**NEW_TABLE_DEFAULTS, **req.properties}
     location = (req.location or catalog.default_table_location(ident)).rstrip("/")
     return new_table_metadata(
         schema, spec, order, location, props, format_version=P.FORMAT_VERSION.get(props)
