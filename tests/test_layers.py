@@ -35,6 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
         "icepark.rest.scan_tasks",
         "icepark.rest.scan_planning",
         "icepark.rest.metrics",
+        "icepark.rest.endpoints",
         "icepark.rest.vended_io",
         "icepark.rest.catalog",
     ),

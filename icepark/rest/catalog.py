@@ -51,6 +51,12 @@ from icepark.errors import (
 )
 from icepark.io import FileIO, load_file_io
 from icepark.rest.auth import auth_from
+from icepark.rest.endpoints import DEFAULT_ENDPOINTS
+from icepark.rest.endpoints import NAMESPACE as _NS1
+from icepark.rest.endpoints import NAMESPACES as _NS
+from icepark.rest.endpoints import TABLE as _TABLE
+from icepark.rest.endpoints import TABLES as _TABLES
+from icepark.rest.endpoints import TRANSACTIONS as _TRANSACTIONS
 from icepark.rest.http import ErrorKind, RestClient, encode_namespace
 from icepark.rest.metrics import report_commit
 from icepark.rest.models import (
@@ -89,37 +95,12 @@ if TYPE_CHECKING:
 
 __all__ = ["RestCatalog", "DEFAULT_ENDPOINTS"]
 
-_NS = "/v1/{prefix}/namespaces"
-_NS1 = _NS + "/{namespace}"
-_TABLES = _NS1 + "/tables"
-_TABLE = _TABLES + "/{table}"
-_TRANSACTIONS = "/v1/{prefix}/transactions/commit"
-
-# What a server that lists no endpoints offers (Java's RESTSessionCatalog.DEFAULT_ENDPOINTS).
-DEFAULT_ENDPOINTS = frozenset(
-    {
-        f"GET {_NS}",
-        f"GET {_NS1}",
-        f"POST {_NS}",
-        f"POST {_NS1}/properties",
-        f"DELETE {_NS1}",
-        f"GET {_TABLES}",
-        f"GET {_TABLE}",
-        f"POST {_TABLES}",
-        f"POST {_TABLE}",
-        f"DELETE {_TABLE}",
-        "POST /v1/{prefix}/tables/rename",
-        f"POST {_NS1}/register",
-        f"POST {_TABLE}/metrics",
-        f"POST {_TRANSACTIONS}",
-    }
-)
-
 # Catalog properties that are the catalog's own secrets or settings, kept out of FileIO.
 _NOT_FOR_IO = ("credential", "token", "uri", "prefix", "warehouse")
 # How long a table loaded to answer ``metadata_location`` may answer the ``load_table`` that
 # ``Table.refresh`` makes right after it (saves a second round trip).
 _RECENT_SECONDS = 2.0
+_ETAG_TABLES = 64  # tables whose last load is kept for If-None-Match
 
 
 def _ns(namespace: str | Sequence[str]) -> Identifier:
@@ -160,6 +141,8 @@ class RestCatalog(RestViews, Catalog):
             self.endpoints = DEFAULT_ENDPOINTS
         self._page_size = self.properties.get("rest-page-size")
         self._recent: dict[Identifier, tuple[float, Table]] = {}
+        # the last load of each table and its ETag, for If-None-Match (a 304 reuses it)
+        self._etags: dict[Identifier, tuple[str, TableMetadata, str, FileIO, Any]] = {}
 
     def __repr__(self) -> str:
         return f"RestCatalog({self.name!r}, uri={self._client.uri!r})"
@@ -308,6 +291,7 @@ class RestCatalog(RestViews, Catalog):
         query = None
         if self.properties.get("snapshot-loading-mode", "all").lower() == "refs":
             query = {"snapshots": "refs"}
+        known = self._etags.get(ident)
         result = self._client.call(
             "GET",
             self._table_url(ident),
@@ -315,9 +299,23 @@ class RestCatalog(RestViews, Catalog):
             query=query,
             response=LoadTableResult,
             errors="table",
+            headers={"If-None-Match": known[0]} if known else None,
         )
+        if result is None and known is not None:  # 304: the table is as last loaded
+            _, metadata, location, io, planner = known
+            table = Table(ident, metadata, location, io, self)
+            table.scan_planner = planner
+            return table
         assert result is not None
-        return self._table(ident, result)
+        table = self._table(ident, result)
+        etag = self._client.last_etag
+        self._etags.pop(ident, None)
+        if etag:  # metadata is immutable: the parts, not the (mutable) Table, are kept
+            entry = (etag, table.metadata, table.metadata_location, table.io, table.scan_planner)
+            self._etags[ident] = entry
+            while len(self._etags) > _ETAG_TABLES:
+                self._etags.pop(next(iter(self._etags)))
+        return table
 
     def _table(self, ident: Identifier, result: LoadTableResult) -> Table:
         metadata = table_metadata_from_dict(result.metadata)

@@ -151,6 +151,7 @@ class RestClient:
         self.timeout = (connect, read)
         self.session = session or requests.Session()
         self.session.headers.update(_headers(properties))
+        self.last_etag: str | None = None  # the ETag of the last answer of ``call``
 
     def __repr__(self) -> str:
         return f"RestClient({self.uri!r}, prefix={self.prefix!r})"
@@ -180,12 +181,15 @@ class RestClient:
         query: Mapping[str, str] | None = None,
         response: type[M] | None = None,
         errors: ErrorKind = "default",
+        headers: Mapping[str, str] | None = None,
     ) -> M | None:
-        """Send one request and return its parsed answer (None for 204 or no model).
+        """Send one request and return its parsed answer (None for 204, 304 or no model).
 
-        ``operation`` names the call in errors ("load table db.t")."""
-        answer = self._send(method, url, operation, body, query, errors)
-        if response is None or answer.status_code == 204 or not answer.content:
+        ``operation`` names the call in errors ("load table db.t"); ``headers`` are sent
+        with this request only (``If-None-Match``: a 304 answer returns None)."""
+        answer = self._send(method, url, operation, body, query, errors, headers=headers)
+        self.last_etag = answer.headers.get("ETag")
+        if response is None or answer.status_code in (204, 304) or not answer.content:
             return None
         try:
             return response.model_validate(answer.json())
@@ -210,13 +214,16 @@ class RestClient:
         query: Mapping[str, str] | None,
         errors: ErrorKind,
         allow_404: bool = False,
+        headers: Mapping[str, str] | None = None,
     ) -> requests.Response:
         payload = body.dump() if isinstance(body, RestModel) else body
         commit = errors in _COMMIT_KINDS
         attempt = 0
         refreshed = False
         while True:
-            request = requests.Request(method, url, params=query, json=payload)
+            request = requests.Request(
+                method, url, params=query, json=payload, headers=dict(headers or {})
+            )
             prepared = self.session.prepare_request(request)
             if self.auth is not None:
                 self.auth.apply(prepared)
@@ -239,7 +246,7 @@ class RestClient:
                     f"({type(exc).__name__}: {_first_line(exc)})"
                 ) from None
             status = answer.status_code
-            if status < 300 or (allow_404 and status == 404):
+            if status < 300 or status == 304 or (allow_404 and status == 404):
                 return answer
             if status == 401 and not refreshed and self.auth is not None and self.auth.refresh():
                 refreshed = True
