@@ -36,6 +36,7 @@ LAYERS: list[tuple[str, ...]] = [
         "icepark.rest.scan_planning",
         "icepark.rest.metrics",
         "icepark.rest.endpoints",
+        "icepark.rest.loaded",
         "icepark.rest.vended_io",
         "icepark.rest.catalog",
     ),

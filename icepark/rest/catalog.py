@@ -58,6 +58,7 @@ from icepark.rest.endpoints import TABLE as _TABLE
 from icepark.rest.endpoints import TABLES as _TABLES
 from icepark.rest.endpoints import TRANSACTIONS as _TRANSACTIONS
 from icepark.rest.http import ErrorKind, RestClient, encode_namespace
+from icepark.rest.loaded import LoadedTables
 from icepark.rest.metrics import report_commit
 from icepark.rest.models import (
     CatalogConfig,
@@ -100,7 +101,6 @@ _NOT_FOR_IO = ("credential", "token", "uri", "prefix", "warehouse")
 # How long a table loaded to answer ``metadata_location`` may answer the ``load_table`` that
 # ``Table.refresh`` makes right after it (saves a second round trip).
 _RECENT_SECONDS = 2.0
-_ETAG_TABLES = 64  # tables whose last load is kept for If-None-Match
 
 
 def _ns(namespace: str | Sequence[str]) -> Identifier:
@@ -142,7 +142,7 @@ class RestCatalog(RestViews, Catalog):
         self._page_size = self.properties.get("rest-page-size")
         self._recent: dict[Identifier, tuple[float, Table]] = {}
         # the last load of each table and its ETag, for If-None-Match (a 304 reuses it)
-        self._etags: dict[Identifier, tuple[str, TableMetadata, str, FileIO, Any]] = {}
+        self._loaded = LoadedTables()
 
     def __repr__(self) -> str:
         return f"RestCatalog({self.name!r}, uri={self._client.uri!r})"
@@ -291,7 +291,7 @@ class RestCatalog(RestViews, Catalog):
         query = None
         if self.properties.get("snapshot-loading-mode", "all").lower() == "refs":
             query = {"snapshots": "refs"}
-        known = self._etags.get(ident)
+        known = self._loaded.get(ident)
         result = self._client.call(
             "GET",
             self._table_url(ident),
@@ -299,22 +299,15 @@ class RestCatalog(RestViews, Catalog):
             query=query,
             response=LoadTableResult,
             errors="table",
-            headers={"If-None-Match": known[0]} if known else None,
+            headers={"If-None-Match": known.etag} if known else None,
         )
         if result is None and known is not None:  # 304: the table is as last loaded
-            _, metadata, location, io, planner = known
-            table = Table(ident, metadata, location, io, self)
-            table.scan_planner = planner
+            table = Table(ident, known.metadata, known.metadata_location, known.io, self)
+            table.scan_planner = known.scan_planner
             return table
         assert result is not None
         table = self._table(ident, result)
-        etag = self._client.last_etag
-        self._etags.pop(ident, None)
-        if etag:  # metadata is immutable: the parts, not the (mutable) Table, are kept
-            entry = (etag, table.metadata, table.metadata_location, table.io, table.scan_planner)
-            self._etags[ident] = entry
-            while len(self._etags) > _ETAG_TABLES:
-                self._etags.pop(next(iter(self._etags)))
+        self._loaded.loaded(ident, self._client.last_etag, table)
         return table
 
     def _table(self, ident: Identifier, result: LoadTableResult) -> Table:
@@ -527,6 +520,8 @@ class RestCatalog(RestViews, Catalog):
         )
         assert answer is not None
         after = table_metadata_from_dict(answer.metadata)
+        if self.properties.get("snapshot-loading-mode", "all").lower() != "refs":
+            self._loaded.committed(ident, self._client.last_etag, after, answer.metadata_location)
         if self._offers(f"POST {_TABLE}/metrics"):
             took = time.perf_counter_ns() - start
             url = self._table_url(ident) + "/metrics"

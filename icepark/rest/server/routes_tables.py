@@ -300,7 +300,9 @@ def commit_table(
     base = cache.parsed(location)  # the current file as read before: checked, not re-read
     result = catalog.commit_table(ident, base, location if base else None, requirements, updates)
     cache.remember(result.metadata_location, result.metadata)
-    return _answer(cache, result.metadata_location, "all", {}, metadata=result.metadata)
+    location = result.metadata_location
+    etag = {"ETag": _etag(location, "all")}  # what a load of the committed table would carry
+    return _answer(cache, location, "all", {}, etag, metadata=result.metadata)
 
 
 def _commit_create(
