@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -33,7 +34,7 @@ from icepark.spec.updates import table_requirement_from_json, table_update_from_
 
 @dataclass
 class Rule:
-    """Answer ``status`` (or ``action``: ``drop``, ``apply-then-drop``) to the next ``times``
+    """Answer ``status`` (or ``action``: ``drop``, ``apply-then-drop``, ``delay``) to the next ``times``
     requests whose method is ``method`` and whose path contains ``path``."""
 
     method: str
@@ -124,6 +125,10 @@ class FaultServer:
         if rule is not None and rule.action == "drop":
             h.close_connection = True
             h.connection.close()
+            return
+        if rule is not None and rule.action == "delay":  # a slow answer of ``status``
+            time.sleep(1.0)
+            self._reply(h, rule.status, rule.body or {}, rule.headers)
             return
         if rule is not None and rule.action == "status":
             payload = rule.body or {

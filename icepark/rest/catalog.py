@@ -59,7 +59,7 @@ from icepark.rest.endpoints import TABLES as _TABLES
 from icepark.rest.endpoints import TRANSACTIONS as _TRANSACTIONS
 from icepark.rest.http import ErrorKind, RestClient, encode_namespace
 from icepark.rest.loaded import LoadedTables
-from icepark.rest.metrics import report_commit
+from icepark.rest.metrics import Reports, report_commit
 from icepark.rest.models import (
     CatalogConfig,
     CommitTableRequest,
@@ -143,6 +143,7 @@ class RestCatalog(RestViews, Catalog):
         self._recent: dict[Identifier, tuple[float, Table]] = {}
         # the last load of each table and its ETag, for If-None-Match (a 304 reuses it)
         self._loaded = LoadedTables()
+        self.reports = Reports(self._client)  # commit reports, sent off the commit's path
 
     def __repr__(self) -> str:
         return f"RestCatalog({self.name!r}, uri={self._client.uri!r})"
@@ -154,6 +155,7 @@ class RestCatalog(RestViews, Catalog):
         return client
 
     def close(self) -> None:
+        self.reports.close()
         self._client.close()
 
     def _fetch_config(self, warehouse: str | None) -> CatalogConfig:
@@ -525,7 +527,7 @@ class RestCatalog(RestViews, Catalog):
         if self._offers(f"POST {_TABLE}/metrics"):
             took = time.perf_counter_ns() - start
             url = self._table_url(ident) + "/metrics"
-            report_commit(self._client, url, self.properties, _dotted(ident), base, after, took)
+            report_commit(self.reports, url, self.properties, _dotted(ident), base, after, took)
         return CommitResult(after, answer.metadata_location)
 
     # -- several tables at once ------------------------------------------------------------

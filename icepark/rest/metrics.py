@@ -2,13 +2,16 @@
 form of Java's ``CommitReport``: the snapshot the commit produced, its operation, and counters
 taken from the snapshot summary under the names Java's ``CommitMetricsResult`` gives them
 (``deleted-data-files`` is reported as ``removed-data-files``, sizes in bytes, ...), plus the
-commit request's duration as a timer. A report is best effort: a failure to send it is
-logged and never fails the commit (Java's reporters behave the same).
+commit request's duration as a timer. A report is best effort, sent from a thread of its own
+(:class:`Reports`): it never delays a commit, and a failure to send it is logged, never raised.
 """
 
 from __future__ import annotations
 
 import logging
+import queue
+import threading
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +19,7 @@ from icepark.rest.http import RestClient, client_version
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import Snapshot
 
-__all__ = ["REPORTING_ENABLED", "commit_report", "report_commit"]
+__all__ = ["REPORTING_ENABLED", "Reports", "commit_report", "report_commit"]
 
 _log = logging.getLogger(__name__)
 
@@ -108,8 +111,61 @@ def commit_report(
     }
 
 
+class Reports:
+    """Sends reports from a thread of its own, so a commit does not wait for its report (one
+    round trip); at most ``limit`` wait, more are dropped with a warning. ``flush`` waits for
+    those queued; ``close`` also stops the thread."""
+
+    def __init__(self, client: RestClient, limit: int = 1000) -> None:
+        self._client = client
+        self._queue: queue.Queue[tuple[str, str, dict[str, Any]] | None] = queue.Queue(limit)
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, url: str, table_name: str, body: dict[str, Any]) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="icepark-rest-reports", daemon=True
+                )
+                self._thread.start()
+        try:
+            self._queue.put_nowait((url, table_name, body))
+        except queue.Full:
+            _log.warning("Metrics report of table %s dropped: too many waiting", table_name)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                url, name, body = item
+                self._client.call("POST", url, f"report metrics of table {name}", body=body)
+            except Exception as exc:  # a report never fails anything
+                _log.warning("Cannot report metrics of table %s: %s", item[1] if item else "", exc)
+            finally:
+                self._queue.task_done()
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until every queued report was sent (or failed); False on timeout."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)
+        return True
+
+    def close(self, timeout: float = 10.0) -> None:
+        if self._thread is not None:
+            self.flush(timeout)
+            self._queue.put(None)
+            self._thread.join(timeout)
+            self._thread = None
+
+
 def report_commit(
-    client: RestClient,
+    reports: Reports,
     url: str,
     properties: Mapping[str, str],
     table_name: str,
@@ -117,15 +173,11 @@ def report_commit(
     after: TableMetadata,
     duration_ns: int,
 ) -> None:
-    """Send the commit's report to ``url`` (the table's ``/metrics``) unless reporting is
-    off; a failure is logged, never raised."""
+    """Queue the commit's report for ``url`` (the table's ``/metrics``) unless reporting is
+    off; sending it never delays or fails the commit."""
     if properties.get(REPORTING_ENABLED, "true").strip().lower() != "true":
         return
     engine = {"engine-name": "icepark", "engine-version": client_version()}
     body = commit_report(table_name, before, after, duration_ns, engine)
-    if body is None:
-        return
-    try:
-        client.call("POST", url, f"report metrics of table {table_name}", body=body)
-    except Exception as exc:  # a report never fails the commit it describes
-        _log.warning("Cannot report metrics of table %s: %s", table_name, exc)
+    if body is not None:
+        reports.submit(url, table_name, body)

@@ -1,5 +1,5 @@
 """Commit reports: icepark's REST client reports each snapshot commit to the table's
-``/metrics``; Java's own parser (ReportMetricsRequestParser, in the Java handler server) reads
+``/metrics`` (from a thread of its own: a commit never waits for its report); Java's own parser (ReportMetricsRequestParser, in the Java handler server) reads
 them, and the counters equal the snapshot summary's. A report never fails a commit."""
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ def test_java_reads_the_commit_reports(java) -> None:  # type: ignore[no-untyped
     table.append(_rows(0, 10))
     table.append(_rows(10, 5))
     table.delete("id < 3")
+    assert catalog.reports.flush()  # reports go out from a thread of their own
     snapshots = table.refresh().metadata.snapshots
     reports = [r for r in java.metrics_reports() if r["table-name"] == f"{ns}.t"]
     assert [r["snapshot-id"] for r in reports] == [s.snapshot_id for s in snapshots]
@@ -70,6 +71,7 @@ def test_no_reports_when_turned_off(java) -> None:  # type: ignore[no-untyped-de
     ns = f"m{uuid.uuid4().hex[:8]}"
     catalog.create_namespace(ns)
     catalog.create_table(f"{ns}.t", SCHEMA).append(_rows(0, 3))
+    assert catalog.reports.flush()
     assert not [r for r in java.metrics_reports() if r["table-name"] == f"{ns}.t"]
 
 
@@ -81,6 +83,22 @@ def test_a_failing_report_never_fails_the_commit(
     fault.add(Rule("POST", "/metrics", 500, times=5))
     with caplog.at_level(logging.WARNING, logger="icepark.rest.metrics"):
         table.append(_rows(0, 4))
+        assert catalog.reports.flush()
     assert fault.backend.load_table("db.t").scan().to_arrow().num_rows == 4
     assert "Cannot report metrics of table db.t" in caplog.text
+    assert len(fault.requests_to("POST", "/metrics")) == 1
+
+
+def test_a_slow_report_does_not_delay_the_commit(fault: FaultServer) -> None:
+    """The metrics endpoint answers after 1 s: the append returns long before that, and the
+    report still arrives."""
+    import time
+
+    catalog = RestCatalog("rc", {"uri": fault.uri})
+    table = catalog.create_table("db.t", SCHEMA)
+    fault.add(Rule("POST", "/metrics", 200, action="delay", times=1))
+    start = time.monotonic()
+    table.append(_rows(0, 2))
+    assert time.monotonic() - start < 0.9
+    assert catalog.reports.flush()
     assert len(fault.requests_to("POST", "/metrics")) == 1
