@@ -3,6 +3,7 @@ bad requests, commit conflicts, paging, names, config and the prefix."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -323,12 +324,28 @@ def test_head_not_found_has_json_headers(client: TestClient) -> None:
     assert client.head("/v1/namespaces/db/tables/t").status_code == 204
 
 
-def test_register_unreadable_metadata_is_400(client: TestClient, tmp_path: Any) -> None:
-    not_json = tmp_path / "not-metadata.json"
+def test_register_unreadable_metadata_is_400(
+    client: TestClient, catalog: Catalog, tmp_path: Any
+) -> None:
+    """Missing and unreadable files get one answer (it must not tell which files exist); a
+    location outside the catalog's warehouse is refused before anything is read."""
+    warehouse = Path(catalog.properties["warehouse"])
+    not_json = warehouse / "not-metadata.json"
     not_json.write_text("hello")
-    for location in (str(tmp_path / "missing.metadata.json"), "7 \x00", str(not_json)):
+    for location in (str(warehouse / "missing.metadata.json"), str(not_json)):
         r = client.post(
             "/v1/namespaces/db/register", json={"name": "r", "metadata-location": location}
         )
-        assert "no readable table metadata" in _error(r, 400, "BadRequestException"), location
+        message = _error(r, 400, "BadRequestException")
+        assert message.endswith(f"no readable table metadata at {location!r}"), message
+    created = _create(client, "src")
+    outside = tmp_path / "elsewhere" / "v1.metadata.json"
+    outside.parent.mkdir()
+    outside.write_bytes(Path(created["metadata-location"].removeprefix("file:")).read_bytes())
+    sneaky = str(warehouse / ".." / "elsewhere" / "v1.metadata.json")
+    for location in (str(outside), f"file://{outside}", sneaky, "7 \x00", "/etc/passwd"):
+        r = client.post(
+            "/v1/namespaces/db/register", json={"name": "r", "metadata-location": location}
+        )
+        assert "outside the catalog's warehouse" in _error(r, 400, "BadRequestException")
     _error(client.get("/v1/namespaces/db/tables/r"), 404, "NoSuchTableException")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -262,15 +263,45 @@ def register_table(
     require(principal, ident[:-1], WRITE)
     if body.overwrite:
         raise BadRequestError("Register with overwrite=true is not supported")
+    catalog = state_of(request).catalog
+    warehouse = catalog.properties.get("warehouse")
+    if warehouse and not _under(body.metadata_location, warehouse):
+        # the server reads the file: a client may not make it read outside its warehouse
+        raise BadRequestError(
+            f"Cannot register {'.'.join(ident)}: {body.metadata_location!r} is outside the "
+            "catalog's warehouse"
+        )
     try:
-        registered = state_of(request).catalog.register_table(ident, body.metadata_location)
+        registered = catalog.register_table(ident, body.metadata_location)
     except (NoSuchFileError, ValueError) as exc:  # no such file, a path with NUL, not JSON
+        # one message for every cause: the answer must not tell which files exist
         raise BadRequestError(
             f"Cannot register {'.'.join(ident)}: no readable table metadata at "
-            f"{body.metadata_location!r} ({type(exc).__name__})"
+            f"{body.metadata_location!r}"
         ) from exc
     creds = vended(request, principal, ident, registered.metadata.location)
     return _load_result(registered.metadata, registered.metadata_location, creds=creds)
+
+
+def _under(location: str, root: str) -> bool:
+    """Whether ``location`` names a file below ``root`` (local paths resolved, ``..`` refused
+    in object-store keys)."""
+
+    def local(path: str) -> str:
+        for scheme in ("file://", "file:"):
+            if path.startswith(scheme):
+                return path[len(scheme) :]
+        return path
+
+    where, base = local(location), local(root)
+    if "\x00" in where:
+        return False
+    if "://" not in where and "://" not in base:
+        base = os.path.normpath(os.path.abspath(base))
+        return os.path.normpath(os.path.abspath(where)).startswith(base + os.sep)
+    if ".." in where.split("/"):
+        return False
+    return where.startswith(base.rstrip("/") + "/")
 
 
 @router.post("/tables/rename", name="rename_table")
