@@ -154,6 +154,11 @@ def main():
             "properties": dict(table.properties()),
             "snapshots": len(list(table.snapshots())),
             "rows": rows,
+            "refs": {name: table.refs().get(name).snapshotId() for name in table.refs().keySet()},
+            "specs": len(table.specs()),
+            "current-snapshot": current.currentSnapshot().snapshotId()
+            if current.currentSnapshot() is not None
+            else None,
         }
 
     def java_view_of_view(ns_segment, name_segment):

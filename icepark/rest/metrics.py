@@ -22,6 +22,7 @@ from icepark.spec.snapshots import Snapshot
 __all__ = ["REPORTING_ENABLED", "Reports", "commit_report", "report_commit"]
 
 _log = logging.getLogger(__name__)
+_IDLE_SECONDS = 1.0  # a reporting thread with nothing to send for this long ends
 
 #: the client property that turns reports off (Java's name and default: true)
 REPORTING_ENABLED = "rest-metrics-reporting-enabled"
@@ -113,8 +114,9 @@ def commit_report(
 
 class Reports:
     """Sends reports from a thread of its own, so a commit does not wait for its report (one
-    round trip); at most ``limit`` wait, more are dropped with a warning. ``flush`` waits for
-    those queued; ``close`` also stops the thread."""
+    round trip); at most ``limit`` wait, more are dropped with a warning. The thread ends
+    after a second with nothing to send. ``flush`` waits for those queued; ``close`` also
+    stops the thread."""
 
     def __init__(self, client: RestClient, limit: int = 1000) -> None:
         self._client = client
@@ -123,20 +125,27 @@ class Reports:
         self._lock = threading.Lock()
 
     def submit(self, url: str, table_name: str, body: dict[str, Any]) -> None:
-        with self._lock:
+        with self._lock:  # the thread ends when idle: start one when none is running
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="icepark-rest-reports", daemon=True
                 )
                 self._thread.start()
-        try:
-            self._queue.put_nowait((url, table_name, body))
-        except queue.Full:
-            _log.warning("Metrics report of table %s dropped: too many waiting", table_name)
+            try:
+                self._queue.put_nowait((url, table_name, body))
+            except queue.Full:
+                _log.warning("Metrics report of table %s dropped: too many waiting", table_name)
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
+            try:
+                item = self._queue.get(timeout=_IDLE_SECONDS)
+            except queue.Empty:
+                with self._lock:
+                    if self._queue.empty():  # idle: end (submit starts another)
+                        self._thread = None
+                        return
+                continue
             try:
                 if item is None:
                     return
@@ -157,11 +166,13 @@ class Reports:
         return True
 
     def close(self, timeout: float = 10.0) -> None:
-        if self._thread is not None:
-            self.flush(timeout)
-            self._queue.put(None)
-            self._thread.join(timeout)
-            self._thread = None
+        self.flush(timeout)
+        with self._lock:
+            thread, self._thread = self._thread, None
+            if thread is not None:
+                self._queue.put_nowait(None)
+        if thread is not None:
+            thread.join(timeout)
 
 
 def report_commit(

@@ -5,6 +5,7 @@ REST is read back through Java (its catalog, its schema parser, Spark's Iceberg 
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -219,3 +220,35 @@ def test_pyiceberg_reads_what_icepark_wrote_and_back(java: JavaServer) -> None:
     assert sorted(mine.scan().to_arrow().column("id").to_pylist()) == [40, 41, 42]
     mine.append(_rows(1, start=50))  # and icepark commits on top of PyIceberg's table
     assert theirs.load_table("db5.theirs").scan().to_arrow().num_rows == 4
+
+
+def test_overwrite_spec_evolution_branches_and_tags_read_by_java(java: JavaServer) -> None:
+    """Commits Java's handlers apply for icepark's client: an overwrite by filter, a partition
+    spec change, a tag, a branch and a write to the branch; Java's own catalog then reads the
+    rows of main, both specs and every ref."""
+    catalog = java.catalog()
+    ns = f"evo{uuid.uuid4().hex[:8]}"
+    catalog.create_namespace(ns)
+    table = catalog.create_table(f"{ns}.t", SCHEMA, partition_by=["day(ts)"])
+    table.append(_rows(10))
+    table.overwrite(_rows(3), "id < 5")  # ids 0-4 become 0-2
+    with table.update_spec() as update:
+        update.add_field("bucket(4, id)")
+    table.append(_rows(2, start=200))
+    tagged = table.current_snapshot().snapshot_id
+    table.create_tag("v1")
+    table.create_branch("dev")
+    table.append(_rows(1, start=300), branch="dev")
+    table.refresh()
+    seen = java.view(ns, "t")
+    expected = [0, 1, 2, *range(5, 10), 200, 201]
+    assert sorted(r["id"] for r in seen["rows"]) == expected
+    assert [f["transform"] for f in seen["spec"]["fields"]] == ["day", "bucket[4]"]
+    assert seen["specs"] == 2
+    refs = seen["refs"]
+    assert refs["main"] == tagged == seen["current-snapshot"]
+    assert refs["v1"] == tagged
+    assert refs["dev"] == table.metadata.ref("dev").snapshot_id != tagged
+    assert seen["snapshots"] == len(table.metadata.snapshots) == 4
+    dev = table.scan(snapshot_id=refs["dev"]).to_arrow()
+    assert sorted(dev.column("id").to_pylist()) == [*expected, 300]
