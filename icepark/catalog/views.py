@@ -394,11 +394,12 @@ class View:
         return self.metadata.versions
 
     def sql(self, dialect: str = DEFAULT_DIALECT) -> str:
-        """The current version's query in ``dialect``; NoSuchViewError names the dialects
-        there are when it has none in that one."""
+        """The current version's query in ``dialect``; a :class:`ValidationError` names the
+        dialects there are when it has none in that one (the view exists: it is not a
+        missing view)."""
         text = self.current_version.sql_for(dialect)
         if text is None:
-            raise NoSuchViewError(
+            raise ValidationError(
                 f"View {self.name} has no {dialect!r} query (dialects: "
                 f"{sorted(self.current_version.dialects)})"
             )

@@ -85,6 +85,10 @@ def test_replace_adds_a_version_and_keeps_the_log(catalog: Catalog) -> None:
     assert view.metadata_location.split("/")[-1].startswith("00001-")
     assert view.metadata_location != first
     assert catalog.load_view("db.v").sql("TRINO") == "SELECT id FROM t"
+    with pytest.raises(
+        ValidationError, match=r"no 'presto' query \(dialects: \['spark', 'trino'\]\)"
+    ):
+        catalog.load_view("db.v").sql("presto")
     # dropping a dialect is refused unless the view allows it, as in Java
     with pytest.raises(ValidationError, match="loss of view dialects"):
         view.replace("SELECT 2", NARROW)
