@@ -305,11 +305,14 @@ class SqlCatalog(Catalog):
     ) -> None:
         self._commit_tables([(identifier, expected, new)])
 
-    def _commit_tables(self, swaps: Sequence[tuple[Identifier, str | None, str]]) -> None:
+    def _commit_tables(
+        self, swaps: Sequence[tuple[Identifier, str | None, str]], kind: str = _TABLE_TYPE
+    ) -> None:
         """Every swap in one database transaction: each pointer is an ``UPDATE ... WHERE
         metadata_location = expected`` (an ``INSERT`` to create); if one matches no row the
         transaction rolls back and nothing changes. Rows are taken in identifier order, so
-        two multi-table commits cannot deadlock on PostgreSQL."""
+        two multi-table commits cannot deadlock on PostgreSQL. ``kind`` is the rows'
+        ``iceberg_type`` (views swap through here too)."""
         ordered = sorted(swaps, key=lambda s: s[0])
         names = ", ".join(".".join(ident) for ident, _, _ in ordered)
         doing: Identifier = ordered[0][0] if ordered else ()
@@ -317,7 +320,7 @@ class SqlCatalog(Catalog):
             with self.engine.begin() as conn:
                 for ident, expected, new in ordered:
                     doing = ident
-                    self._swap_in(conn, ident, expected, new)
+                    self._swap_in(conn, ident, expected, new, kind)
         except IntegrityError as exc:
             raise CommitFailedError(f"Cannot create {'.'.join(doing)}: it exists already") from exc
         except OperationalError as exc:
@@ -333,7 +336,9 @@ class SqlCatalog(Catalog):
                 f"Commit of {names} has an unknown outcome: {exc.orig}"
             ) from exc
 
-    def _swap_in(self, conn: Any, ident: Identifier, expected: str | None, new: str) -> None:
+    def _swap_in(
+        self, conn: Any, ident: Identifier, expected: str | None, new: str, kind: str
+    ) -> None:
         if expected is None:
             conn.execute(
                 insert(_tables).values(
@@ -342,13 +347,14 @@ class SqlCatalog(Catalog):
                     table_name=ident[-1],
                     metadata_location=new,
                     previous_metadata_location=None,
-                    iceberg_type=_TABLE_TYPE,
+                    iceberg_type=kind,
                 )
             )
             return
+        row = self._view_filter(ident) if kind == _VIEW_TYPE else self._table_filter(ident)
         result = conn.execute(
             update(_tables)
-            .where(self._table_filter(ident), _tables.c.metadata_location == expected)
+            .where(row, _tables.c.metadata_location == expected)
             .values(metadata_location=new, previous_metadata_location=expected)
         )
         if result.rowcount != 1:
@@ -421,40 +427,7 @@ class SqlCatalog(Catalog):
         return str(row[0])
 
     def _swap_view_location(self, ident: Identifier, expected: str | None, new: str) -> None:
-        try:
-            with self.engine.begin() as conn:
-                if expected is None:
-                    conn.execute(
-                        insert(_tables).values(
-                            catalog_name=self.name,
-                            table_namespace=_ns_str(namespace_of(ident)),
-                            table_name=ident[-1],
-                            metadata_location=new,
-                            previous_metadata_location=None,
-                            iceberg_type=_VIEW_TYPE,
-                        )
-                    )
-                    return
-                result = conn.execute(
-                    update(_tables)
-                    .where(self._view_filter(ident), _tables.c.metadata_location == expected)
-                    .values(metadata_location=new, previous_metadata_location=expected)
-                )
-                if result.rowcount != 1:
-                    raise CommitFailedError(
-                        f"Cannot commit view {'.'.join(ident)}: metadata location {expected} "
-                        "has changed"
-                    )
-        except IntegrityError as exc:
-            raise CommitFailedError(f"Cannot create view {'.'.join(ident)}: name taken") from exc
-        except OperationalError as exc:
-            if _is_lock_error(exc):
-                raise CommitFailedError(
-                    f"Cannot commit view {'.'.join(ident)}: database is busy ({exc.orig})"
-                ) from exc
-            raise CommitStateUnknownError(
-                f"Commit of view {'.'.join(ident)} has an unknown outcome: {exc.orig}"
-            ) from exc
+        self._commit_tables([(ident, expected, new)], _VIEW_TYPE)
 
     def _remove_view_entry(self, ident: Identifier) -> None:
         with self.engine.begin() as conn:

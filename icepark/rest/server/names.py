@@ -20,7 +20,11 @@ import json
 from collections.abc import Sequence
 from typing import TypeVar
 
-from icepark.errors import BadRequestError
+from fastapi.responses import JSONResponse
+
+from icepark.catalog.base import Catalog
+from icepark.errors import BadRequestError, NoSuchNamespaceError
+from icepark.rest.models import ListTablesResponse, TableIdentifier
 
 __all__ = ["UNIT_SEPARATOR", "parse_namespace", "check_namespace", "check_name", "page"]
 
@@ -91,3 +95,19 @@ def page(
         return ordered, None
     chunk = ordered[:page_size]
     return chunk, _token(chunk[-1])
+
+
+def identifiers_page(
+    items: Sequence[tuple[str, ...]], page_token: str | None, page_size: int | None
+) -> JSONResponse:
+    """A ``ListTablesResponse`` (tables and views alike) of one page of ``items``."""
+    chosen, token = page(items, page_token, page_size)
+    body = ListTablesResponse(
+        identifiers=[TableIdentifier.of(i) for i in chosen], next_page_token=token
+    )
+    return JSONResponse(body.dump())
+
+
+def check_namespace_exists(catalog: Catalog, ns: tuple[str, ...]) -> None:
+    if not catalog.namespace_exists(ns):
+        raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ns)}")

@@ -32,14 +32,12 @@ from icepark.errors import (
     CommitFailedError,
     IceparkError,
     NoSuchFileError,
-    NoSuchNamespaceError,
     TableAlreadyExistsError,
 )
 from icepark.rest.models import (
     CommitTableRequest,
     CommitTableResponse,
     CreateTableRequest,
-    ListTablesResponse,
     LoadTableResult,
     RegisterTableRequest,
     RenameTableRequest,
@@ -49,7 +47,13 @@ from icepark.rest.models import (
 from icepark.rest.server.context import caller, require, state_of
 from icepark.rest.server.errors import parse_each
 from icepark.rest.server.metadata_cache import MetadataCache
-from icepark.rest.server.names import check_name, check_namespace, page, parse_namespace
+from icepark.rest.server.names import (
+    check_name,
+    check_namespace,
+    check_namespace_exists,
+    identifiers_page,
+    parse_namespace,
+)
 from icepark.rest.server.routes_credentials import vended
 from icepark.rest.server.security import READ, WRITE, Principal
 from icepark.spec import properties as P
@@ -118,11 +122,6 @@ def _load_result(
     return JSONResponse(body.dump(), headers=headers)
 
 
-def _check_namespace_exists(catalog: Catalog, ns: tuple[str, ...]) -> None:
-    if not catalog.namespace_exists(ns):
-        raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ns)}")
-
-
 @router.get("/namespaces/{namespace}/tables", name="list_tables")
 def list_tables(
     request: Request,
@@ -134,12 +133,8 @@ def list_tables(
     ns = parse_namespace(namespace)
     require(principal, ns, READ)
     catalog = state_of(request).catalog
-    _check_namespace_exists(catalog, ns)
-    items, token = page(catalog.list_tables(ns), page_token, page_size)
-    body = ListTablesResponse(
-        identifiers=[TableIdentifier.of(i) for i in items], next_page_token=token
-    )
-    return JSONResponse(body.dump())
+    check_namespace_exists(catalog, ns)
+    return identifiers_page(catalog.list_tables(ns), page_token, page_size)
 
 
 def _new_metadata(
@@ -166,7 +161,7 @@ def create_table(
     ident = (*parse_namespace(namespace), check_name(body.name))
     require(principal, ident[:-1], WRITE)
     catalog = state_of(request).catalog
-    _check_namespace_exists(catalog, ident[:-1])
+    check_namespace_exists(catalog, ident[:-1])
     if catalog.table_exists(ident):
         raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}")
     metadata = _new_metadata(catalog, ident, body)
@@ -339,7 +334,7 @@ def commit_table(
 def _commit_create(
     catalog: Catalog, ident: tuple[str, ...], requirements: Sequence[Any], updates: Sequence[Any]
 ) -> JSONResponse:
-    _check_namespace_exists(catalog, ident[:-1])
+    check_namespace_exists(catalog, ident[:-1])
     try:  # the catalog builds the first metadata from the updates (one create commit)
         created = catalog.commit_table(ident, None, None, requirements, updates)
     except TableAlreadyExistsError as exc:

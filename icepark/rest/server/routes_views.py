@@ -25,20 +25,24 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from icepark.catalog.base import Catalog
 from icepark.catalog.views import View
-from icepark.errors import BadRequestError, IceparkError, NoSuchNamespaceError
+from icepark.errors import BadRequestError, IceparkError
 from icepark.rest.models import (
     CommitViewRequest,
     CreateViewRequest,
-    ListTablesResponse,
     LoadViewResult,
     RenameTableRequest,
     TableIdentifier,
 )
 from icepark.rest.server.context import caller, require, state_of
 from icepark.rest.server.errors import parse_each
-from icepark.rest.server.names import check_name, check_namespace, page, parse_namespace
+from icepark.rest.server.names import (
+    check_name,
+    check_namespace,
+    check_namespace_exists,
+    identifiers_page,
+    parse_namespace,
+)
 from icepark.rest.server.security import READ, WRITE, Principal
 from icepark.spec.requirements import table_requirement_from_json
 from icepark.spec.schema import schema_from_json
@@ -78,11 +82,6 @@ def _load_result(view: View) -> JSONResponse:
     return JSONResponse(body.dump())
 
 
-def _check_namespace_exists(catalog: Catalog, ns: tuple[str, ...]) -> None:
-    if not catalog.namespace_exists(ns):
-        raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ns)}")
-
-
 @router.get("/namespaces/{namespace}/views", name="list_views")
 def list_views(
     request: Request,
@@ -94,12 +93,8 @@ def list_views(
     ns = parse_namespace(namespace)
     require(principal, ns, READ)
     catalog = state_of(request).catalog
-    _check_namespace_exists(catalog, ns)
-    items, token = page(catalog.list_views(ns), page_token, page_size)
-    body = ListTablesResponse(
-        identifiers=[TableIdentifier.of(i) for i in items], next_page_token=token
-    )
-    return JSONResponse(body.dump())
+    check_namespace_exists(catalog, ns)
+    return identifiers_page(catalog.list_views(ns), page_token, page_size)
 
 
 @router.post("/namespaces/{namespace}/views", name="create_view")
@@ -109,7 +104,7 @@ def create_view(
     ident = (*parse_namespace(namespace), check_name(body.name, "view name"))
     require(principal, ident[:-1], WRITE)
     catalog = state_of(request).catalog
-    _check_namespace_exists(catalog, ident[:-1])
+    check_namespace_exists(catalog, ident[:-1])
     try:
         schema = schema_from_json(body.schema_)
         # a new view's one version is version 1, whatever id the client gave it (as Java's
