@@ -30,6 +30,12 @@ def _rest_conf(name: str, url: str, credential: str) -> dict[str, str]:
     }
 
 
+def _catalog_views(result: dict[str, Any]) -> list[str]:
+    """The catalog's views in a SHOW VIEWS answer; the shared Java session's temporary views
+    (other tests' ``createOrReplaceTempView``) are listed beside them with isTemporary set."""
+    return sorted(row[1] for row in result["rows"] if not row[2])
+
+
 def test_java_views_through_the_server(refspark: Any, catalog: Catalog) -> None:
     principals = Principals.from_dict(
         {"principals": [{"client-id": "spark", "client-secret": "v1ews", "grants": {"*": "write"}}]}
@@ -42,14 +48,17 @@ def test_java_views_through_the_server(refspark: Any, catalog: Catalog) -> None:
         conf = _rest_conf(name, url, "spark:v1ews")
         results = refspark.request(
             [
+                # a session's temporary view is listed beside the catalog's views
+                "CREATE OR REPLACE TEMPORARY VIEW rcv_temporary AS SELECT 1 AS one",
                 f"CREATE VIEW {name}.db.v AS SELECT id, kind FROM {name}.db.t WHERE id > 1",
                 f"SELECT * FROM {name}.db.v ORDER BY id",
                 f"SHOW VIEWS IN {name}.db",
             ],
             conf=conf,
         )
-        assert results[1]["rows"] == [[2, "b"], [3, "a"]]
-        assert [r[1] for r in results[2]["rows"]] == ["v"]
+        assert results[2]["rows"] == [[2, "b"], [3, "a"]]
+        assert _catalog_views(results[3]) == ["v"]
+        assert [r[1:] for r in results[3]["rows"] if r[2]] == [["rcv_temporary", True]]
 
         # icepark reads the view metadata Java wrote through the server
         java_view = catalog.load_view("db.v")
@@ -94,7 +103,7 @@ def test_java_views_through_the_server(refspark: Any, catalog: Catalog) -> None:
             ]
         )
         assert results[0]["rows"] == [["a", 2], ["b", 1]]
-        assert sorted(r[1] for r in results[1]["rows"]) == ["mine", "v"]
-        assert [r[1] for r in results[3]["rows"]] == ["mine"]
+        assert _catalog_views(results[1]) == ["mine", "v"]
+        assert _catalog_views(results[3]) == ["mine"]
         assert not catalog.view_exists("db.v")
         assert catalog.view_exists("db.mine") and catalog.table_exists("db.t")
