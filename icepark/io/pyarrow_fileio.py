@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import re
 import tempfile
 import threading
 import uuid
@@ -54,6 +55,7 @@ __all__ = [
     "LOCAL_SCHEMES",
     "S3_SCHEMES",
     "PyArrowFileIO",
+    "is_partial_write",
     "load_file_io",
 ]
 
@@ -226,6 +228,19 @@ class _PyArrowOutputFile(OutputFile):
         return _PyArrowInputFile(self._io, self.location, None)
 
 
+_PARTIAL_WRITE = re.compile(r"\..+\.[0-9a-f]{32}\.tmp")
+
+
+def _partial_write_name(name: str) -> str:
+    return f".{name}.{uuid.uuid4().hex}.tmp"
+
+
+def is_partial_write(name: str) -> bool:
+    """Whether a file name is that of a local write that never finished (the temporary file
+    a process killed mid-write leaves beside its target); orphan removal takes them."""
+    return _PARTIAL_WRITE.fullmatch(name) is not None
+
+
 class _LocalAtomicStream(OutputStream):
     """Writes a hidden temporary file next to the target, then links or renames it in place."""
 
@@ -235,7 +250,7 @@ class _LocalAtomicStream(OutputStream):
         self._overwrite = overwrite
         self._fsync = fsync
         folder, name = os.path.split(target)
-        self._temp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
+        self._temp = os.path.join(folder, _partial_write_name(name))
         self._file: IO[bytes] | None = None
         with _translate_errors(location):
             os.makedirs(folder, exist_ok=True)

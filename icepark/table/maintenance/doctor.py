@@ -238,8 +238,11 @@ def _files(table: TableLike, report: HealthReport) -> None:
         )
 
 
-def _orphans(table: TableLike, report: HealthReport) -> None:
-    found = remove_orphan_files(table, dry_run=True)
+def _orphans(table: TableLike, report: HealthReport, older_than: int | None) -> None:
+    if older_than is None:
+        found = remove_orphan_files(table, dry_run=True)
+    else:  # a dry run: listing files younger than a day deletes nothing
+        found = remove_orphan_files(table, older_than, dry_run=True, allow_recent=True)
     report.orphans = {
         "count": len(found.orphan_file_locations),
         "bytes": found.orphan_bytes,
@@ -251,21 +254,30 @@ def _orphans(table: TableLike, report: HealthReport) -> None:
                 "orphans",
                 "warn",
                 f"{len(found.orphan_file_locations)} files ({found.orphan_bytes:,} bytes) under "
-                "the table's location are referenced by nothing and older than 3 days",
+                "the table's location are referenced by nothing and older than "
+                + ("3 days" if older_than is None else "the cut-off"),
                 f"icepark remove-orphans {table.name}",
             )
         )
 
 
-def diagnose(table: TableLike, *, orphans: bool = True, now_ms: int | None = None) -> HealthReport:
-    """The health report of ``table`` (see the module docstring); read-only."""
+def diagnose(
+    table: TableLike,
+    *,
+    orphans: bool = True,
+    now_ms: int | None = None,
+    orphans_older_than: int | None = None,
+) -> HealthReport:
+    """The health report of ``table`` (see the module docstring); read-only.
+    ``orphans_older_than`` (epoch ms) lists orphan candidates younger than the 3 days
+    ``remove_orphan_files`` waits by default, e.g. what a crashed write left a minute ago."""
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     report = HealthReport(table.name, table.metadata.location)
     _snapshots(table, report, now)
     _metadata_files(table, report)
     _files(table, report)
     if orphans:
-        _orphans(table, report)
+        _orphans(table, report, orphans_older_than)
     if not report.findings:
         report.findings.append(Finding("table", "ok", "nothing to fix"))
     return report
