@@ -140,8 +140,14 @@ def _rewrite_manifests(table: Table) -> None:
     table.rewrite_manifests()
 
 
+def _incoming_folder(table: Table) -> Path:
+    """Outside the table's location, as a Hive table's folder would be (orphan removal
+    rightly deletes unreferenced files under the location)."""
+    return Path(table.location).parent / f"{Path(table.location).name}-incoming"
+
+
 def _add_files(table: Table) -> None:
-    folder = Path(table.location) / "incoming"
+    folder = _incoming_folder(table)
     table.add_files([str(p) for p in sorted(folder.glob("*.parquet"))])
 
 
@@ -184,7 +190,7 @@ def _incoming_rows(i: int) -> pa.Table:
 
 
 def _incoming(table: Table, _: Path) -> None:
-    folder = Path(table.location) / "incoming"
+    folder = _incoming_folder(table)
     folder.mkdir(parents=True, exist_ok=True)
     for i in range(3):
         pq.write_table(_incoming_rows(i), folder / f"part-{i}.parquet")
