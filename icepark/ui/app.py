@@ -8,8 +8,9 @@ Pages (all ``GET``; the app has no route that changes anything, so other methods
     /t/{table}                  overview: schema and its history, specs, sort orders, properties
     /t/{table}/history          snapshots, refs and ancestry (?snapshot=ID: what it changed)
     /t/{table}/files            file sizes, partitions and their skew, deletes, manifests
-    /t/{table}/query            ?filter=...&ref=...: the pruning funnel of scan.explain() (run
-                                only once the form is sent; an empty filter is a full scan)
+    /t/{table}/query            ?filter=..&ref=..&timed=1: the pruning funnel of scan.explain()
+                                (run once the form is sent; an empty filter is a full scan;
+                                ``timed`` also times a real planning run, as long again)
     /t/{table}/health           the doctor's findings and fix commands (?orphans=1 lists storage)
     /ui.js                      the one script: copy buttons (same origin, allowed by the CSP)
 
@@ -53,7 +54,13 @@ _SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-_PAGES = (("", "overview"), ("history", "history"), ("files", "files"), ("query", "query"), ("health", "health"))
+_PAGES = (
+    ("", "overview"),
+    ("history", "history"),
+    ("files", "files"),
+    ("query", "query"),
+    ("health", "health"),
+)
 
 
 def table_path(name: str, page: str = "") -> str:
@@ -171,7 +178,7 @@ def create_ui_app(catalog: Catalog, *, title: str | None = None) -> FastAPI:
         )
 
     @app.get("/t/{name}/query", response_class=HTMLResponse)
-    def query(name: str, filter: str | None = None, ref: str = "") -> HTMLResponse:
+    def query(name: str, filter: str | None = None, ref: str = "", timed: int = 0) -> HTMLResponse:
         table = load(name)
         return render(
             "query.html",
@@ -181,7 +188,12 @@ def create_ui_app(catalog: Catalog, *, title: str | None = None) -> FastAPI:
             filter=filter or "",
             ref=ref,
             refs=sorted(table.metadata.refs),
-            data=query_page(table, filter or "", ref) if filter is not None or ref else None,
+            timed=bool(timed),
+            data=(
+                query_page(table, filter or "", ref, time_planning=bool(timed))
+                if filter is not None or ref
+                else None
+            ),
         )
 
     @app.get("/t/{name}/health", response_class=HTMLResponse)

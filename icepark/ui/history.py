@@ -12,8 +12,8 @@ summary properties):
 The graph gives each branch a lane (``main`` first), walks each ref's ancestry from its head
 and puts every snapshot on the lane of the first ref that reaches it; snapshots no ref
 reaches get lanes of their own, one per chain. Rows are snapshots newest first. Each node is
-a link to the snapshot's detail (its summary and the files it added and removed, read by
-:func:`icepark.planning.walk.changes_in` from the manifests that snapshot wrote).
+a link to the snapshot's detail (its summary and the files it added and removed, read from
+the manifests that snapshot wrote by the ``entries`` metadata table's columnar reader).
 """
 
 from __future__ import annotations
@@ -21,11 +21,14 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
+import pyarrow.compute as pc
 from markupsafe import Markup, escape
 
 from icepark.manifest import FileContent, ManifestEntryStatus
-from icepark.planning.walk import changes_in
+from icepark.planning.walk import manifests_of
 from icepark.spec.snapshots import Snapshot
+from icepark.table.inspect.context import InspectContext
+from icepark.table.inspect.files import entries_table
 from icepark.table.table import Table
 from icepark.table.update.wap import (
     PUBLISHED_WAP_ID_PROP,
@@ -36,6 +39,12 @@ from icepark.table.update.wap import (
 __all__ = ["SnapshotRow", "SnapshotDetail", "history_rows", "history_graph", "snapshot_detail"]
 
 _LANE_COLORS = ("#4a7bd0", "#3f9e6e", "#c27c2c", "#8a4ac2", "#c24a7b", "#2c9fc2", "#777")
+_ADDED, _DELETED = ManifestEntryStatus.ADDED.value, ManifestEntryStatus.DELETED.value
+_CONTENT = {
+    FileContent.DATA.value: "data",
+    FileContent.POSITION_DELETES.value: "position deletes",
+    FileContent.EQUALITY_DELETES.value: "equality deletes",
+}
 MAX_GRAPH_SNAPSHOTS = 300
 """The graph draws the newest this many snapshots (the table below lists all)."""
 
@@ -223,27 +232,33 @@ class SnapshotDetail:
 
 
 def snapshot_detail(table: Table, snapshot_id: int, limit: int = 200) -> SnapshotDetail | None:
-    """The detail of one snapshot, or None when the table has no such snapshot."""
+    """The detail of one snapshot, or None when the table has no such snapshot: the entries
+    it marked added or deleted in the manifests it wrote (Java's ``addedDataFiles`` and
+    ``removedDataFiles``, delete files too), read by the ``entries`` metadata table's
+    columnar reader."""
     snapshot = table.metadata.snapshot_by_id(snapshot_id)
     if snapshot is None:
         return None
-    added: list[tuple[str, str, int, int]] = []
-    removed: list[tuple[str, str, int, int]] = []
-    for change in changes_in(table.io, [snapshot]):
-        f = change.entry.data_file
-        kind = {
-            FileContent.DATA: "data",
-            FileContent.POSITION_DELETES: "position deletes",
-            FileContent.EQUALITY_DELETES: "equality deletes",
-        }.get(f.content, str(f.content))
-        row = (f.file_path, kind, f.record_count, f.file_size_in_bytes)
-        if change.entry.status == ManifestEntryStatus.ADDED:
-            added.append(row)
-        else:
-            removed.append(row)
+    ctx = InspectContext(table.io, table.metadata, table.metadata_location, table.name)
+    own = [m for m in manifests_of(table.io, snapshot) if m.added_snapshot_id == snapshot_id]
+    entries = entries_table(ctx, own).select(["status", "snapshot_id", "data_file"])
+    mine = pc.equal(entries.column("snapshot_id"), snapshot_id)
+    found: dict[int, tuple[list[tuple[str, str, int, int]], int]] = {}
+    for status in (_ADDED, _DELETED):
+        chosen = entries.filter(pc.and_(mine, pc.equal(entries.column("status"), status)))
+        files = chosen.column("data_file").combine_chunks().slice(0, limit)
+        rows = [
+            (path, _CONTENT.get(content, str(content)), records, size)
+            for path, content, records, size in zip(
+                files.field("file_path").to_pylist(),
+                files.field("content").to_pylist(),
+                files.field("record_count").to_pylist(),
+                files.field("file_size_in_bytes").to_pylist(),
+            )
+        ]
+        found[status] = (rows, chosen.num_rows)
     summary = sorted(snapshot.summary.properties.items()) if snapshot.summary else []
     if snapshot.operation is not None:
         summary.insert(0, ("operation", snapshot.operation.value))
-    return SnapshotDetail(
-        snapshot_id, summary, added[:limit], removed[:limit], len(added), len(removed)
-    )
+    (added, added_total), (removed, removed_total) = found[_ADDED], found[_DELETED]
+    return SnapshotDetail(snapshot_id, summary, added, removed, added_total, removed_total)

@@ -103,7 +103,7 @@ def _changes(old: Schema, new: Schema) -> list[str]:
         if fid not in after:
             out.append(f"dropped {path} (id {fid})")
     if old.identifier_field_ids != new.identifier_field_ids:
-        out.append(f"identifier fields now {', '.join(new.identifier_field_names()) or 'none'}")
+        out.append(f"identifier fields now {', '.join(new.identifier_field_names) or 'none'}")
     return out
 
 
@@ -158,7 +158,9 @@ def sort_rows(table: Table) -> list[tuple[int, bool, list[str]]]:
             f"{f.null_order.value}"
             for f in order.fields
         ]
-        out.append((order.order_id, order.order_id == md.default_sort_order_id, fields or ["unsorted"]))
+        out.append(
+            (order.order_id, order.order_id == md.default_sort_order_id, fields or ["unsorted"])
+        )
     return out
 
 

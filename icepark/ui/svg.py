@@ -67,7 +67,9 @@ def bar_chart(
     """Horizontal bars, longest value full width; an empty list draws a note instead."""
     row = 20
     if not bars:
-        return _svg(width, row + 8, [f'<text x="4" y="16">{escape("(nothing)")}</text>'], label, css_class)
+        return _svg(
+            width, row + 8, [f'<text x="4" y="16">{escape("(nothing)")}</text>'], label, css_class
+        )
     top = max(b.value for b in bars) or 1
     room = width - label_width - 110
     body = []
