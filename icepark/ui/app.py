@@ -12,6 +12,8 @@ Pages (all ``GET``; the app has no route that changes anything, so other methods
                                 (run once the form is sent; an empty filter is a full scan;
                                 ``timed`` also times a real planning run, as long again)
     /t/{table}/health           the doctor's findings and fix commands (?orphans=1 lists storage)
+    /t/{table}/badge.svg        the doctor's verdict as a badge (the catalog page's images, so
+                                the page shows at once and each table's doctor runs apart)
     /ui.js                      the one script: copy buttons (same origin, allowed by the CSP)
 
 Everything a page shows from storage (names, properties, paths, partition values) is
@@ -40,7 +42,7 @@ from icepark.ui.files import files_page
 from icepark.ui.history import history_graph, history_rows, snapshot_detail, when
 from icepark.ui.overview import schema_history, schema_rows, sort_rows, spec_rows
 from icepark.ui.pages import badge_of, catalog_rows, query_page
-from icepark.ui.svg import human_bytes
+from icepark.ui.svg import badge_svg, human_bytes
 
 __all__ = ["create_ui_app", "table_path"]
 
@@ -195,6 +197,11 @@ def create_ui_app(catalog: Catalog, *, title: str | None = None) -> FastAPI:
                 else None
             ),
         )
+
+    @app.get("/t/{name}/badge.svg")
+    def badge(name: str) -> Response:
+        level, text = badge_of(diagnose(load(name), orphans=False))
+        return Response(badge_svg(level, text), media_type="image/svg+xml")
 
     @app.get("/t/{name}/health", response_class=HTMLResponse)
     def health(name: str, orphans: int = 0) -> HTMLResponse:

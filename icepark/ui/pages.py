@@ -1,8 +1,9 @@
 """The catalog, query and health pages' data, each from what icepark already computes:
 
 * catalog: every namespace and its tables, with the current snapshot's summary totals
-  (rows, bytes, files), the last commit and a badge from the doctor
-  (:func:`icepark.table.maintenance.doctor.diagnose` without the storage listing);
+  (rows, bytes, files) and the last commit; each table's health badge is an image of its own
+  (``/t/{table}/badge.svg``: :func:`icepark.table.maintenance.doctor.diagnose` without the
+  storage listing), so the page does not wait for every table's doctor;
 * query: :meth:`icepark.table.DataScan.explain` for the filter typed in, drawn as two
   funnels (manifests, then files) with the delete files attached, the bytes left and the
   residual filter per partition spec;
@@ -20,7 +21,7 @@ from icepark.catalog.base import Catalog
 from icepark.catalog.identifiers import Identifier
 from icepark.errors import IceparkError
 from icepark.planning.explain import ScanExplanation
-from icepark.table.maintenance.doctor import HealthReport, diagnose
+from icepark.table.maintenance.doctor import HealthReport
 from icepark.table.table import Table
 from icepark.ui.history import when
 from icepark.ui.svg import Bar, bar_chart, funnel, human_bytes
@@ -42,8 +43,6 @@ class TableRow:
     last_commit: str = ""
     snapshots: int = 0
     format_version: int | None = None
-    badge: str = ""
-    badge_text: str = ""
     error: str = ""
 
 
@@ -81,12 +80,9 @@ def _summary_int(table: Table, key: str) -> int | None:
         return None
 
 
-def table_row(table: Table, namespace: str, health: bool = True) -> TableRow:
+def table_row(table: Table, namespace: str) -> TableRow:
     """A table's row on the catalog page."""
     snap = table.current_snapshot()
-    badge = text = ""
-    if health:
-        badge, text = badge_of(diagnose(table, orphans=False))
     return TableRow(
         name=table.name,
         namespace=namespace,
@@ -96,8 +92,6 @@ def table_row(table: Table, namespace: str, health: bool = True) -> TableRow:
         last_commit=when(snap.timestamp_ms) if snap else "never",
         snapshots=len(table.metadata.snapshots),
         format_version=table.format_version,
-        badge=badge,
-        badge_text=text,
     )
 
 

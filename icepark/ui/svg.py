@@ -18,7 +18,9 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-__all__ = ["Bar", "bar_chart", "histogram", "funnel", "human_bytes"]
+__all__ = ["Bar", "bar_chart", "histogram", "funnel", "human_bytes", "badge_svg"]
+
+_BADGE_COLORS = {"ok": "#3f9e6e", "info": "#2c7fc2", "warn": "#c27c2c"}
 
 _FONT = 'font-family="system-ui, sans-serif" font-size="12"'
 
@@ -183,3 +185,15 @@ def funnel(
             f"{escape(f'-{dropped:,}' if dropped else '')}</text></g>"
         )
     return _svg(width, len(steps) * row + 8, body, label, css_class)
+
+
+def badge_svg(level: str, text: str) -> str:
+    """A standalone SVG document: a rounded badge in the colour of ``level`` (``ok``,
+    ``info``, ``warn``) saying ``text``."""
+    color = _BADGE_COLORS.get(level, "#777")
+    return (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="110" height="20" viewBox="0 0 110 20">'
+        f'<rect width="110" height="20" rx="10" fill="{color}"/>'
+        f'<text x="55" y="14" text-anchor="middle" fill="#fff" {_FONT}>{escape(text)}</text>'
+        "</svg>"
+    )
