@@ -146,7 +146,9 @@ def history_rows(table: Table) -> list[SnapshotRow]:
                 committed=when(s.timestamp_ms),
                 operation=str(s.operation.value) if s.operation else "",
                 added_records=_int(summary, "added-records"),
-                deleted_records=_int(summary, "deleted-records"),
+                deleted_records=_int(
+                    summary, "deleted-records", "added-position-deletes", "added-equality-deletes"
+                ),
                 added_files=_int(summary, "added-data-files", "added-delete-files"),
                 removed_files=_int(summary, "deleted-data-files", "removed-delete-files"),
                 added_bytes=_int(summary, "added-files-size"),

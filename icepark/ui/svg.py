@@ -73,7 +73,7 @@ def bar_chart(
             width, row + 8, [f'<text x="4" y="16">{escape("(nothing)")}</text>'], label, css_class
         )
     top = max(b.value for b in bars) or 1
-    room = width - label_width - 110
+    room = width - label_width - 180
     body = []
     for i, b in enumerate(bars):
         y = i * row + 4
@@ -166,7 +166,7 @@ def funnel(
     the step kept, relative to the widest count, centred, with what it dropped beside it."""
     row = 34
     widest = max((max(b, a) for _, b, a, _ in steps), default=0) or 1
-    room = width - 300
+    room = width - 330
     body = []
     for i, (name, before, after, note) in enumerate(steps):
         y = i * row + 4
@@ -179,9 +179,8 @@ def funnel(
             f'<text x="144" y="{y + 19}" text-anchor="end">{escape(_clip(name, 22))}</text>'
             f'<rect x="{x:.1f}" y="{y + 4}" width="{w:.1f}" height="{row - 8}" rx="3" '
             f'fill="#3f9e6e"/>'
-            f'<text x="{150 + room / 2:.1f}" y="{y + 21}" text-anchor="middle" fill="#fff" '
-            f'stroke="#1d5e3e" stroke-width="0.4">{after:,}</text>'
-            f'<text x="{150 + room + 8}" y="{y + 21}" fill="#a33">'
+            f'<text x="{150 + room + 8}" y="{y + 21}">{after:,}</text>'
+            f'<text x="{150 + room + 80}" y="{y + 21}" fill="#a33">'
             f"{escape(f'-{dropped:,}' if dropped else '')}</text></g>"
         )
     return _svg(width, len(steps) * row + 8, body, label, css_class)

@@ -11,11 +11,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +20,10 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("jinja2")
 
-import icepark  # noqa: E402
-from icepark.catalog.base import Catalog  # noqa: E402
+from ui_support import BIG_FILES, BIG_TABLE, DEMO_TABLE
 
-BIG_TABLE = "bench.many"
-BIG_FILES = 10_000
-DEMO_TABLE = "demo.events"
+import icepark
+from icepark.catalog.base import Catalog
 
 
 def _catalog(folder: Path) -> Catalog:
@@ -62,7 +55,7 @@ def big_catalog(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
         )
     )
     table.delete("id = 3")  # a position delete file, in partition part=1
-    base = [t.file for t in table.scan().plan_files()][0]
+    base = next(t.file for t in table.scan().plan_files())
     made = 0
     for chunk in range(10):  # one commit, hence one manifest, per 1,000 files
         batch = []
@@ -133,32 +126,3 @@ def demo_catalog(tmp_path_factory: pytest.TempPathFactory) -> Catalog:
     other = catalog.create_table("other.empty", icepark.schema(("x", "int")))
     assert other.current_snapshot() is None
     return catalog
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@contextlib.contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """Runs ``app`` on uvicorn on 127.0.0.1 in a thread; yields its base URL."""
-    import uvicorn
-
-    port = _free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)

@@ -9,8 +9,8 @@ import time
 from typing import Any
 
 import pytest
-from conftest import BIG_FILES, BIG_TABLE, DEMO_TABLE
 from fastapi.testclient import TestClient
+from ui_support import BIG_FILES, BIG_TABLE, DEMO_TABLE
 
 from icepark.catalog.base import Catalog
 from icepark.table.maintenance.doctor import diagnose
@@ -77,7 +77,10 @@ def test_overview_shows_schema_ids_history_specs_sort_and_properties(
     assert f"renamed amount to price (id {price})" in text
     assert f"added country (string, id {country})" in text
     assert len(table.schemas()) == 2 and "first schema" in text
-    assert len(re.findall(r'<tr><td class="n">\d+( <span class="ref">default</span>)?</td>', html)) >= 4
+    assert (
+        len(re.findall(r'<tr><td class="n">\d+( <span class="ref">default</span>)?</td>', html))
+        >= 4
+    )
     assert "category = identity(category)" in text and "bucket[4](id)" in text
     assert "identity(id) asc" in text
     assert "write.wap.enabled" in text and "etl" in text
@@ -122,7 +125,7 @@ def test_snapshot_detail_lists_what_it_added_and_removed(
     added = html.split('id="added-files"', 1)[1].split("</table>", 1)[0]
     assert sorted(re.findall(r'<td class="mono">([^<]+)</td><td>data</td>', added)) == sorted(paths)
     assert f"Files added ({len(paths)})" in html
-    assert f"added-data-files</td><td class=\"mono\">{len(paths)}<" in html
+    assert f'added-data-files</td><td class="mono">{len(paths)}<' in html
     delete = table.current_snapshot()
     assert delete is not None and delete.operation is not None
     html = _ok(demo, f"{table_path(DEMO_TABLE, 'history')}?snapshot={delete.snapshot_id}")
@@ -140,7 +143,9 @@ def test_files_page_numbers_come_from_the_metadata_tables(
     total = sum(data.column("file_size_in_bytes").to_pylist())
     assert f"{data.num_rows:,} data files" in html
     assert "target 512.0 MB" in html  # the default write.target-file-size-bytes, marked
-    bins = [int(n.replace(",", "")) for n in re.findall(r" to [^:<]+: ([\d,]+) files</title>", html)]
+    bins = [
+        int(n.replace(",", "")) for n in re.findall(r" to [^:<]+: ([\d,]+) files</title>", html)
+    ]
     assert sum(bins) == data.num_rows
     parts = table.inspect.partitions().to_pylist()
     for p in parts:
@@ -149,7 +154,10 @@ def test_files_page_numbers_come_from_the_metadata_tables(
     with_deletes = [p for p in parts if p["position_delete_file_count"]]
     assert with_deletes
     for p in with_deletes:
-        assert f"{p['position_delete_file_count']:,} files hide {p['position_delete_record_count']:,} rows" in html
+        assert (
+            f"{p['position_delete_file_count']:,} files hide {p['position_delete_record_count']:,} rows"
+            in html
+        )
     assert total > 0
     manifests = table.inspect.all_manifests()
     current = table.current_snapshot().snapshot_id  # type: ignore[union-attr]
@@ -160,7 +168,9 @@ def test_files_page_numbers_come_from_the_metadata_tables(
 def test_query_page_draws_the_explain_funnel(demo: TestClient, demo_catalog: Catalog) -> None:
     table = demo_catalog.load_table(DEMO_TABLE)
     assert 'id="funnel"' not in _ok(demo, table_path(DEMO_TABLE, "query"))  # nothing run yet
-    html = _ok(demo, f"{table_path(DEMO_TABLE, 'query')}?filter=category+%3D+%27a%27+and+id+%3E+650")
+    html = _ok(
+        demo, f"{table_path(DEMO_TABLE, 'query')}?filter=category+%3D+%27a%27+and+id+%3E+650"
+    )
     ex = table.scan(filter="category = 'a' and id > 650").explain(table.name)
     steps = {s.name: s for s in ex.steps}
     text = _texts(html)
@@ -171,7 +181,9 @@ def test_query_page_draws_the_explain_funnel(demo: TestClient, demo_catalog: Cat
     assert f"<title>by column metrics: {metrics.after:,} of {metrics.before:,} kept" in html
     assert metrics.after < partition.after < partition.before  # the test table prunes both ways
     for spec_id, residual in ex.residuals.items():
-        assert f'<td class="n">{spec_id}</td><td class="mono">{residual}' in html.replace("&#39;", "'").replace("&gt;", ">")
+        assert f'<td class="n">{spec_id}</td><td class="mono">{residual}' in html.replace(
+            "&#39;", "'"
+        ).replace("&gt;", ">")
     assert "planning alone" not in text
     timed = _ok(demo, f"{table_path(DEMO_TABLE, 'query')}?filter=&timed=1")
     assert "planning alone" in _texts(timed)
