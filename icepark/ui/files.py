@@ -103,8 +103,8 @@ def _partition_rows(parts: pa.Table) -> list[PartitionRow]:
         if "partition" in parts.column_names
         else ["(unpartitioned)"] * parts.num_rows
     )
-    cols = {
-        name: parts.column(name).to_pylist()
+    cols = {  # an unpartitioned table's partitions table has no partition or spec_id column
+        name: parts.column(name).to_pylist() if name in parts.column_names else [0] * parts.num_rows
         for name in (
             "spec_id",
             "file_count",

@@ -27,7 +27,7 @@ from icepark.catalog.base import Catalog
 
 
 def _catalog(folder: Path) -> Catalog:
-    return icepark.load_catalog("ui", uri=f"sqlite:///{folder}/catalog.db", warehouse=str(folder))
+    return icepark.load_catalog(uri=f"sqlite:///{folder}/catalog.db", warehouse=str(folder))
 
 
 @pytest.fixture(scope="session")

@@ -246,6 +246,10 @@ def _time_page(client: TestClient, url: str) -> tuple[float, float, float]:
 
 
 def test_pages_render_for_a_10000_file_table_in_under_a_second(big_catalog: Catalog) -> None:
+    """Each page of the 10,000-file table, rendered through the app, takes under a second of
+    the process's CPU time (all threads), the best measure on a shared 2-core machine where
+    other jobs stretch wall time; the wall times (first render, which pays one-off costs such
+    as generating the manifest decoder, and the best of two more) are printed beside it."""
     table = big_catalog.load_table(BIG_TABLE)
     data_files = table.inspect.data_files().num_rows
     assert data_files >= BIG_FILES
@@ -260,6 +264,7 @@ def test_pages_render_for_a_10000_file_table_in_under_a_second(big_catalog: Cata
         table_path(BIG_TABLE, "files"),
         f"{table_path(BIG_TABLE, 'query')}?filter=part+%3D+3",
         f"{table_path(BIG_TABLE, 'query')}?filter=part+%3C+20+and+id+%3E+5",
+        f"{table_path(BIG_TABLE, 'query')}?filter=",  # a full scan: every entry decoded
         table_path(BIG_TABLE, "health"),
         table_path(BIG_TABLE, "badge.svg"),
     ]
@@ -269,7 +274,7 @@ def test_pages_render_for_a_10000_file_table_in_under_a_second(big_catalog: Cata
         for url, (a, b, c) in timings.items()
     )
     print(f"\npages of a {data_files:,}-file table:\n{report}")
-    slow = {url: t for url, t in timings.items() if t[1] >= 1.0}
+    slow = {url: t for url, t in timings.items() if t[2] >= 1.0}
     assert not slow, f"pages over a second:\n{report}"
     html = client.get(table_path(BIG_TABLE, "files")).text
     assert f"{data_files:,} data files" in html
