@@ -12,25 +12,17 @@ import click
 
 from icepark.cli.commands_serve import is_loopback
 from icepark.cli.context import CliContext
+from icepark.ui.urls import DEFAULT_PORT, page_url
 
 __all__ = ["ui_command"]
 
 MISSING_EXTRA = "The web page needs FastAPI, uvicorn and Jinja2: pip install 'icepark[server]'"
 
 
-def ui_url(host: str, port: int, table: str | None = None) -> str:
-    """The address ``icepark ui`` prints: the catalog page, or ``table``'s page."""
-    from urllib.parse import quote
-
-    shown = f"[{host}]" if ":" in host else host
-    base = f"http://{shown}:{port}"
-    return f"{base}/t/{quote(table, safe='')}" if table else f"{base}/"
-
-
 @click.command("ui")
 @click.argument("table_name", metavar="[TABLE]", required=False)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
-@click.option("--port", default=8765, show_default=True, type=int, help="Port to bind.")
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=int, help="Port to bind.")
 @click.option(
     "--catalog",
     "catalog_name",
@@ -74,5 +66,7 @@ def ui_command(
 
         catalog.load_table(to_identifier(table_name))  # a typed error when it is not there
     app = create_ui_app(catalog)
-    click.echo(f"icepark ui: {ui_url(host, port, table_name)}  (read-only; Ctrl+C stops)", err=True)
+    click.echo(
+        f"icepark ui: {page_url(host, port, table_name)}  (read-only; Ctrl+C stops)", err=True
+    )
     uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning")

@@ -451,6 +451,18 @@ def main(rows: int = 2_000_000, days: int = 30) -> None:
 
     _streaming(spark, catalog, console)
     console.print(f"[green]done in {time.perf_counter() - started:.1f} s[/green]")
+    _ui_hint(catalog, console)
+
+
+def _ui_hint(catalog: Catalog, console: Console) -> None:
+    """How to look at the demo's tables in the web page (``icepark ui``, same catalog)."""
+    from icepark.ui.urls import page_url
+
+    names = [".".join(t) for t in catalog.list_tables("demo")]
+    console.print("[bold]look at the tables[/bold] (the web page, from this folder):")
+    console.print("  icepark ui demo.events     (pip install '.[server]' for the web stack)")
+    for name in names:
+        console.print(f"    {name}: {page_url(table=name)}")
 
 
 if __name__ == "__main__":

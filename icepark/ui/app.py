@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
@@ -43,8 +42,9 @@ from icepark.ui.history import history_graph, history_rows, snapshot_detail, whe
 from icepark.ui.overview import schema_history, schema_rows, sort_rows, spec_rows
 from icepark.ui.pages import badge_of, catalog_rows, query_page
 from icepark.ui.svg import badge_svg, human_bytes
+from icepark.ui.urls import table_path
 
-__all__ = ["create_ui_app", "table_path"]
+__all__ = ["create_ui_app"]
 
 _HERE = Path(__file__).parent
 _SECURITY_HEADERS = {
@@ -63,13 +63,6 @@ _PAGES = (
     ("query", "query"),
     ("health", "health"),
 )
-
-
-def table_path(name: str, page: str = "") -> str:
-    """The URL path of a table's page (``page`` one of ``history``, ``files``, ``query``,
-    ``health``, or empty for the overview)."""
-    base = "/t/" + quote(name, safe="")
-    return f"{base}/{page}" if page else base
 
 
 def _environment() -> Environment:

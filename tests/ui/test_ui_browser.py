@@ -20,7 +20,7 @@ from ui_support import DEMO_TABLE, serving
 
 from icepark.catalog.base import Catalog
 from icepark.ui import create_ui_app
-from icepark.ui.app import table_path
+from icepark.ui.urls import table_path
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts" / "ui"

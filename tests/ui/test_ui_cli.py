@@ -17,7 +17,7 @@ import icepark
 from icepark.catalog.base import Catalog
 from icepark.cli.main import cli
 from icepark.ui import create_ui_app
-from icepark.ui.app import table_path
+from icepark.ui.urls import table_path
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 import icepark
 from icepark.catalog.base import Catalog
 from icepark.ui import create_ui_app
-from icepark.ui.app import table_path
+from icepark.ui.urls import table_path
 
 COLUMN = "<script>alert('column')</script>"
 VALUE = "<script>alert('property')</script>"

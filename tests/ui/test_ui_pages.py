@@ -15,7 +15,7 @@ from ui_support import BIG_FILES, BIG_TABLE, DEMO_TABLE
 from icepark.catalog.base import Catalog
 from icepark.table.maintenance.doctor import diagnose
 from icepark.ui import create_ui_app
-from icepark.ui.app import table_path
+from icepark.ui.urls import table_path
 
 
 @pytest.fixture(scope="module")
