@@ -1,6 +1,7 @@
 """The overview page's data: the schema with field ids, the schema history (what changed from
-one schema to the next, and the first snapshot written with each), the partition specs and
-sort orders (the default marked), the properties and the format version.
+one schema to the next, and the first snapshot written with each), the partition spec history
+(each spec and the first snapshot that wrote files with it), the sort orders (the default
+marked), the properties and the format version.
 
 A schema change is found by field id, as Iceberg defines identity: a field whose id is new
 was added, one whose id is gone was dropped, and for an id in both, a different name is a
@@ -17,7 +18,15 @@ from icepark.spec.types import ListType, MapType, NestedField, StructType
 from icepark.table.table import Table
 from icepark.ui.history import when
 
-__all__ = ["FieldRow", "SchemaVersion", "schema_rows", "schema_history", "spec_rows", "sort_rows"]
+__all__ = [
+    "FieldRow",
+    "SchemaVersion",
+    "SpecVersion",
+    "schema_rows",
+    "schema_history",
+    "spec_rows",
+    "sort_rows",
+]
 
 
 @dataclass(frozen=True)
@@ -132,18 +141,54 @@ def schema_history(table: Table) -> list[SchemaVersion]:
     return out
 
 
-def spec_rows(table: Table) -> list[tuple[int, bool, list[str]]]:
-    """Each partition spec: id, whether it is the default, and its fields as
-    ``name = transform(column) [field id]``."""
+@dataclass(frozen=True)
+class SpecVersion:
+    """One partition spec: id, whether it is the default, its fields as
+    ``name = transform(column) [field id]``, and the first snapshot that wrote a manifest
+    of it (from the ``all_manifests`` metadata table; None when none did)."""
+
+    spec_id: int
+    default: bool
+    fields: list[str]
+    first_snapshot: int | None
+    first_used: str
+
+
+def _first_writers(table: Table) -> dict[int, tuple[int, int]]:
+    """Per spec id, the oldest snapshot (id, time) that added a manifest of that spec."""
+    md = table.metadata
+    manifests = table.inspect.all_manifests().select(["partition_spec_id", "added_snapshot_id"])
+    first: dict[int, tuple[int, int]] = {}
+    for spec_id, sid in zip(*(c.to_pylist() for c in manifests.columns)):
+        snap = md.snapshot_by_id(sid) if sid is not None else None
+        if snap is None:
+            continue
+        if spec_id not in first or snap.timestamp_ms < first[spec_id][1]:
+            first[spec_id] = (sid, snap.timestamp_ms)
+    return first
+
+
+def spec_rows(table: Table) -> list[SpecVersion]:
+    """Each partition spec, oldest first (see :class:`SpecVersion`)."""
     md = table.metadata
     schema = md.schema()
+    first = _first_writers(table)
     out = []
     for spec in sorted(md.partition_specs, key=lambda s: s.spec_id):
         fields = []
         for pf in spec.fields:
             source = _column(table, schema, pf.source_id)
             fields.append(f"{pf.name} = {pf.transform}({source}) [id {pf.field_id}]")
-        out.append((spec.spec_id, spec.spec_id == md.default_spec_id, fields or ["unpartitioned"]))
+        used = first.get(spec.spec_id)
+        out.append(
+            SpecVersion(
+                spec.spec_id,
+                spec.spec_id == md.default_spec_id,
+                fields or ["unpartitioned"],
+                used[0] if used else None,
+                when(used[1]) if used else "",
+            )
+        )
     return out
 
 
