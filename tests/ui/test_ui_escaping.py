@@ -89,6 +89,31 @@ def _escaped(text: str) -> str:
     return str(escape(text))
 
 
+def test_fix_commands_quote_the_table_name_for_the_shell(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A fix command copied from the health page must not run what a table name holds."""
+    import shlex
+
+    from icepark.table.maintenance.doctor import diagnose
+
+    folder = tmp_path_factory.mktemp("ui-shell")
+    catalog = icepark.load_catalog("sh", uri=f"sqlite:///{folder}/c.db", warehouse=str(folder))
+    catalog.create_namespace("db")
+    name = "db.x;touch pwned"
+    table = catalog.create_table(name, icepark.schema(("id", "long", True)))
+    for i in range(6):  # small files: a compact finding
+        table.append(pa.table({"id": pa.array([i], pa.int64())}))
+    fixes = [f.fix for f in diagnose(table, orphans=False).findings if f.fix]
+    commands = [fix for fix in fixes if fix.startswith("icepark ")]
+    assert commands
+    for command in commands:  # what a shell would run: icepark VERB TABLE, nothing more
+        words = shlex.split(command)
+        assert len(words) == 3 and words[2] == name, command
+    html = TestClient(create_ui_app(catalog)).get(table_path(name, "health")).text
+    assert "icepark compact &#39;db.x;touch pwned&#39;" in html
+
+
 def test_the_policy_would_block_an_injected_script(evil: tuple[Catalog, TestClient]) -> None:
     _, client = evil
     csp = client.get(table_path(TABLE)).headers["content-security-policy"]

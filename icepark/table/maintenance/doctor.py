@@ -22,12 +22,16 @@ The live files are read column by column from the manifests
 (:func:`~icepark.planning.walk.read_entries_table`: content, format, rows and size only, no
 object per entry), so a 10,000-file table is diagnosed in well under a second.
 
+Fix commands quote the table name for a POSIX shell (names come from storage and may hold
+anything), so a fix copied from ``icepark ui`` runs on that table and nothing else.
+
 Nothing here writes: the report is read-only, and ``orphans=False`` skips the listing (the
 only step that lists storage).
 """
 
 from __future__ import annotations
 
+import shlex
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -123,7 +127,7 @@ def _snapshots(table: TableLike, report: HealthReport, now_ms: int) -> None:
                 f"{len(expirable)} of {len(snaps)} snapshots are older than the table's "
                 f"retention ({report.snapshots['max_snapshot_age_days']} days) and not kept by "
                 f"a ref: their files still take space",
-                f"icepark expire {table.name}",
+                f"icepark expire {shlex.quote(table.name)}",
             )
         )
 
@@ -152,7 +156,8 @@ def _metadata_files(table: TableLike, report: HealthReport) -> None:
                 f"{len(listed)} metadata files in {folder}: old versions are kept because "
                 f"{P.METADATA_DELETE_AFTER_COMMIT_ENABLED.name} is false",
                 f"set {P.METADATA_DELETE_AFTER_COMMIT_ENABLED.name}=true "
-                f"(then icepark remove-orphans {table.name} for the ones already there)",
+                f"(then icepark remove-orphans {shlex.quote(table.name)} for the ones "
+                "already there)",
             )
         )
 
@@ -179,7 +184,7 @@ def _files(table: TableLike, report: HealthReport) -> None:
                 "warn",
                 f"{len(manifests)} manifests, {small_manifests} of them under a tenth of "
                 f"{P.MANIFEST_TARGET_SIZE_BYTES.name}: planning reads them all",
-                f"icepark rewrite-manifests {table.name}",
+                f"icepark rewrite-manifests {shlex.quote(table.name)}",
             )
         )
     target = P.WRITE_TARGET_FILE_SIZE_BYTES.get(md.properties)
@@ -230,7 +235,7 @@ def _files(table: TableLike, report: HealthReport) -> None:
                 "warn",
                 f"{small} of {data_count} data files are under 75% of the target size "
                 f"({target // _MB} MB): every scan opens them all",
-                f"icepark compact {table.name}",
+                f"icepark compact {shlex.quote(table.name)}",
             )
         )
     if sum(kinds.values()):
@@ -242,7 +247,7 @@ def _files(table: TableLike, report: HealthReport) -> None:
                 f"{sum(kinds.values())} delete files hide {share:.1%} of the rows"
                 + (f", plus {kinds['equality']} equality delete files" if kinds["equality"] else "")
                 + ": every scan applies them",
-                f"icepark compact {table.name}",
+                f"icepark compact {shlex.quote(table.name)}",
             )
         )
 
@@ -285,7 +290,7 @@ def _orphans(table: TableLike, report: HealthReport) -> None:
                 "warn",
                 f"{len(found.orphan_file_locations)} files ({found.orphan_bytes:,} bytes) under "
                 "the table's location are referenced by nothing and older than 3 days",
-                f"icepark remove-orphans {table.name}",
+                f"icepark remove-orphans {shlex.quote(table.name)}",
             )
         )
 
