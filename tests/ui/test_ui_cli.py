@@ -100,3 +100,15 @@ def test_ui_over_a_rest_catalog(demo_catalog: Catalog) -> None:
             assert f'data-snapshot="{s.snapshot_id}"' in history
         for page in ("", "files", "health"):
             assert client.get(table_path(DEMO_TABLE, page)).status_code == 200, page
+
+
+def test_the_demo_ends_with_the_ui_command(demo_catalog: Catalog) -> None:
+    from rich.console import Console
+
+    from icepark.spark.demo import _ui_hint
+
+    console = Console(record=True, width=200)
+    _ui_hint(demo_catalog, console)
+    text = console.export_text()
+    assert "icepark ui demo.events" in text
+    assert f"demo.events: http://127.0.0.1:8765{table_path(DEMO_TABLE)}" in text
