@@ -156,7 +156,7 @@ def create_ui_app(catalog: Catalog, *, title: str | None = None) -> FastAPI:
             table=table,
             page="history",
             rows=rows,
-            graph=history_graph(rows, table_path(table.name, "history")),
+            graph=history_graph(rows, table_path(table.name, "history"), snapshot),
             refs=sorted(table.metadata.refs.items()),
             detail=detail,
         )

@@ -162,9 +162,10 @@ def history_rows(table: Table) -> list[SnapshotRow]:
     return rows
 
 
-def history_graph(rows: list[SnapshotRow], link: str) -> Markup:
+def history_graph(rows: list[SnapshotRow], link: str, selected: int | None = None) -> Markup:
     """The ancestry of ``rows`` (newest first, as :func:`history_rows` gives them) as SVG;
-    ``link`` is the URL a node's ``?snapshot=ID`` is appended to."""
+    ``link`` is the URL a node's ``?snapshot=ID`` is appended to; the ``selected`` snapshot
+    gets a ring."""
     shown = rows[:MAX_GRAPH_SNAPSHOTS]
     row_h, lane_w, left = 26, 22, 14
     lanes = max((r.lane for r in shown), default=0) + 1
@@ -203,6 +204,11 @@ def history_graph(rows: list[SnapshotRow], link: str) -> Markup:
         text = f"{r.snapshot_id}  {r.operation}  {r.committed}"
         tip = f"snapshot {r.snapshot_id}: {r.operation}, {r.committed} {kinds}"
         href = f"{link}?snapshot={r.snapshot_id}#detail"
+        if r.snapshot_id == selected:
+            body.append(
+                f'<circle class="selected" cx="{cx}" cy="{cy}" r="10" fill="none" '
+                f'stroke="#222" stroke-width="2"/>'
+            )
         body.append(
             f'<a class="node" href="{escape(href)}" data-snapshot="{r.snapshot_id}">'
             f"<title>{escape(tip)}</title>"

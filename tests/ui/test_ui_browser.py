@@ -133,6 +133,7 @@ def test_snapshot_link_and_query_form(browser: Any, site: str, demo_catalog: Cat
     node = browser.find_element(By.CSS_SELECTOR, f'a.node[data-snapshot="{current.snapshot_id}"]')
     node.click()
     detail = _visible(browser, "#detail")[0]
+    _visible(browser, "svg.graph circle.selected")
     assert f"Snapshot {current.snapshot_id}" in detail.text
     assert "position deletes" in browser.find_element(By.ID, "added-files").text
     _shot(browser, "history-snapshot")
