@@ -19,8 +19,8 @@ Pages (all ``GET``; the app has no route that changes anything, so other methods
 Everything a page shows from storage (names, properties, paths, partition values) is
 untrusted: templates autoescape, the SVG charts escape their text, and every answer carries a
 Content-Security-Policy that runs no inline script, so an injected ``<script>`` neither shows
-as markup nor runs. An icepark error (an unknown table, a filter that does not parse) is a
-page with the message and status 404 or 400.
+as markup nor runs. An error is a page with the message: 404 for an unknown table or
+snapshot, 400 for a filter that does not parse, 500 for a table that cannot be read.
 """
 
 from __future__ import annotations
@@ -34,7 +34,15 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from icepark.catalog.base import Catalog
 from icepark.catalog.identifiers import to_identifier
-from icepark.errors import IceparkError, NoSuchNamespaceError, NoSuchTableError
+from icepark.errors import (
+    IceparkError,
+    InvalidAvroFileError,
+    InvalidMetadataError,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    UnsupportedOperationError,
+    ValidationError,
+)
 from icepark.table.maintenance.doctor import diagnose
 from icepark.table.table import Table
 from icepark.ui.files import files_page
@@ -63,6 +71,19 @@ _PAGES = (
     ("query", "query"),
     ("health", "health"),
 )
+
+
+def _status_of(exc: Exception) -> int:
+    """404 for a table or namespace that is not there, 400 for what the request got wrong
+    (a filter that does not parse or bind, an unknown ref), 500 for the rest (a table whose
+    metadata or manifests cannot be read, a catalog that fails)."""
+    if isinstance(exc, NoSuchTableError | NoSuchNamespaceError):
+        return 404
+    if isinstance(exc, InvalidMetadataError | InvalidAvroFileError):
+        return 500
+    if isinstance(exc, ValidationError | UnsupportedOperationError):
+        return 400
+    return 500
 
 
 def _environment() -> Environment:
@@ -98,16 +119,17 @@ def create_ui_app(catalog: Catalog, *, title: str | None = None) -> FastAPI:
             response.headers.setdefault(key, value)
         return response
 
+    def error_page(status: int, kind: str, message: str) -> HTMLResponse:
+        title = {404: "not found", 400: "bad request"}.get(status, "error")
+        return render("error.html", status, title=title, kind=kind, message=message)
+
     @app.exception_handler(IceparkError)
-    async def _error(request: Request, exc: IceparkError) -> HTMLResponse:
-        missing = isinstance(exc, NoSuchTableError | NoSuchNamespaceError)
-        return render(
-            "error.html",
-            404 if missing else 400,
-            title="not found" if missing else "error",
-            kind=type(exc).__name__,
-            message=str(exc),
-        )
+    async def _icepark_error(request: Request, exc: IceparkError) -> HTMLResponse:
+        return error_page(_status_of(exc), type(exc).__name__, str(exc))
+
+    @app.exception_handler(Exception)  # anything else: still a page, still escaped
+    async def _error(request: Request, exc: Exception) -> HTMLResponse:
+        return error_page(500, type(exc).__name__, str(exc))
 
     @app.get("/ui.js")
     def _script() -> Response:
@@ -149,7 +171,8 @@ def create_ui_app(catalog: Catalog, *, title: str | None = None) -> FastAPI:
         rows = history_rows(table)
         detail = snapshot_detail(table, snapshot) if snapshot is not None else None
         if snapshot is not None and detail is None:
-            raise NoSuchTableError(f"Table {table.name} has no snapshot {snapshot}")
+            message = f"Table {table.name} has no snapshot {snapshot}"
+            return error_page(404, "unknown snapshot", message)
         return render(
             "history.html",
             title=f"{table.name}: history",

@@ -285,3 +285,27 @@ def test_pages_render_for_a_10000_file_table_in_under_a_second(big_catalog: Cata
     assert not slow, f"pages over a second:\n{report}"
     html = client.get(table_path(BIG_TABLE, "files")).text
     assert f"{data_files:,} data files" in html
+
+
+def test_a_table_that_cannot_be_read_is_an_error_page(tmp_path: Any) -> None:
+    """A manifest gone from storage: the table's pages that read manifests say so (500,
+    escaped), its overview (metadata alone) and the catalog page still show."""
+    import os
+
+    import pyarrow as pa
+
+    import icepark
+
+    catalog = icepark.load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path))
+    catalog.create_namespace("db")
+    broken = catalog.create_table("db.broken", icepark.schema(("id", "long", True)))
+    broken.append(pa.table({"id": pa.array([1], pa.int64())}))
+    catalog.create_table("db.fine", icepark.schema(("id", "long", True)))
+    for manifest in broken.inspect.manifests().column("path").to_pylist():
+        os.remove(manifest)
+    client = TestClient(create_ui_app(catalog), raise_server_exceptions=False)
+    files = client.get(table_path("db.broken", "files"))
+    assert files.status_code == 500 and "NoSuchFileError" in files.text
+    assert "<html" in files.text and "content-security-policy" in files.headers
+    assert client.get(table_path("db.broken")).status_code == 200  # metadata alone: fine
+    assert "db.fine" in client.get("/").text
