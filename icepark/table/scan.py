@@ -227,10 +227,11 @@ class DataScan:
             yield task
         reporter(self, planned, time.perf_counter_ns() - start)
 
-    def explain(self, table_name: str = "") -> ScanExplanation:
+    def explain(self, table_name: str = "", *, time_planning: bool = True) -> ScanExplanation:
         """The pruning funnel of this scan: manifests and files kept by each step, delete
         files attached, residuals per spec, what is left to read, and each step's time (see
-        :mod:`icepark.planning.explain`)."""
+        :mod:`icepark.planning.explain`; ``time_planning=False`` skips timing a real
+        planning run)."""
         bind(self.schema, self.row_filter, self.case_sensitive)
         return explain_scan(
             self.io,
@@ -240,6 +241,7 @@ class DataScan:
             self.schema,
             self.case_sensitive,
             table_name,
+            time_planning=time_planning,
         )
 
     def plan_tasks(self) -> list[CombinedScanTask]:
