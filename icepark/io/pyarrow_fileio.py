@@ -150,7 +150,18 @@ def _translate_errors(location: str, fileio: FileIO | None = None) -> Iterator[N
                 raise translated from exc
         if _looks_missing(exc):
             raise NoSuchFileError(f"file not found: {location}") from None
+        if loc.scheme in LOCAL_SCHEMES and exc.errno is not None:
+            raise _local_error(exc, location) from exc
         raise
+
+
+def _local_error(exc: OSError, location: str) -> StorageError:
+    """A local file system's refusal (full disk, no permission, read-only, too many open
+    files...) as a StorageError naming the file; ``errno`` is the system's."""
+    reason = exc.strerror or os.strerror(exc.errno or 0)
+    error = StorageError(f"{reason} (errno {exc.errno}): {location}")
+    error.errno = exc.errno
+    return error
 
 
 def _looks_missing(exc: OSError) -> bool:
@@ -258,11 +269,13 @@ class _LocalAtomicStream(OutputStream):
 
     def _write(self, data: memoryview) -> None:
         assert self._file is not None
-        self._file.write(data)
+        with _translate_errors(self.location):
+            self._file.write(data)
 
     def _flush(self) -> None:
         if self._file is not None:
-            self._file.flush()
+            with _translate_errors(self.location):
+                self._file.flush()
 
     def _close_temp(self) -> None:
         if self._file is not None:
@@ -270,6 +283,10 @@ class _LocalAtomicStream(OutputStream):
             file.close()
 
     def _publish(self) -> None:
+        with _translate_errors(self.location):
+            self._publish_temp()
+
+    def _publish_temp(self) -> None:
         assert self._file is not None
         self._file.flush()
         if self._fsync:
