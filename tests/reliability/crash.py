@@ -105,6 +105,9 @@ class Op:
     # False when running it again after it landed must be refused (add_files of the same
     # files): the re-run then checks the refusal instead
     rerun_after_landing: bool = True
+    # True when running it again must leave exactly the rows after it (idempotent operations,
+    # and the streaming sink's exactly-once batches)
+    exact_rerun: bool = False
 
 
 def _append(table: Table) -> None:
@@ -306,6 +309,8 @@ def _install(step: str, catalog: Catalog) -> None:
 
 
 def _child(spec: CatalogSpec, name: str, op_name: str, step: str | None) -> None:
+    if op_name.startswith("spark-"):
+        import tests.reliability.spark_ops  # noqa: F401  (registers the Spark operations)
     catalog = spec.open()
     table = catalog.load_table(f"db.{name}")
     if step is not None:
@@ -411,7 +416,14 @@ def judge(
     return landed
 
 
-def rerun(spec: CatalogSpec, name: str, op: Op, landed: str, context: str) -> None:
+def rerun(
+    spec: CatalogSpec,
+    name: str,
+    op: Op,
+    landed: str,
+    context: str,
+    before: list[tuple[Any, ...]] | None = None,
+) -> None:
     """The operation runs again to the end on what the crash left (or, for one that must
     not run twice and had landed, is refused with a typed error and changes nothing)."""
     if landed == "after" and not op.rerun_after_landing:
@@ -429,7 +441,9 @@ def rerun(spec: CatalogSpec, name: str, op: Op, landed: str, context: str) -> No
     outcome = run_child(spec, name, op)
     assert not outcome.killed, context
     table = spec.open().load_table(f"db.{name}")
-    _state(table)  # readable
+    state = _state(table)  # readable
+    if op.exact_rerun and before is not None:
+        assert state == op.after(before), f"{context}: the re-run did not end at the rows after"
     found = referenced_files(table.io, table.metadata, metadata_location=table.metadata_location)
     missing = [
         p
