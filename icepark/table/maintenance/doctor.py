@@ -294,7 +294,8 @@ def _orphans(table: TableLike, report: HealthReport, older_than: int | None) -> 
                 f"{len(found.orphan_file_locations)} files ({found.orphan_bytes:,} bytes) under "
                 "the table's location are referenced by nothing and older than "
                 + ("3 days" if older_than is None else "the cut-off"),
-                f"icepark remove-orphans {shlex.quote(table.name)}",
+                f"icepark remove-orphans {shlex.quote(table.name)}"
+                + ("" if older_than is None else f" --older-than {older_than} --allow-recent"),
             )
         )
 

@@ -91,7 +91,18 @@ def test_size_buckets_and_small_files_count_every_live_data_file(tmp_path: Path)
     table.append(_rows(range(10)))
     base = next(t.file for t in table.scan().plan_files())
     mb = 1024 * 1024
-    sizes = [1000, mb - 1, mb, 16 * mb - 1, 16 * mb, 47 * mb, 48 * mb, 200 * mb, 512 * mb, 3000 * mb]
+    sizes = [
+        1000,
+        mb - 1,
+        mb,
+        16 * mb - 1,
+        16 * mb,
+        47 * mb,
+        48 * mb,
+        200 * mb,
+        512 * mb,
+        3000 * mb,
+    ]
     copies = [
         base.replace(file_path=f"{base.file_path}-{i}", file_size_in_bytes=size, record_count=i + 1)
         for i, size in enumerate(sizes)
@@ -111,3 +122,30 @@ def test_size_buckets_and_small_files_count_every_live_data_file(tmp_path: Path)
     assert report.data_files["bytes"] == sum(sizes)
     assert report.data_files["records"] == sum(range(1, len(sizes) + 1))
     assert report.data_files["small"] == 6  # under 48 MB, 75% of the table's 64 MB target
+
+
+def test_recent_orphans_after_a_crash(tmp_path: Path) -> None:
+    """What a crashed write left a minute ago is no orphan by the 3-day rule; with
+    ``--orphans-older-than`` the doctor counts it and its fix deletes exactly it."""
+    catalog = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", SCHEMA, partition_by=["g"])
+    table.append(_rows(range(100)))
+    left = Path(table.location) / "data" / "left-by-a-crash.parquet"
+    left.write_bytes(b"written, never committed")
+    partial = Path(table.location) / "metadata" / f".00002-x.metadata.json.{'0f' * 16}.tmp"
+    partial.write_bytes(b'{"format-version"')
+    time.sleep(0.05)
+    assert diagnose(table).orphans == {"count": 0, "bytes": 0, "sample": []}
+    runner = CliRunner()
+    args = ["--uri", f"sqlite:///{tmp_path}/c.db", "--warehouse", str(tmp_path / "wh")]
+    out = runner.invoke(cli, [*args, "doctor", "db.t", "--json", "--orphans-older-than", "0s"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["orphans"]["count"] == 2
+    (fix,) = [f["fix"] for f in doc["findings"] if f["area"] == "orphans"]
+    assert fix.startswith("icepark remove-orphans db.t --older-than ") and "--allow-recent" in fix
+    done = runner.invoke(cli, [*args, *fix.split()[1:]])
+    assert done.exit_code == 0, done.output
+    assert not left.exists() and not partial.exists()
+    assert table.refresh().scan().to_arrow().num_rows == 100
