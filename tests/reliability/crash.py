@@ -73,6 +73,10 @@ class CatalogSpec:
     kind: str
     warehouse: str
     uri: str = ""
+    namespace: str = "db"  # one of its own on a catalog other runs share (PostgreSQL)
+
+    def ident(self, name: str) -> str:
+        return f"{self.namespace}.{name}"
 
     def open(self) -> Catalog:
         if self.kind == "filesystem":
@@ -248,10 +252,10 @@ OPS: dict[str, Op] = {
 def make_table(spec: CatalogSpec, name: str, op: Op) -> Table:
     """A partitioned v2 table with a few appends (four data manifests), then ``op.prepare``."""
     catalog = spec.open()
-    if not catalog.namespace_exists("db"):
-        catalog.create_namespace("db")
+    if not catalog.namespace_exists(spec.namespace):
+        catalog.create_namespace(spec.namespace)
     props = {"format-version": "2", **op.properties}
-    table = catalog.create_table(f"db.{name}", SCHEMA, partition_by=["kind"], properties=props)
+    table = catalog.create_table(spec.ident(name), SCHEMA, partition_by=["kind"], properties=props)
     for start in range(0, 40, 10):
         table.append(rows(start, 10))
     if op.prepare is not None:
@@ -312,7 +316,7 @@ def _child(spec: CatalogSpec, name: str, op_name: str, step: str | None) -> None
     if op_name.startswith("spark-"):
         import tests.reliability.spark_ops  # noqa: F401  (registers the Spark operations)
     catalog = spec.open()
-    table = catalog.load_table(f"db.{name}")
+    table = catalog.load_table(spec.ident(name))
     if step is not None:
         _install(step, catalog)
     OPS[op_name].run(table)
@@ -376,7 +380,7 @@ def judge(
     """Check what the killed run left (see the module docstring); returns ``before`` or
     ``after``: the state the table is in."""
     catalog = spec.open()
-    table = catalog.load_table(f"db.{name}")
+    table = catalog.load_table(spec.ident(name))
     state = _state(table)
     expected_after = op.after(before)
     assert state in (before, expected_after), f"{context}: rows are neither before nor after"
@@ -411,7 +415,7 @@ def judge(
     assert _files_under(table.location) - needed <= {
         p for p in present if p.endswith("version-hint.text")
     }, f"{context}: leftovers remain after orphan removal"
-    table = catalog.load_table(f"db.{name}")
+    table = catalog.load_table(spec.ident(name))
     assert _state(table) == state, f"{context}: orphan removal changed the rows"
     return landed
 
@@ -429,18 +433,18 @@ def rerun(
     if landed == "after" and not op.rerun_after_landing:
         from icepark.errors import ValidationError
 
-        table = spec.open().load_table(f"db.{name}")
+        table = spec.open().load_table(spec.ident(name))
         state, location = _state(table), table.metadata_location
         try:
             op.run(table)
         except ValidationError:
-            table = spec.open().load_table(f"db.{name}")
+            table = spec.open().load_table(spec.ident(name))
             assert (_state(table), table.metadata_location) == (state, location), context
             return
         raise AssertionError(f"{context}: running it again after it landed was not refused")
     outcome = run_child(spec, name, op)
     assert not outcome.killed, context
-    table = spec.open().load_table(f"db.{name}")
+    table = spec.open().load_table(spec.ident(name))
     state = _state(table)  # readable
     if op.exact_rerun and before is not None:
         assert state == op.after(before), f"{context}: the re-run did not end at the rows after"
@@ -454,4 +458,4 @@ def rerun(
 
 
 def state_of(spec: CatalogSpec, name: str) -> list[tuple[Any, ...]]:
-    return _state(spec.open().load_table(f"db.{name}"))
+    return _state(spec.open().load_table(spec.ident(name)))

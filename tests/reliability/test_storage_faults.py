@@ -113,7 +113,7 @@ def test_every_write_of_a_commit_fails(
             context,
             str(raised.value),
         )
-        fresh = spec.open().load_table(f"db.{name}")
+        fresh = spec.open().load_table(spec.ident(name))
         assert fresh.metadata_location == location, context
         assert _state(fresh) == before, context
         left = _files(fresh.location) - present
