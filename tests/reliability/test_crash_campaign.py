@@ -3,7 +3,7 @@ step and at random instants, on each catalog; after each kill the table loads, h
 the rows before or after the operation, misses no referenced file, and its leftovers are
 orphan candidates that orphan removal deletes, and nothing else (see :mod:`crash`).
 
-``ICEPARK_CRASH_TRIALS=N`` runs N random-instant trials per operation and catalog (2 by
+``ICEPARK_CRASH_TRIALS=N`` runs N random-instant trials per operation and catalog (1 by
 default, to keep ``make test`` short; above 2, every Spark operation at every step)."""
 
 from __future__ import annotations
