@@ -52,6 +52,14 @@ class _Context:
     catalog_name: str
     call: A.Call
     args: dict[str, Any]
+    name: str = ""
+    params: tuple[str, ...] = ()
+
+    def fail(self, argument: str, problem: str) -> ProcedureArgumentError:
+        """An error naming ``argument`` of this procedure and listing its parameters."""
+        return ProcedureArgumentError(
+            self.name, argument, problem, list(self.params), self.call.sql
+        )
 
     def table(self, key: str = "table") -> Table:
         loaded: Table = self.catalog.load_table(self.identifier(key))
@@ -60,9 +68,7 @@ class _Context:
     def identifier(self, key: str = "table") -> tuple[str, ...]:
         text = self.args[key]
         if not text.strip():
-            raise ProcedureArgumentError(
-                self.call.procedure[-1], key, "Cannot handle an empty identifier", [], self.call.sql
-            )
+            raise self.fail(key, "Cannot handle an empty identifier")
         return table_identifier(parse_name(text), self.catalog_name)
 
 
@@ -101,13 +107,7 @@ def _rollback_to_timestamp(ctx: _Context) -> list[tuple[Any, ...]]:
 def _set_current_snapshot(ctx: _Context) -> list[tuple[Any, ...]]:
     snapshot_id, ref = ctx.args.get("snapshot_id"), ctx.args.get("ref")
     if (snapshot_id is None) == (ref is None):
-        raise ProcedureArgumentError(
-            "set_current_snapshot",
-            "snapshot_id, ref",
-            "Either snapshot_id or ref must be provided, not both",
-            ["table", "snapshot_id", "ref"],
-            ctx.call.sql,
-        )
+        raise ctx.fail("snapshot_id, ref", "Either snapshot_id or ref must be provided, not both")
     table = ctx.table()
     previous = _current_id(table)
     table.set_current_snapshot(snapshot_id, ref)
@@ -148,13 +148,7 @@ def _ancestors_of(ctx: _Context) -> list[tuple[Any, ...]]:
 def _register_table(ctx: _Context) -> list[tuple[Any, ...]]:
     metadata_file = ctx.args["metadata_file"]
     if not metadata_file:
-        raise ProcedureArgumentError(
-            "register_table",
-            "metadata_file",
-            "Cannot handle an empty argument",
-            ["table", "metadata_file"],
-            ctx.call.sql,
-        )
+        raise ctx.fail("metadata_file", "Cannot handle an empty argument")
     table = ctx.catalog.register_table(ctx.identifier(), metadata_file)
     current = table.current_snapshot()
     if current is None:
@@ -175,22 +169,14 @@ def _register_table(ctx: _Context) -> list[tuple[Any, ...]]:
 def _positive(ctx: _Context, key: str) -> None:
     value = ctx.args.get(key)
     if value is not None and value <= 0:
-        raise ProcedureArgumentError(
-            ctx.call.procedure[-1], key, f"{key} should have value > 0, got {value}", [], ""
-        )
+        raise ctx.fail(key, f"{key} should have value > 0, got {value}")
 
 
 def _expire_snapshots(ctx: _Context) -> list[tuple[Any, ...]]:
     _positive(ctx, "max_concurrent_deletes")
     retain_last = ctx.args.get("retain_last")
     if retain_last is not None and retain_last < 1:
-        raise ProcedureArgumentError(
-            "expire_snapshots",
-            "retain_last",
-            "Number of snapshots to retain must be at least 1",
-            [],
-            ctx.call.sql,
-        )
+        raise ctx.fail("retain_last", "Number of snapshots to retain must be at least 1")
     result = ctx.table().expire_snapshots(
         older_than=ctx.args.get("older_than"),
         retain_last=retain_last,
@@ -214,13 +200,7 @@ def _remove_orphan_files(ctx: _Context) -> list[tuple[Any, ...]]:
 
     _positive(ctx, "max_concurrent_deletes")
     if ctx.args.get("file_list_view") is not None:
-        raise ProcedureArgumentError(
-            "remove_orphan_files",
-            "file_list_view",
-            "Not supported by icepark (it lists the location itself)",
-            [p.name for p in PROCEDURES["remove_orphan_files"].params],
-            ctx.call.sql,
-        )
+        raise ctx.fail("file_list_view", "Not supported by icepark (it lists the location)")
     mode = ctx.args.get("prefix_mismatch_mode", "ERROR")
     dry_run = ctx.args.get("dry_run", False)
     result = remove_orphan_files(
@@ -292,26 +272,14 @@ def _add_files(ctx: _Context) -> list[tuple[Any, ...]]:
     from icepark.spark.maintenance.add_files import add_files
 
     if ctx.args.get("partition_filter"):
-        raise ProcedureArgumentError(
-            "add_files",
-            "partition_filter",
-            "Not supported by icepark yet",
-            [p.name for p in PROCEDURES["add_files"].params],
-            ctx.call.sql,
-        )
+        raise ctx.fail("partition_filter", "Not supported by icepark yet")
     _positive(ctx, "parallelism")
     source = ctx.args["source_table"]
     name = parse_name(source)
     # `parquet`.`/path` names files by their format, as Java reads it; else a Spark table
     if len(name) == 2 and name[0].lower() in ("parquet", "orc", "avro"):
         if name[0].lower() != "parquet":
-            raise ProcedureArgumentError(
-                "add_files",
-                "source_table",
-                "Only Parquet files can be added by icepark",
-                [],
-                ctx.call.sql,
-            )
+            raise ctx.fail("source_table", "Only Parquet files can be added by icepark")
         source = name[1]
     result = add_files(
         ctx.spark,
@@ -334,12 +302,9 @@ def _create_changelog_view(ctx: _Context) -> list[tuple[Any, ...]]:
     options = dict(ctx.args.get("options") or {})
     unknown = sorted(set(options) - set(_CHANGELOG_OPTIONS))
     if unknown:
-        raise ProcedureArgumentError(
-            "create_changelog_view",
+        raise ctx.fail(
             f"options {unknown}",
             f"Unsupported changelog options (icepark reads {', '.join(_CHANGELOG_OPTIONS)})",
-            [p.name for p in PROCEDURES["create_changelog_view"].params],
-            ctx.call.sql,
         )
     start = options.get("start-snapshot-id")
     end = options.get("end-snapshot-id")
@@ -530,7 +495,8 @@ def run_call(spark: Any, call: A.Call, catalog: Catalog, catalog_name: str) -> A
     procedure = PROCEDURES[name]
     time_zone = spark.conf.get("spark.sql.session.timeZone", "UTC")
     args = bind_arguments(name, procedure.params, call, time_zone)
-    rows = procedure.run(_Context(spark, catalog, catalog_name, call, args))
+    params = tuple(p.name for p in procedure.params)
+    rows = procedure.run(_Context(spark, catalog, catalog_name, call, args, name, params))
     types = {"bigint": T.LongType(), "int": T.IntegerType(), "string": T.StringType()}
     schema = T.StructType(
         [T.StructField(n, types[t], nullable) for n, t, nullable in procedure.output]
