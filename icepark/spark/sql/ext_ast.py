@@ -9,6 +9,7 @@ int>``) and converted when the statement runs.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,12 +44,12 @@ __all__ = [
 
 Name = tuple[str, ...]
 
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
 
 def quote_name(name: Name) -> str:
     """``("db", "t")`` -> ``db.t`` (parts with other than word characters back-quoted)."""
-    return ".".join(
-        p if p.replace("_", "a").isalnum() else "`" + p.replace("`", "``") + "`" for p in name
-    )
+    return ".".join(p if _PLAIN.fullmatch(p) else "`" + p.replace("`", "``") + "`" for p in name)
 
 
 @dataclass(frozen=True, kw_only=True)

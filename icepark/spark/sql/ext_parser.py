@@ -199,7 +199,7 @@ class _Parser:
             if kind == "ARRAY":
                 return list(items)
             if len(items) % 2:
-                raise self.error("an even number of map arguments (key, value, ...)")
+                raise self.error("an even number of map arguments (key, value, ...)", token)
             return tuple(zip(items[::2], items[1::2], strict=True))
         if token.kind is Kind.WORD and self.peek(1).kind is Kind.STRING:
             self.take()
@@ -373,14 +373,14 @@ class _Parser:
                 raise self.error("',' or ')'")
 
     def property_key(self) -> str:
-        if self.peek().kind is Kind.STRING:
-            return self.string()
+        if self.peek().kind is Kind.STRING:  # one literal: Spark does not join them here
+            return self.take().text
         return ".".join(self.name("a property key"))
 
     def property_value(self) -> str:
         token = self.peek()
         if token.kind is Kind.STRING:
-            return self.string()
+            return self.take().text
         if token.is_word("TRUE", "FALSE"):
             return self.take().text.lower()
         if token.kind is Kind.NUMBER or token.text == "-":
