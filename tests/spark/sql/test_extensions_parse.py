@@ -231,7 +231,7 @@ def test_other_statements_are_not_ours(sql: str) -> None:
         ("CALL system.f(1,)", 1, 17, "constant"),
         ("ALTER TABLE db.t ADD COLUMN x struct<a: int", 1, 44, "'>'"),
         ("ALTER TABLE db.t CREATE BRANCH b RETAIN 3 WEEKS", 1, 43, "DAYS"),
-        ("ALTER TABLE\n\n    db.t SET TBLPROPERTIES ('a' 'b' 'c'", 3, 36, "','"),
+        ("ALTER TABLE\n\n    db.t SET TBLPROPERTIES ('a' 'b' 'c'", 3, 37, "','"),
         ("ALTER TABLE db.t SET TBLPROPERTIES ('a' = 'b') extra", 1, 48, "end of statement"),
         ("ALTER TABLE db.t RENAME COLUMN a b", 1, 34, "TO"),
         ("ALTER TABLE db.t ADD COLUMN 'x' int", 1, 29, "column name"),
