@@ -276,18 +276,22 @@ def _add_files(ctx: _Context) -> list[tuple[Any, ...]]:
     _positive(ctx, "parallelism")
     source = ctx.args["source_table"]
     name = parse_name(source)
+    from_path = False
     # `parquet`.`/path` names files by their format, as Java reads it; else a Spark table
     if len(name) == 2 and name[0].lower() in ("parquet", "orc", "avro"):
         if name[0].lower() != "parquet":
             raise ctx.fail("source_table", "Only Parquet files can be added by icepark")
-        source = name[1]
+        source, from_path = name[1], True
     result = add_files(
         ctx.spark,
         ctx.table(),
         source,
         check_duplicate_files=ctx.args.get("check_duplicate_files", True),
     )
-    return [(result.added_files_count, result.changed_partition_count)]
+    # Java reads the count from the new snapshot's summary; files imported from a path are
+    # committed there as appended manifests, whose summary has no partition count (null)
+    changed = None if from_path else result.changed_partition_count
+    return [(result.added_files_count, changed)]
 
 
 # -- changelog -------------------------------------------------------------------------------
