@@ -82,11 +82,11 @@ def compact_sketch(
         return struct.pack(
             "<BBBBBBH", 1, _SERIAL_VERSION, _COMPACT_FAMILY, 0, 0, flags | _EMPTY, seed_hash
         )
-    # bytes 3-4 (lg sizes) and 12-15 (p) are unused in a compact sketch: zero, as written
-    # by DataSketches itself
+    # bytes 3-4 (lg sizes) are unused in a compact sketch (zero); bytes 12-15 hold the
+    # sampling probability p, 1.0 as Java's DataSketches writes it (the C++ library: zero)
     if len(hashes) <= nominal_entries:
         head = struct.pack(
-            "<BBBBBBHii",
+            "<BBBBBBHif",
             2,
             _SERIAL_VERSION,
             _COMPACT_FAMILY,
@@ -95,12 +95,12 @@ def compact_sketch(
             flags,
             seed_hash,
             len(hashes),
-            0,
+            1.0,
         )
         return head + hashes.astype("<u8").tobytes()
     kept, theta = hashes[:nominal_entries], int(hashes[nominal_entries])
     head = struct.pack(
-        "<BBBBBBHiiq",
+        "<BBBBBBHifq",
         3,
         _SERIAL_VERSION,
         _COMPACT_FAMILY,
@@ -109,7 +109,7 @@ def compact_sketch(
         flags,
         seed_hash,
         len(kept),
-        0,
+        1.0,
         theta,
     )
     return head + kept.astype("<u8").tobytes()

@@ -19,6 +19,7 @@ add_files                          ``icepark.spark.maintenance.add_files``
 register_table                     ``Catalog.register_table``
 ancestors_of                       ``TableMetadata.ancestors_of``
 create_changelog_view              ``icepark.table.incremental.changelog`` (a temp view)
+compute_table_stats                ``icepark.spark.maintenance.compute_table_stats``
 =================================  ================================================
 
 The output is a DataFrame with Java's schema. An unknown procedure is an
@@ -332,6 +333,15 @@ def _create_changelog_view(ctx: _Context) -> list[tuple[Any, ...]]:
     return [(view,)]
 
 
+def _compute_table_stats(ctx: _Context) -> list[tuple[Any, ...]]:
+    from icepark.spark.maintenance.compute_table_stats import compute_table_stats
+
+    statistics = compute_table_stats(
+        ctx.spark, ctx.table(), ctx.args.get("snapshot_id"), ctx.args.get("columns")
+    )
+    return [(None if statistics is None else statistics.statistics_path,)]
+
+
 # -- the registry ----------------------------------------------------------------------------
 
 _TABLE = Param("table", "string", True)
@@ -478,6 +488,11 @@ PROCEDURES: dict[str, _Procedure] = {
         ),
         (("changelog_view", "string", False),),
         _create_changelog_view,
+    ),
+    "compute_table_stats": _Procedure(
+        (_TABLE, Param("snapshot_id", "long"), Param("columns", "string_array")),
+        (("statistics_file", "string", True),),
+        _compute_table_stats,
     ),
 }
 
