@@ -70,6 +70,15 @@ def _task(
     )
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("icepark")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "unknown"
+
+
 def _columns(table: Table, schema: Any, columns: Sequence[str] | None) -> list[Any]:
     names = (
         list(columns)
@@ -107,7 +116,6 @@ def compute_table_stats(
     entry, or None when the table has no snapshot."""
     from pyspark.sql import functions as F
 
-    from icepark import __version__
     from icepark.spark.read.reader import read
 
     resolved = resolve_table(table, catalog)
@@ -132,7 +140,7 @@ def compute_table_stats(
     types = [f.field_type for _, f in fields]
     out_schema = ", ".join(f"c{i} binary" for i in range(len(fields)))
     parts = selected.mapInArrow(functools.partial(_task, types=types), out_schema).collect()
-    writer = PuffinWriter({"created-by": f"icepark {__version__} Spark {spark.version}"})
+    writer = PuffinWriter({"created-by": f"icepark {_version()} Spark {spark.version}"})
     for i, (_, field) in enumerate(fields):
         hashes = merge_hashes(
             np.frombuffer(bytes(row[i]), dtype="<u8").astype(np.uint64) for row in parts
