@@ -26,6 +26,7 @@ from icepark.spark.sql.errors import UnsupportedSqlError
 from icepark.spec import properties as P
 from icepark.spec.snapshots import SnapshotRefType
 from icepark.spec.types import IcebergType
+from icepark.spec.updates import UpgradeFormatVersionUpdate
 from icepark.table import Table
 from icepark.table.transaction import Transaction
 from icepark.table.update import manage_snapshots
@@ -210,13 +211,24 @@ def _properties(table: Table, statement: A.SetProperties | A.UnsetProperties) ->
         raise ValidationError(
             f"Cannot set the current snapshot and cherry-pick in one statement on {table.name}"
         )
-    if props:
+    version = props.pop(P.FORMAT_VERSION.name, None)
+    if props or version is not None:
         with Transaction(table) as tx:
-            tx.set_properties(props)
+            if props:
+                tx.set_properties(props)
+            if version is not None:  # reserved: an upgrade, not a property (as Java)
+                tx.update(UpgradeFormatVersionUpdate(_format_version(version, table)))
     if current is not None:
         table.set_current_snapshot(_snapshot_id(current, table))
     if pick is not None:
         table.cherrypick_snapshot(_snapshot_id(pick, table))
+
+
+def _format_version(value: str, table: Table) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ValidationError(f"Invalid format version {value!r} for table {table.name}") from None
 
 
 def _snapshot_id(value: str, table: Table) -> int:

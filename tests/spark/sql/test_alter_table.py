@@ -74,6 +74,7 @@ SCRIPTS: dict[str, list[str]] = {
         "ALTER TABLE {t} DROP IDENTIFIER FIELDS id",
     ],
     "order_local": [
+        "ALTER TABLE {t} SET TBLPROPERTIES ('format-version'='3', 'k'='v')",
         "ALTER TABLE {t} WRITE LOCALLY ORDERED BY truncate(name, 2), id",
         "ALTER TABLE {t} WRITE UNORDERED",
         "ALTER TABLE {t} WRITE DISTRIBUTED BY PARTITION",
@@ -140,6 +141,7 @@ def _described(table: Table) -> dict[str, Any]:
         ],
         "identifier_fields": sorted(schema.identifier_field_ids),
         "last_column_id": table.metadata.last_column_id,
+        "format_version": table.format_version,
         "spec": (spec.spec_id, [str(f) for f in spec.fields]),
         "specs": sorted(table.specs()),
         "sort_order": (order.order_id, [str(f) for f in order.fields]),
