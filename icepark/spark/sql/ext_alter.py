@@ -211,6 +211,9 @@ def _properties(table: Table, statement: A.SetProperties | A.UnsetProperties) ->
         raise ValidationError(
             f"Cannot set the current snapshot and cherry-pick in one statement on {table.name}"
         )
+    for value in (current, pick):  # checked before anything commits
+        if value is not None and table.snapshot(_snapshot_id(value, table)) is None:
+            raise ValidationError(f"Snapshot not found: {value} in table {table.name}")
     version = props.pop(P.FORMAT_VERSION.name, None)
     if props or version is not None:
         with Transaction(table) as tx:

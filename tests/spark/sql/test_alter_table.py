@@ -245,6 +245,12 @@ def table(catalog: Any) -> Table:
         ("ALTER TABLE db.e SET TBLPROPERTIES ('sort-order'='x')", UnsupportedSqlError, "sort"),
         ("ALTER TABLE db.e SET TBLPROPERTIES ('location'='/x')", UnsupportedSqlError, "location"),
         ("ALTER TABLE db.nope ADD COLUMN x int", NoSuchTableError, "nope"),
+        (
+            "ALTER TABLE db.e SET TBLPROPERTIES ('a'='b', 'current-snapshot-id'='123')",
+            ValidationError,
+            "123",
+        ),
+        ("ALTER TABLE db.e SET TBLPROPERTIES ('format-version'='x')", ValidationError, "'x'"),
         ("ALTER TABLE db.nope RENAME TO db.other", NoSuchTableError, "nope"),
     ],
 )
