@@ -57,11 +57,14 @@ class UnsupportedSqlError(SqlError, UnsupportedOperationError):
 class UnknownProcedureError(UnsupportedSqlError):
     """``CALL`` of a procedure icepark does not have; ``valid`` lists the ones it has."""
 
-    def __init__(self, procedure: str, valid: list[str], statement: str = "") -> None:
+    def __init__(
+        self, procedure: str, valid: list[str], statement: str = "", note: str = ""
+    ) -> None:
         self.procedure = procedure
         self.valid = valid
+        hint = f"{note}; " if note else ""
         super().__init__(
-            f"procedure {procedure}", statement, f"the procedures are: {', '.join(valid)}"
+            f"procedure {procedure}", statement, f"{hint}the procedures are: {', '.join(valid)}"
         )
 
 

@@ -497,12 +497,20 @@ PROCEDURES: dict[str, _Procedure] = {
 }
 
 
+# Java's other procedures (Iceberg 1.10's SparkProcedures)
+_JAVA_ONLY = ("migrate", "snapshot", "compute_partition_stats", "rewrite_table_path")
+
+
 def _procedure_name(call: A.Call, catalog_name: str) -> str:
     parts = table_identifier(call.procedure, catalog_name)
     if len(parts) == 2 and parts[0].lower() == "system" and parts[1].lower() in PROCEDURES:
         return parts[1].lower()
+    java_only = len(parts) == 2 and parts[1].lower() in _JAVA_ONLY
     raise UnknownProcedureError(
-        ".".join(call.procedure), [f"system.{n}" for n in sorted(PROCEDURES)], call.sql
+        ".".join(call.procedure),
+        [f"system.{n}" for n in sorted(PROCEDURES)],
+        call.sql,
+        "a procedure of Java's Iceberg that icepark does not run" if java_only else "",
     )
 
 
