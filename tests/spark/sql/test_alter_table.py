@@ -39,6 +39,8 @@ SCRIPTS: dict[str, list[str]] = {
         "ALTER TABLE {t} ADD COLUMNS (point.z double COMMENT 'height' FIRST, tags array<string>,"
         " attrs map<string, struct<a: int, b: string>>)",
         "ALTER TABLE {t} ADD COLUMN point.w float AFTER x",
+        "ALTER TABLE {t} ADD COLUMNS (v varchar(10), info struct<a: tinyint COMMENT 'ai', "
+        "b: char(2), c: map<string, struct<d: timestamp_ntz COMMENT 'dd'>>>)",
         "ALTER TABLE {t} RENAME COLUMN name TO full_name",
         "ALTER TABLE {t} RENAME COLUMN point.x TO px",
         "ALTER TABLE {t} ALTER COLUMN qty TYPE bigint",
