@@ -297,7 +297,52 @@ def _add_files(ctx: _Context) -> list[tuple[Any, ...]]:
 
 # -- changelog -------------------------------------------------------------------------------
 
-_CHANGELOG_OPTIONS = ("start-snapshot-id", "end-snapshot-id")
+_CHANGELOG_OPTIONS = ("start-snapshot-id", "end-snapshot-id", "start-timestamp", "end-timestamp")
+
+
+def _changelog_range(ctx: _Context, table: Table, options: dict[str, str]) -> tuple[Any, Any, bool]:
+    """The snapshots after which and up to which changes are read, and whether the scan is
+    empty, from Java's read options (``SparkScanBuilder.buildChangelogScan``)."""
+
+    def number(key: str) -> int | None:
+        value = options.get(key)
+        try:
+            return None if value is None else int(value)
+        except ValueError:
+            raise ctx.fail(f"options[{key}]", f"Invalid number {value!r}") from None
+
+    start, end = number("start-snapshot-id"), number("end-snapshot-id")
+    start_ts, end_ts = number("start-timestamp"), number("end-timestamp")
+    for a, b, both in ((start, start_ts, "start"), (end, end_ts, "end")):
+        if a is not None and b is not None:
+            raise ctx.fail(
+                f"options[{both}-...]",
+                f"Cannot set both {both}-snapshot-id and {both}-timestamp for changelogs",
+            )
+    if start_ts is not None and end_ts is not None and start_ts >= end_ts:
+        raise ctx.fail(
+            "options[start-timestamp]",
+            "Cannot set start-timestamp to be greater than end-timestamp for changelogs",
+        )
+    current = table.current_snapshot()
+    ancestors = table.metadata.ancestors_of(None if current is None else current.snapshot_id)
+    empty = False
+    if start_ts is not None:
+        empty = current is None or start_ts > current.timestamp_ms
+        after = None  # the oldest ancestor at or after the timestamp (Java's oldestAncestorAfter)
+        for snapshot in ancestors:
+            if snapshot.timestamp_ms < start_ts:
+                break
+            after = snapshot
+            if snapshot.timestamp_ms == start_ts:
+                break
+        if after is not None:
+            start = after.snapshot_id if after.timestamp_ms == start_ts else after.parent_snapshot_id
+    if end_ts is not None:
+        end = next((s.snapshot_id for s in ancestors if s.timestamp_ms <= end_ts), None)
+        if (start is None and end is None) or (start is not None and start == end):
+            empty = True
+    return start, end, empty
 
 
 def _create_changelog_view(ctx: _Context) -> list[tuple[Any, ...]]:
@@ -311,8 +356,7 @@ def _create_changelog_view(ctx: _Context) -> list[tuple[Any, ...]]:
             f"options {unknown}",
             f"Unsupported changelog options (icepark reads {', '.join(_CHANGELOG_OPTIONS)})",
         )
-    start = options.get("start-snapshot-id")
-    end = options.get("end-snapshot-id")
+    start, end, empty = _changelog_range(ctx, table, options)
     net_changes = ctx.args.get("net_changes", False)
     identifiers = ctx.args.get("identifier_columns")
     compute_updates = ctx.args.get("compute_updates", False)
@@ -320,14 +364,15 @@ def _create_changelog_view(ctx: _Context) -> list[tuple[Any, ...]]:
         raise ValidationError("Not support net changes with update images")
     scan = changelog_scan(
         table,
-        from_snapshot_id=int(start) if start is not None else None,
-        to_snapshot_id=int(end) if end is not None else None,
+        from_snapshot_id=start,
+        to_snapshot_id=end,
         compute_updates=compute_updates,
         identifier_columns=identifiers,
         net_changes=net_changes,
         case_sensitive=case_sensitive(ctx.spark),
     )
-    frame = ctx.spark.createDataFrame(scan.to_arrow())
+    rows = scan.to_arrow()
+    frame = ctx.spark.createDataFrame(rows.slice(0, 0) if empty else rows)
     view = ctx.args.get("changelog_view") or f"`{ctx.identifier()[-1]}_changes`"
     frame.createOrReplaceTempView(view)
     return [(view,)]

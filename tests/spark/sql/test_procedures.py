@@ -231,6 +231,11 @@ def table(catalog: Any) -> Table:
             "mixed",
         ),
         ("CALL system.ancestors_of('db.e', 1, 2)", ProcedureArgumentError, "Too many"),
+        (
+            "CALL system.create_changelog_view('db.e', map('a', 'b'))",
+            ProcedureArgumentError,
+            "changelog_view",
+        ),
         ("CALL system.rollback_to_snapshot('db.e', 'x')", ProcedureArgumentError, "snapshot_id"),
         (
             "CALL fs.system.expire_snapshots(table => 'db.e', table => 'db.e')",

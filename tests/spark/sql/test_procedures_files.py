@@ -47,6 +47,8 @@ CALLS = [
     "CALL {cat}.system.remove_orphan_files(table => '{t}', older_than => "
     "TIMESTAMP '2021-01-01 00:00:00', dry_run => true)",
     "CALL {cat}.system.add_files(table => '{u}', source_table => '`parquet`.`{source}`')",
+    "CALL {cat}.system.create_changelog_view(table => '{t}', options => map('start-timestamp', "
+    "'{t0}', 'end-timestamp', '{t1}'))",
 ]
 
 
@@ -79,12 +81,18 @@ def run(tmp_path_factory: pytest.TempPathFactory, refspark: RefEngine, spark: An
             "s0": snaps[0].snapshot_id,
             "s1": snaps[1].snapshot_id,
             "view": f"{name}_changes",
+            "t0": snaps[0].timestamp_ms,
+            "t1": snaps[1].timestamp_ms,
             "source": str(source),
         }
         statements = [c.format(**values) for c in CALLS]
         if name == "j":
             answers = refspark.request(
-                [*statements, "SELECT id, category, _change_type, _change_ordinal FROM j_changes"]
+                [
+                    *statements,
+                    "SELECT id, category, _change_type, _change_ordinal FROM j_changes",
+                    "SELECT id, _change_type, _change_ordinal FROM `j_changes`",
+                ]
             )
             outputs[name] = [(a["columns"], a["rows"]) for a in answers]
             continue
@@ -93,8 +101,12 @@ def run(tmp_path_factory: pytest.TempPathFactory, refspark: RefEngine, spark: An
             assert parsed is not None
             result = run_extension(spark, parsed, catalog, cat)
             outputs[name].append((result.columns, [list(r) for r in result.collect()]))
-        changes = spark.sql("SELECT id, category, _change_type, _change_ordinal FROM p_changes")
-        outputs[name].append((changes.columns, [list(r) for r in changes.collect()]))
+        for sql in (
+            "SELECT id, category, _change_type, _change_ordinal FROM p_changes",
+            "SELECT id, _change_type, _change_ordinal FROM `p_changes`",
+        ):
+            changes = spark.sql(sql)
+            outputs[name].append((changes.columns, [list(r) for r in changes.collect()]))
     return catalog, cat, outputs
 
 
@@ -102,9 +114,14 @@ def test_changelog_view_as_java(run: Any) -> None:
     _, _, outputs = run
     assert outputs["p"][0] == (["changelog_view"], [["p_changes"]])
     assert outputs["j"][0] == (["changelog_view"], [["j_changes"]])
-    assert outputs["p"][4][0] == outputs["j"][4][0]
-    assert sorted(outputs["p"][4][1]) == sorted(outputs["j"][4][1])
-    assert len(outputs["p"][4][1]) == 6
+    assert outputs["p"][5][0] == outputs["j"][5][0]
+    assert sorted(outputs["p"][5][1]) == sorted(outputs["j"][5][1])
+    assert len(outputs["p"][5][1]) == 6
+    # by timestamps: the snapshot exactly at start-timestamp is excluded, as in Java
+    assert outputs["p"][4] == (["changelog_view"], [["`p_changes`"]])
+    assert outputs["j"][4] == (["changelog_view"], [["`j_changes`"]])
+    assert sorted(outputs["p"][6][1]) == sorted(outputs["j"][6][1])
+    assert len(outputs["p"][6][1]) == 6
 
 
 def test_rewrite_position_deletes_as_java(run: Any) -> None:
