@@ -337,7 +337,9 @@ def _changelog_range(ctx: _Context, table: Table, options: dict[str, str]) -> tu
             if snapshot.timestamp_ms == start_ts:
                 break
         if after is not None:
-            start = after.snapshot_id if after.timestamp_ms == start_ts else after.parent_snapshot_id
+            start = (
+                after.snapshot_id if after.timestamp_ms == start_ts else after.parent_snapshot_id
+            )
     if end_ts is not None:
         end = next((s.snapshot_id for s in ancestors if s.timestamp_ms <= end_ts), None)
         if (start is None and end is None) or (start is not None and start == end):
