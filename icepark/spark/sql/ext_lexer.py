@@ -5,7 +5,8 @@ Spark's lexical rules, as far as these statements need them: words (letters, dig
 ``_``), back-quoted identifiers (a doubled back quote is one), string literals in single or
 double quotes with backslash escapes (adjacent strings are joined by the parser), numbers
 with an optional type suffix (``10L``, ``1.5D``, ``2BD``), the punctuation ``( ) , . ; = =>
-< > : -`` and ``--`` / ``/* */`` comments.
+< > : -`` and ``--`` / ``/* */`` comments. :class:`TokenReader` is what a recursive-descent
+parser needs over them (look-ahead, expected words, names, literals, errors at a token).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from enum import Enum
 
 from icepark.spark.sql.errors import SqlParseError
 
-__all__ = ["Kind", "Token", "tokens", "line_column"]
+__all__ = ["Kind", "Token", "TokenReader", "tokens", "line_column"]
 
 
 class Kind(Enum):
@@ -170,3 +171,91 @@ def tokens(text: str) -> Iterator[Token]:
             token = Token(Kind.PUNCT, punct, i, i + len(punct), line, column)
         yield token
         i = token.end
+
+
+class TokenReader:
+    """Recursive-descent helpers over a statement's tokens; errors carry line and column."""
+
+    def __init__(self, text: str, toks: list[Token]) -> None:
+        self.text = text
+        self.toks = toks
+        self.i = 0
+
+    def peek(self, ahead: int = 0) -> Token:
+        return self.toks[min(self.i + ahead, len(self.toks) - 1)]
+
+    def take(self) -> Token:
+        token = self.peek()
+        self.i = min(self.i + 1, len(self.toks) - 1)
+        return token
+
+    def error(self, expected: str, token: Token | None = None) -> SqlParseError:
+        token = token or self.peek()
+        return SqlParseError(
+            f"Syntax error at {token.describe()}: expected {expected}",
+            self.text,
+            token.line,
+            token.column,
+        )
+
+    def accept(self, *words: str) -> bool:
+        if self.peek().is_word(*words):
+            self.take()
+            return True
+        return False
+
+    def expect(self, *words: str) -> Token:
+        if not self.peek().is_word(*words):
+            raise self.error(" or ".join(words))
+        return self.take()
+
+    def accept_punct(self, punct: str) -> bool:
+        if self.peek().kind is Kind.PUNCT and self.peek().text == punct:
+            self.take()
+            return True
+        return False
+
+    def expect_punct(self, punct: str) -> Token:
+        if not (self.peek().kind is Kind.PUNCT and self.peek().text == punct):
+            raise self.error(f"'{punct}'")
+        return self.take()
+
+    def identifier(self, what: str = "an identifier") -> str:
+        token = self.peek()
+        if token.kind not in (Kind.WORD, Kind.QUOTED):
+            raise self.error(what)
+        return self.take().text
+
+    def name(self, what: str = "a name") -> tuple[str, ...]:
+        parts = [self.identifier(what)]
+        while self.accept_punct("."):
+            parts.append(self.identifier(what))
+        return tuple(parts)
+
+    def name_list(self) -> tuple[tuple[str, ...], ...]:
+        names = [self.name("a column name")]
+        while self.accept_punct(","):
+            names.append(self.name("a column name"))
+        return tuple(names)
+
+    def string(self, what: str = "a string") -> str:
+        if self.peek().kind is not Kind.STRING:
+            raise self.error(what)
+        parts = [self.take().text]
+        while self.peek().kind is Kind.STRING:
+            parts.append(self.take().text)
+        return "".join(parts)
+
+    def integer(self, what: str = "a number") -> int:
+        negative = self.accept_punct("-")
+        token = self.peek()
+        text = token.text.rstrip("LlSsYy")
+        if token.kind is not Kind.NUMBER or not text.isdigit():
+            raise self.error(what)
+        self.take()
+        return -int(text) if negative else int(text)
+
+    def end(self) -> None:
+        self.accept_punct(";")
+        if self.peek().kind is not Kind.END:
+            raise self.error("end of statement")

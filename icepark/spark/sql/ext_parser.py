@@ -15,7 +15,7 @@ from typing import Any
 
 from icepark.spark.sql import ext_ast as A
 from icepark.spark.sql.errors import SqlParseError, UnsupportedSqlError
-from icepark.spark.sql.ext_lexer import Kind, Token, tokens
+from icepark.spark.sql.ext_lexer import Kind, TokenReader, tokens
 
 __all__ = ["parse_extension", "parse_name"]
 
@@ -57,93 +57,7 @@ def parse_extension(statement: str) -> A.ExtensionStatement | None:
     return parser.statement()
 
 
-class _Parser:
-    def __init__(self, text: str, toks: list[Token]) -> None:
-        self.text = text
-        self.toks = toks
-        self.i = 0
-
-    # -- tokens ----------------------------------------------------------------------------
-
-    def peek(self, ahead: int = 0) -> Token:
-        return self.toks[min(self.i + ahead, len(self.toks) - 1)]
-
-    def take(self) -> Token:
-        token = self.peek()
-        self.i = min(self.i + 1, len(self.toks) - 1)
-        return token
-
-    def error(self, expected: str, token: Token | None = None) -> SqlParseError:
-        token = token or self.peek()
-        return SqlParseError(
-            f"Syntax error at {token.describe()}: expected {expected}",
-            self.text,
-            token.line,
-            token.column,
-        )
-
-    def accept(self, *words: str) -> bool:
-        if self.peek().is_word(*words):
-            self.take()
-            return True
-        return False
-
-    def expect(self, *words: str) -> Token:
-        if not self.peek().is_word(*words):
-            raise self.error(" or ".join(words))
-        return self.take()
-
-    def accept_punct(self, punct: str) -> bool:
-        if self.peek().kind is Kind.PUNCT and self.peek().text == punct:
-            self.take()
-            return True
-        return False
-
-    def expect_punct(self, punct: str) -> Token:
-        if not (self.peek().kind is Kind.PUNCT and self.peek().text == punct):
-            raise self.error(f"'{punct}'")
-        return self.take()
-
-    def identifier(self, what: str = "an identifier") -> str:
-        token = self.peek()
-        if token.kind not in (Kind.WORD, Kind.QUOTED):
-            raise self.error(what)
-        return self.take().text
-
-    def name(self, what: str = "a name") -> A.Name:
-        parts = [self.identifier(what)]
-        while self.accept_punct("."):
-            parts.append(self.identifier(what))
-        return tuple(parts)
-
-    def name_list(self) -> tuple[A.Name, ...]:
-        names = [self.name("a column name")]
-        while self.accept_punct(","):
-            names.append(self.name("a column name"))
-        return tuple(names)
-
-    def string(self, what: str = "a string") -> str:
-        if self.peek().kind is not Kind.STRING:
-            raise self.error(what)
-        parts = [self.take().text]
-        while self.peek().kind is Kind.STRING:
-            parts.append(self.take().text)
-        return "".join(parts)
-
-    def integer(self, what: str = "a number") -> int:
-        negative = self.accept_punct("-")
-        token = self.peek()
-        text = token.text.rstrip("LlSsYy")
-        if token.kind is not Kind.NUMBER or not text.isdigit():
-            raise self.error(what)
-        self.take()
-        return -int(text) if negative else int(text)
-
-    def end(self) -> None:
-        self.accept_punct(";")
-        if self.peek().kind is not Kind.END:
-            raise self.error("end of statement")
-
+class _Parser(TokenReader):
     # -- statements ------------------------------------------------------------------------
 
     def statement(self) -> A.ExtensionStatement:
