@@ -336,12 +336,27 @@ def _create_ref(table: Table, statement: A.CreateOrReplaceRef) -> None:
     if kind is SnapshotRefType.BRANCH:
         retention["min_snapshots_to_keep"] = statement.min_snapshots_to_keep
         retention["max_snapshot_age_ms"] = statement.max_snapshot_age_ms
+    given = {k: v for k, v in retention.items() if v is not None}
+    if (
+        snapshot_id is None
+        and kind is SnapshotRefType.BRANCH
+        and not (exists and statement.replace)
+    ):
+        if exists and statement.if_not_exists:
+            return
+        if exists:
+            raise ValidationError(f"Ref {statement.name} already exists in table {table.name}")
+        # Java's createBranch on a table without snapshots: an empty append on the branch
+        with Transaction(table) as tx:
+            tx.append_files([], branch=statement.name)
+        if given:
+            manage_snapshots.set_ref_retention(table, statement.name, **given)
+        return
     if snapshot_id is None:
         raise ValidationError(
             f"Cannot complete create or replace {statement.kind} operation on {table.name}, "
             "main has no snapshot"
         )
-    given = {k: v for k, v in retention.items() if v is not None}
     if statement.replace and (exists or not statement.create):
         if kind is SnapshotRefType.BRANCH:
             manage_snapshots.replace_branch(table, statement.name, snapshot_id, **given)

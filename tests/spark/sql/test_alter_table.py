@@ -81,6 +81,11 @@ SCRIPTS: dict[str, list[str]] = {
         "ALTER TABLE {t} WRITE UNORDERED",
         "ALTER TABLE {t} WRITE DISTRIBUTED BY PARTITION",
     ],
+    "empty": [
+        "ALTER TABLE {t} CREATE BRANCH b1",
+        "ALTER TABLE {t} CREATE BRANCH IF NOT EXISTS b1",
+        "ALTER TABLE {t} ADD COLUMN extra string",
+    ],
     "refs": [
         "ALTER TABLE {t} CREATE BRANCH audit RETAIN 7 DAYS WITH SNAPSHOT RETENTION 3 SNAPSHOTS"
         " 2 DAYS",
@@ -103,7 +108,8 @@ def _setup(script: str, table: str) -> list[str]:
     create = CREATE.format(t=table)
     if script == "order_hash":  # a required column for DROP NOT NULL to relax
         create = create.replace("name string", "name string NOT NULL")
-    inserts = 2 if script == "refs" else 1  # two snapshots: a replace moves a ref back
+    # two snapshots: a replace moves a ref back; none: a branch of an empty table
+    inserts = {"refs": 2, "empty": 0}.get(script, 1)
     return [create] + [INSERT.format(t=table)] * inserts
 
 
@@ -126,8 +132,12 @@ def twins(
     return warehouse, ref, catalog
 
 
+def _snapshots(table: Table) -> list[Any]:
+    return sorted(table.snapshots(), key=lambda s: s.sequence_number)
+
+
 def _snapshot_ids(table: Table) -> list[int]:
-    return [s.snapshot_id for s in sorted(table.snapshots(), key=lambda s: s.sequence_number)]
+    return [s.snapshot_id for s in _snapshots(table)]
 
 
 def _described(table: Table) -> dict[str, Any]:
@@ -207,9 +217,13 @@ def test_alter_table_as_java(
     rows = refspark.request(
         [f"SELECT * FROM {ref}.db.{t}_{script} ORDER BY id" for t in ("j", "p")]
     )
+    java_table, my_table = (catalog.load_table(f"db.{t}_{script}") for t in ("j", "p"))
+    assert [s.operation for s in _snapshots(my_table)] == [
+        s.operation for s in _snapshots(java_table)
+    ]
     assert rows[0]["columns"] == rows[1]["columns"]
     assert rows[0]["rows"] == rows[1]["rows"]
-    assert len(rows[1]["rows"]) == (4 if script == "refs" else 2)
+    assert len(rows[1]["rows"]) == {"refs": 4, "empty": 0}.get(script, 2)
     assert mine["refs"].get("main") == java["refs"].get("main")
 
 
