@@ -326,46 +326,44 @@ def _write_order(table: Table, statement: A.SetWriteOrder, cs: bool) -> None:
 
 
 def _create_ref(table: Table, statement: A.CreateOrReplaceRef) -> None:
+    """Java's ``CreateOrReplaceBranchExec`` / ``CreateOrReplaceTagExec``: create when asked
+    to (or on ``CREATE OR REPLACE`` of a missing ref), else replace; retention in the same
+    commit."""
     current = table.current_snapshot()
     snapshot_id = statement.snapshot_id
     if snapshot_id is None and current is not None:
         snapshot_id = current.snapshot_id
-    kind = SnapshotRefType.BRANCH if statement.kind == "branch" else SnapshotRefType.TAG
+    branch = statement.kind == "branch"
     exists = statement.name in table.refs()
     retention: dict[str, int | None] = {"max_ref_age_ms": statement.max_ref_age_ms}
-    if kind is SnapshotRefType.BRANCH:
+    if branch:
         retention["min_snapshots_to_keep"] = statement.min_snapshots_to_keep
         retention["max_snapshot_age_ms"] = statement.max_snapshot_age_ms
     given = {k: v for k, v in retention.items() if v is not None}
-    if (
-        snapshot_id is None
-        and kind is SnapshotRefType.BRANCH
-        and not (exists and statement.replace)
-    ):
-        if exists and statement.if_not_exists:
-            return
-        if exists:
-            raise ValidationError(f"Ref {statement.name} already exists in table {table.name}")
-        # Java's createBranch on a table without snapshots: an empty append on the branch
-        with Transaction(table) as tx:
-            tx.append_files([], branch=statement.name)
-        if given:
-            manage_snapshots.set_ref_retention(table, statement.name, **given)
-        return
-    if snapshot_id is None:
-        raise ValidationError(
-            f"Cannot complete create or replace {statement.kind} operation on {table.name}, "
-            "main has no snapshot"
-        )
-    if statement.replace and (exists or not statement.create):
-        if kind is SnapshotRefType.BRANCH:
+    no_snapshot = ValidationError(
+        f"Cannot complete create or replace {statement.kind} operation on {table.name}, "
+        "main has no snapshot"
+    )
+    if snapshot_id is None and not branch:
+        raise no_snapshot
+    if statement.replace and not (statement.create and not exists):
+        if snapshot_id is None:
+            raise no_snapshot
+        if branch:
             manage_snapshots.replace_branch(table, statement.name, snapshot_id, **given)
         else:
             manage_snapshots.replace_tag(table, statement.name, snapshot_id, **given)
         return
     if exists and statement.if_not_exists:
         return
-    if kind is SnapshotRefType.BRANCH:
+    if snapshot_id is None:  # Java's createBranch without snapshots: an empty append on it
+        if exists:
+            raise ValidationError(f"Ref {statement.name} already exists in table {table.name}")
+        with Transaction(table) as tx:
+            tx.append_files([], branch=statement.name)
+        if given:
+            manage_snapshots.set_ref_retention(table, statement.name, **given)
+    elif branch:
         manage_snapshots.create_branch(table, statement.name, snapshot_id, **given)
     else:
         manage_snapshots.create_tag(table, statement.name, snapshot_id, **given)

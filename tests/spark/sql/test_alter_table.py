@@ -258,6 +258,7 @@ def table(catalog: Any) -> Table:
         ("ALTER TABLE db.e DROP IDENTIFIER FIELDS id", ValidationError, "id"),
         ("ALTER TABLE db.e DROP BRANCH nope", ValidationError, "nope"),
         ("ALTER TABLE db.e CREATE TAG t1", ValidationError, "no snapshot"),
+        ("ALTER TABLE db.e REPLACE BRANCH b1", ValidationError, "no snapshot"),
         ("ALTER TABLE db.e SET TBLPROPERTIES ('sort-order'='x')", UnsupportedSqlError, "sort"),
         ("ALTER TABLE db.e SET TBLPROPERTIES ('location'='/x')", UnsupportedSqlError, "location"),
         ("ALTER TABLE db.nope ADD COLUMN x int", NoSuchTableError, "nope"),
