@@ -15,6 +15,7 @@ import pytest
 from refengine import RefEngine
 
 from icepark.catalog import FileSystemCatalog
+from icepark.errors import ValidationError
 from icepark.spark.sql.errors import (
     ProcedureArgumentError,
     SqlParseError,
@@ -242,6 +243,17 @@ def table(catalog: Any) -> Table:
         ),
         ("CALL system.ancestors_of('db.e', 1, 2)", ProcedureArgumentError, "Too many"),
         (
+            "CALL system.remove_orphan_files(table => 'db.e', older_than => "
+            "TIMESTAMP '2100-01-01 00:00:00')",
+            ValidationError,
+            "future",
+        ),
+        (
+            "CALL system.remove_orphan_files(table => 'db.e', older_than => now())",
+            SqlParseError,
+            "constant",
+        ),
+        (
             "CALL system.create_changelog_view('db.e', map('a', 'b'))",
             ProcedureArgumentError,
             "changelog_view",
@@ -266,9 +278,9 @@ def test_bad_calls(
     spark: Any, catalog: Any, table: Table, statement: str, error: type, named: str
 ) -> None:
     before = table.refresh().metadata
-    parsed = parse_extension(statement)
-    assert parsed is not None
     with pytest.raises(error) as caught:
+        parsed = parse_extension(statement)
+        assert parsed is not None
         run_extension(spark, parsed, catalog, "fs")
     assert named in str(caught.value)
     if isinstance(caught.value, ProcedureArgumentError):
