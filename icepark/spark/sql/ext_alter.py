@@ -181,7 +181,7 @@ def _schema(spark: Any, table: Table, statement: A.TableStatement, cs: bool) -> 
         elif isinstance(statement, A.RenameColumn):
             update.rename_column(statement.column, statement.new_name)
         elif isinstance(statement, A.AlterColumn):
-            _alter_column(spark, update, statement)
+            _alter_column(spark, table, update, statement, cs)
         elif isinstance(statement, A.SetIdentifierFields):
             update.set_identifier_fields(*statement.fields)
         elif isinstance(statement, A.DropIdentifierFields):
@@ -213,21 +213,27 @@ def _move(update: UpdateSchema, column: A.Name, position: A.Position | None) -> 
         update.move_after(column, _sibling(column, position.after))
 
 
-def _alter_column(spark: Any, update: UpdateSchema, statement: A.AlterColumn) -> None:
+def _alter_column(
+    spark: Any, table: Table, update: UpdateSchema, statement: A.AlterColumn, cs: bool
+) -> None:
+    """Each change the statement gives (a Hive-style CHANGE COLUMN may give several); a type
+    equal to the column's is no change, as Spark sends none."""
+    name = ".".join(statement.column)
     if statement.type_sql is not None:
         field_type = spark_sql_type(spark, statement.type_sql, statement.sql)
         if not field_type.is_primitive:
             raise ValidationError(
-                f"Cannot change column {'.'.join(statement.column)} to non-primitive type "
-                f"{statement.type_sql}"
+                f"Cannot change column {name} to non-primitive type {statement.type_sql}"
             )
-        update.update_column(statement.column, field_type=field_type)
-    elif statement.comment is not None:
+        if not _has_column(table, statement.column, cs) or (
+            table.schema().find_field(name, cs).field_type != field_type
+        ):
+            update.update_column(statement.column, field_type=field_type)
+    if statement.comment is not None:
         update.update_column(statement.column, doc=statement.comment)
-    elif statement.drop_not_null:
+    if statement.drop_not_null:
         update.make_column_optional(statement.column)
-    else:
-        _move(update, statement.column, statement.position)
+    _move(update, statement.column, statement.position)
 
 
 # -- properties and renames ------------------------------------------------------------------

@@ -160,7 +160,7 @@ class _Parser(TokenReader):
         if word in ("ALTER", "CHANGE"):
             self.take()
             self.accept("COLUMN")
-            return self.alter_column(table)
+            return self.alter_column(table, hive=word == "CHANGE")
         if word == "SET":
             self.take()
             return self.set(table)
@@ -359,9 +359,12 @@ class _Parser(TokenReader):
         last = self.toks[self.i - 1]
         return self.text[first.start : last.end]
 
-    def alter_column(self, table: A.Name) -> A.AlterColumn:
+    def alter_column(self, table: A.Name, hive: bool = False) -> A.AlterColumn:
         column = self.name("a column name")
         token = self.peek()
+        keywords = ("TYPE", "COMMENT", "FIRST", "AFTER", "DROP", "SET")
+        if hive and token.kind in (Kind.WORD, Kind.QUOTED) and not token.is_word(*keywords):
+            return self.hive_change(table, column)
         if self.accept("TYPE"):
             return A.AlterColumn(
                 table=table, column=column, type_sql=self.type_sql(), sql=self.text
@@ -388,6 +391,29 @@ class _Parser(TokenReader):
                 )
             raise UnsupportedSqlError("ALTER COLUMN ... SET DEFAULT", self.text)
         raise self.error("TYPE, COMMENT, FIRST, AFTER or DROP NOT NULL")
+
+    def hive_change(self, table: A.Name, column: A.Name) -> A.AlterColumn:
+        """``CHANGE [COLUMN] old new type [COMMENT c] [FIRST|AFTER x]`` (Spark's Hive form:
+        on an Iceberg table the name must stay the same)."""
+        token = self.peek()
+        new_name = self.identifier("a column name")
+        if new_name != column[-1]:
+            raise UnsupportedSqlError(
+                f"renaming column {'.'.join(column)} to {new_name} in CHANGE COLUMN",
+                self.text,
+                f"line {token.line}, column {token.column}: use RENAME COLUMN",
+            )
+        type_sql = self.type_sql()
+        comment = self.string("a comment string") if self.accept("COMMENT") else None
+        position = self.position() if self.peek().is_word("FIRST", "AFTER") else None
+        return A.AlterColumn(
+            table=table,
+            column=column,
+            type_sql=type_sql,
+            comment=comment,
+            position=position,
+            sql=self.text,
+        )
 
     # -- Iceberg's forms -------------------------------------------------------------------
 

@@ -50,6 +50,8 @@ SCRIPTS: dict[str, list[str]] = {
         "ALTER TABLE {t} ALTER COLUMN price FIRST",
         "ALTER TABLE {t} ALTER COLUMN point.y AFTER z",
         "ALTER TABLE {t} ALTER COLUMN ts AFTER qty",
+        "ALTER TABLE {t} CHANGE COLUMN qty qty bigint COMMENT 'how many' AFTER id",
+        "ALTER TABLE {t} CHANGE code code decimal(14, 2)",
         "ALTER TABLE {t} DROP COLUMN attrs",
         "ALTER TABLE {t} DROP COLUMNS IF EXISTS (nothing, tags)",
         "ALTER TABLE {t} SET IDENTIFIER FIELDS id",

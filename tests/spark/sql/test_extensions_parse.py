@@ -58,6 +58,16 @@ T = ("db", "t")
             A.AlterColumn(table=T, column=("q",), comment="its"),
         ),
         (
+            "ALTER TABLE db.t CHANGE COLUMN q `q` bigint COMMENT 'c' FIRST",
+            A.AlterColumn(
+                table=T,
+                column=("q",),
+                type_sql="bigint",
+                comment="c",
+                position=A.Position(),
+            ),
+        ),
+        (
             "ALTER TABLE db.t ALTER COLUMN q AFTER r",
             A.AlterColumn(table=T, column=("q",), position=A.Position(("r",))),
         ),
@@ -257,6 +267,7 @@ def test_syntax_errors_point_at_the_token(sql: str, line: int, column: int, says
         "ALTER TABLE db.t RECOVER PARTITIONS",
         "ALTER TABLE db.t ALTER COLUMN a SET NOT NULL",
         "ALTER TABLE db.t ADD COLUMN a int DEFAULT 1",
+        "ALTER TABLE db.t CHANGE COLUMN a b int",
     ],
 )
 def test_spark_forms_iceberg_cannot_run(sql: str) -> None:
