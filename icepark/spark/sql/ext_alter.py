@@ -126,6 +126,17 @@ def _load(catalog: Catalog, statement: A.TableStatement, catalog_name: str) -> T
     return table
 
 
+_SCHEMA_STATEMENTS = (
+    A.AddColumns,
+    A.DropColumns,
+    A.RenameColumn,
+    A.AlterColumn,
+    A.SetIdentifierFields,
+    A.DropIdentifierFields,
+)
+_SPEC_STATEMENTS = (A.AddPartitionField, A.DropPartitionField, A.ReplacePartitionField)
+
+
 def run_alter(spark: Any, statement: A.TableStatement, catalog: Catalog, catalog_name: str) -> None:
     """Run one ``ALTER TABLE`` statement; nothing is committed when it fails."""
     if isinstance(statement, A.RenameTable):
@@ -133,15 +144,11 @@ def run_alter(spark: Any, statement: A.TableStatement, catalog: Catalog, catalog
         return
     table = _load(catalog, statement, catalog_name)
     cs = case_sensitive(spark)
-    if isinstance(
-        statement, A.AddColumns | A.DropColumns | A.RenameColumn | A.AlterColumn
-    ) or isinstance(statement, A.SetIdentifierFields | A.DropIdentifierFields):
+    if isinstance(statement, _SCHEMA_STATEMENTS):
         _schema(spark, table, statement, cs)
     elif isinstance(statement, A.SetProperties | A.UnsetProperties):
         _properties(table, statement)
-    elif isinstance(statement, A.AddPartitionField | A.DropPartitionField):
-        _spec(table, statement, cs)
-    elif isinstance(statement, A.ReplacePartitionField):
+    elif isinstance(statement, _SPEC_STATEMENTS):
         _spec(table, statement, cs)
     elif isinstance(statement, A.SetWriteOrder):
         _write_order(table, statement, cs)
