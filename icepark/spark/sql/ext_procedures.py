@@ -272,8 +272,6 @@ def _rewrite_position_delete_files(ctx: _Context) -> list[tuple[Any, ...]]:
 def _add_files(ctx: _Context) -> list[tuple[Any, ...]]:
     from icepark.spark.maintenance.add_files import add_files
 
-    if ctx.args.get("partition_filter"):
-        raise ctx.fail("partition_filter", "Not supported by icepark yet")
     _positive(ctx, "parallelism")
     source = ctx.args["source_table"]
     name = parse_name(source)
@@ -288,6 +286,7 @@ def _add_files(ctx: _Context) -> list[tuple[Any, ...]]:
         ctx.table(),
         source,
         check_duplicate_files=ctx.args.get("check_duplicate_files", True),
+        partition_filter=ctx.args.get("partition_filter"),
     )
     # Java reads the count from the new snapshot's summary; files imported from a path are
     # committed there as appended manifests, whose summary has no partition count (null)

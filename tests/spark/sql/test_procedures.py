@@ -243,6 +243,12 @@ def table(catalog: Any) -> Table:
         ),
         ("CALL system.ancestors_of('db.e', 1, 2)", ProcedureArgumentError, "Too many"),
         (
+            "CALL system.add_files(table => 'db.e', source_table => '`parquet`.`/nope`', "
+            "partition_filter => map('id', '1'))",
+            ValidationError,
+            "unpartitioned",
+        ),
+        (
             "CALL system.remove_orphan_files(table => 'db.e', older_than => "
             "TIMESTAMP '2100-01-01 00:00:00')",
             ValidationError,

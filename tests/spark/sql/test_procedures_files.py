@@ -36,6 +36,7 @@ def _setup(t: str, u: str) -> list[str]:
         f"DELETE FROM {t} WHERE id IN (0, 1)",
         f"DELETE FROM {t} WHERE id IN (2, 3)",
         CREATE.format(t=u, part=""),
+        CREATE.format(t=u + "q", part="PARTITIONED BY (category) "),
     ]
 
 
@@ -47,6 +48,8 @@ CALLS = [
     "CALL {cat}.system.remove_orphan_files(table => '{t}', older_than => "
     "TIMESTAMP '2021-01-01 00:00:00', dry_run => true)",
     "CALL {cat}.system.add_files(table => '{u}', source_table => '`parquet`.`{source}`')",
+    "CALL {cat}.system.add_files(table => '{u}q', source_table => '`parquet`.`{parted}`', "
+    "partition_filter => map('category', 'b'))",
     "CALL {cat}.system.create_changelog_view(table => '{t}', options => map('start-timestamp', "
     "'{t0}', 'end-timestamp', '{t1}'))",
 ]
@@ -59,6 +62,10 @@ def run(tmp_path_factory: pytest.TempPathFactory, refspark: RefEngine, spark: An
     spark.sql("SELECT id, concat('s', id) AS category FROM range(100, 105)").coalesce(
         1
     ).write.parquet(str(source))
+    parted = base / "parted"
+    spark.sql("SELECT id, if(id % 2 = 0, 'a', 'b') AS category FROM range(200, 210)").coalesce(
+        1
+    ).write.partitionBy("category").parquet(str(parted))
     cat = refspark.catalog_for(warehouse)
     names = {"j": (f"{cat}.db.j", f"{cat}.db.ju"), "p": (f"{cat}.db.p", f"{cat}.db.pu")}
     setup = [f"CREATE NAMESPACE IF NOT EXISTS {cat}.db"]
@@ -84,6 +91,7 @@ def run(tmp_path_factory: pytest.TempPathFactory, refspark: RefEngine, spark: An
             "t0": snaps[0].timestamp_ms,
             "t1": snaps[1].timestamp_ms,
             "source": str(source),
+            "parted": str(parted),
         }
         statements = [c.format(**values) for c in CALLS]
         if name == "j":
@@ -114,14 +122,14 @@ def test_changelog_view_as_java(run: Any) -> None:
     _, _, outputs = run
     assert outputs["p"][0] == (["changelog_view"], [["p_changes"]])
     assert outputs["j"][0] == (["changelog_view"], [["j_changes"]])
-    assert outputs["p"][5][0] == outputs["j"][5][0]
-    assert sorted(outputs["p"][5][1]) == sorted(outputs["j"][5][1])
-    assert len(outputs["p"][5][1]) == 6
-    # by timestamps: the snapshot exactly at start-timestamp is excluded, as in Java
-    assert outputs["p"][4] == (["changelog_view"], [["`p_changes`"]])
-    assert outputs["j"][4] == (["changelog_view"], [["`j_changes`"]])
+    assert outputs["p"][6][0] == outputs["j"][6][0]
     assert sorted(outputs["p"][6][1]) == sorted(outputs["j"][6][1])
     assert len(outputs["p"][6][1]) == 6
+    # by timestamps: the snapshot exactly at start-timestamp is excluded, as in Java
+    assert outputs["p"][5] == (["changelog_view"], [["`p_changes`"]])
+    assert outputs["j"][5] == (["changelog_view"], [["`j_changes`"]])
+    assert sorted(outputs["p"][7][1]) == sorted(outputs["j"][7][1])
+    assert len(outputs["p"][7][1]) == 6
 
 
 def test_rewrite_position_deletes_as_java(run: Any) -> None:
@@ -152,3 +160,10 @@ def test_add_files_as_java(run: Any, refspark: RefEngine) -> None:
     )
     assert rows[0]["rows"] == rows[1]["rows"] and len(rows[0]["rows"]) == 8
     assert rows[2]["rows"] == rows[3]["rows"] and len(rows[2]["rows"]) == 5
+    # with a partition filter: only the category=b folder's files
+    assert outputs["p"][4] == outputs["j"][4]
+    assert outputs["p"][4][1][0][0] == 1
+    refspark.request([f"REFRESH TABLE {cat}.db.puq"])
+    rows = refspark.request([f"SELECT * FROM {cat}.db.{n} ORDER BY id" for n in ("juq", "puq")])
+    assert rows[0]["rows"] == rows[1]["rows"]
+    assert [r[1] for r in rows[1]["rows"]] == ["b"] * 5
