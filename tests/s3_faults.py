@@ -11,13 +11,20 @@ without reaching moto::
         ...
         proxy.served_errors     # how many requests got the error
         proxy.fail_when = lambda method, path: method in ("PUT", "POST")  # every write fails
+
+``kinds`` picks, for each chosen request, one of: ``503`` (SlowDown, the default), ``500``
+(InternalError), ``drop`` (the connection closes before any answer: the request may or may
+not have reached moto, as ``drop-after`` makes sure it did) and ``slow`` (the request is
+forwarded after ``delay`` seconds). ``served`` counts each kind.
 """
 
 from __future__ import annotations
 
 import http.client
 import random
+import socket
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -28,6 +35,8 @@ __all__ = ["FaultyS3Proxy", "SLOW_DOWN"]
 # The shortest error document S3 clients parse: the AWS SDK writes an error's body into the
 # buffer meant for the object's bytes, so a longer one overflows a small ranged read.
 SLOW_DOWN = b"<Error><Code>SlowDown</Code></Error>"
+INTERNAL_ERROR = b"<Error><Code>InternalError</Code></Error>"
+KINDS = ("503", "500", "drop", "drop-after", "slow")
 _HOP_BY_HOP = {
     "connection",
     "keep-alive",
@@ -43,8 +52,20 @@ class FaultyS3Proxy:
     """Forwards HTTP requests to ``upstream``; answers ``503 SlowDown`` to a ``share`` of
     them (chosen by a seeded random generator) and to every request ``fail_when`` picks."""
 
-    def __init__(self, upstream: str, share: float = 0.0, seed: int = 0) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        share: float = 0.0,
+        seed: int = 0,
+        kinds: tuple[str, ...] = ("503",),
+        delay: float = 0.5,
+    ) -> None:
         parts = urlsplit(upstream)
+        unknown = set(kinds) - set(KINDS)
+        assert not unknown, f"unknown fault kinds {unknown}: use {KINDS}"
+        self.kinds = kinds
+        self.delay = delay
+        self.served: dict[str, int] = dict.fromkeys(KINDS, 0)
         self.upstream_host = parts.hostname or "127.0.0.1"
         self.upstream_port = parts.port or 80
         self.share = share
@@ -82,15 +103,20 @@ class FaultyS3Proxy:
     ) -> None:
         self.stop()
 
-    def _should_fail(self, method: str, path: str) -> bool:
+    def _fault(self, method: str, path: str) -> str | None:
+        """The fault this request gets, or None."""
         with self._lock:
             self.requests += 1
             self.seen.append((method, path))
             rule = self.fail_when
             fail = (rule is not None and rule(method, path)) or self._random.random() < self.share
-            if fail:
+            if not fail:
+                return None
+            kind = self.kinds[self._random.randrange(len(self.kinds))]
+            self.served[kind] += 1
+            if kind != "slow":
                 self.served_errors += 1
-            return fail
+            return kind
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         proxy = self
@@ -115,16 +141,29 @@ class FaultyS3Proxy:
                 length = int(self.headers.get("Content-Length") or 0)
                 return self.rfile.read(length) if length else b""
 
+            def _error(self, status: int, reason: str, document: bytes) -> None:
+                self.send_response(status, reason)
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(document)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(document)
+
+            def _drop(self) -> None:
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+
             def _handle(self) -> None:
                 body = self._body()
-                if proxy._should_fail(self.command, self.path):
-                    self.send_response(503, "Slow Down")
-                    self.send_header("Content-Type", "application/xml")
-                    self.send_header("Content-Length", str(len(SLOW_DOWN)))
-                    self.end_headers()
-                    if self.command != "HEAD":
-                        self.wfile.write(SLOW_DOWN)
-                    return
+                fault = proxy._fault(self.command, self.path)
+                if fault == "503":
+                    return self._error(503, "Slow Down", SLOW_DOWN)
+                if fault == "500":
+                    return self._error(500, "Internal Server Error", INTERNAL_ERROR)
+                if fault == "drop":
+                    return self._drop()
+                if fault == "slow":
+                    time.sleep(proxy.delay)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
                 if body or "Content-Length" in self.headers:
                     headers["Content-Length"] = str(len(body))
@@ -140,6 +179,8 @@ class FaultyS3Proxy:
                         if key.lower() in _HOP_BY_HOP or key.lower() == "content-length":
                             continue
                         self.send_header(key, value)
+                    if fault == "drop-after":  # moto did it; the client never hears
+                        return self._drop()
                     length = response.getheader("Content-Length")
                     if self.command == "HEAD":
                         self.send_header("Content-Length", length or "0")

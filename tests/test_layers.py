@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, ...]] = [
         "icepark.rest.vended_io",
         "icepark.rest.catalog",
     ),
-    ("icepark.rest.server",),
+    ("icepark.rest.server", "icepark.ui"),  # the web stack's apps over a catalog
     ("icepark.spark",),
     ("icepark.cli",),
     ("icepark", "icepark.rest"),  # the package's front doors

@@ -9,6 +9,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from icepark.cli.commands_table import open_table
+from icepark.cli.commands_upkeep import parse_time
 from icepark.cli.context import CliContext, pass_cli
 from icepark.cli.output import emit_json, json_option, make_console
 from icepark.table.maintenance.doctor import HealthReport, diagnose
@@ -59,12 +60,25 @@ def _numbers(report: HealthReport) -> RichTable:
 @click.command("doctor")
 @click.argument("table_name", metavar="TABLE")
 @click.option("--orphans/--no-orphans", default=True, help="List storage for orphan files.")
+@click.option(
+    "--orphans-older-than",
+    metavar="TIME",
+    help="Count orphan candidates older than this (default: 3 days ago), e.g. 10m after a "
+    "crashed write.",
+)
 @json_option
 @pass_cli
-def doctor_command(cli: CliContext, table_name: str, orphans: bool, json_output: bool) -> None:
+def doctor_command(
+    cli: CliContext,
+    table_name: str,
+    orphans: bool,
+    orphans_older_than: str | None,
+    json_output: bool,
+) -> None:
     """Show the health of TABLE and the commands that fix what is found."""
     table = open_table(cli, table_name)
-    report = diagnose(table, orphans=orphans)
+    cutoff = None if orphans_older_than is None else parse_time(orphans_older_than)
+    report = diagnose(table, orphans=orphans, orphans_older_than=cutoff)
     if cli.wants_json(json_output):
         emit_json(report.to_dict())
         return

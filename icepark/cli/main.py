@@ -22,6 +22,7 @@ from icepark.cli.commands_scan import scan_command
 from icepark.cli.commands_serve import serve_command
 from icepark.cli.commands_stream import changes_command, follow_command
 from icepark.cli.commands_table import describe_command, snapshots_command
+from icepark.cli.commands_ui import ui_command
 from icepark.cli.commands_upkeep import UPKEEP_COMMANDS
 from icepark.cli.context import CliContext
 from icepark.cli.output import one_line
@@ -104,6 +105,7 @@ for _command in (
     changes_command,
     follow_command,
     serve_command,
+    ui_command,
 ):
     cli.add_command(_command)
 

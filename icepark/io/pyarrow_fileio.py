@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
+import re
 import tempfile
 import threading
 import uuid
@@ -54,6 +55,7 @@ __all__ = [
     "LOCAL_SCHEMES",
     "S3_SCHEMES",
     "PyArrowFileIO",
+    "is_partial_write",
     "load_file_io",
 ]
 
@@ -148,7 +150,18 @@ def _translate_errors(location: str, fileio: FileIO | None = None) -> Iterator[N
                 raise translated from exc
         if _looks_missing(exc):
             raise NoSuchFileError(f"file not found: {location}") from None
+        if loc.scheme in LOCAL_SCHEMES and exc.errno is not None:
+            raise _local_error(exc, location) from exc
         raise
+
+
+def _local_error(exc: OSError, location: str) -> StorageError:
+    """A local file system's refusal (full disk, no permission, read-only, too many open
+    files...) as a StorageError naming the file; ``errno`` is the system's."""
+    reason = exc.strerror or os.strerror(exc.errno or 0)
+    error = StorageError(f"{reason} (errno {exc.errno}): {location}")
+    error.errno = exc.errno
+    return error
 
 
 def _looks_missing(exc: OSError) -> bool:
@@ -226,6 +239,19 @@ class _PyArrowOutputFile(OutputFile):
         return _PyArrowInputFile(self._io, self.location, None)
 
 
+_PARTIAL_WRITE = re.compile(r"\..+\.[0-9a-f]{32}\.tmp")
+
+
+def _partial_write_name(name: str) -> str:
+    return f".{name}.{uuid.uuid4().hex}.tmp"
+
+
+def is_partial_write(name: str) -> bool:
+    """Whether a file name is that of a local write that never finished (the temporary file
+    a process killed mid-write leaves beside its target); orphan removal takes them."""
+    return _PARTIAL_WRITE.fullmatch(name) is not None
+
+
 class _LocalAtomicStream(OutputStream):
     """Writes a hidden temporary file next to the target, then links or renames it in place."""
 
@@ -235,7 +261,7 @@ class _LocalAtomicStream(OutputStream):
         self._overwrite = overwrite
         self._fsync = fsync
         folder, name = os.path.split(target)
-        self._temp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
+        self._temp = os.path.join(folder, _partial_write_name(name))
         self._file: IO[bytes] | None = None
         with _translate_errors(location):
             os.makedirs(folder, exist_ok=True)
@@ -243,11 +269,13 @@ class _LocalAtomicStream(OutputStream):
 
     def _write(self, data: memoryview) -> None:
         assert self._file is not None
-        self._file.write(data)
+        with _translate_errors(self.location):
+            self._file.write(data)
 
     def _flush(self) -> None:
         if self._file is not None:
-            self._file.flush()
+            with _translate_errors(self.location):
+                self._file.flush()
 
     def _close_temp(self) -> None:
         if self._file is not None:
@@ -255,6 +283,10 @@ class _LocalAtomicStream(OutputStream):
             file.close()
 
     def _publish(self) -> None:
+        with _translate_errors(self.location):
+            self._publish_temp()
+
+    def _publish_temp(self) -> None:
         assert self._file is not None
         self._file.flush()
         if self._fsync:

@@ -113,8 +113,12 @@ def explain_scan(
     schema: Schema | None = None,
     case_sensitive: bool = True,
     table_name: str = "",
+    *,
+    time_planning: bool = True,
 ) -> ScanExplanation:
-    """The pruning funnel of a scan of ``snapshot`` with ``row_filter`` (see the module)."""
+    """The pruning funnel of a scan of ``snapshot`` with ``row_filter`` (see the module);
+    ``time_planning=False`` skips the real planning run that ``planning_ms`` times (it
+    stays 0), which roughly halves the cost when the steps alone are wanted."""
     schema = schema or metadata.schema()
     out = ScanExplanation(
         table_name or metadata.location,
@@ -215,7 +219,8 @@ def explain_scan(
     out.files_to_read = len(by_metrics)
     out.bytes_to_read = sum(e.data_file.file_size_in_bytes for e in by_metrics)
     out.records_to_read = sum(e.data_file.record_count for e in by_metrics)
-    with clock():
-        plan_files(io, metadata, snapshot, row_filter, schema, case_sensitive)
-    out.planning_ms = clock.ms
+    if time_planning:
+        with clock():
+            plan_files(io, metadata, snapshot, row_filter, schema, case_sensitive)
+        out.planning_ms = clock.ms
     return out

@@ -22,10 +22,9 @@ How it flows:
   the creating updates and the writes' updates;
 * ``commit_tables``/``commit_transaction`` go to ``POST /v1/{prefix}/transactions/commit``
   (all or nothing; 409 deletes the transactions' files, 5xx or a lost connection nothing);
-* views: :mod:`icepark.rest.views`; server-side scan planning: :mod:`.scan_planning`.
-
-``snapshot-loading-mode=refs`` loads tables with ``?snapshots=refs``: the table holds only the
-snapshots its branches and tags reach (load it without the property to see older history).
+* views: :mod:`icepark.rest.views`; server-side scan planning: :mod:`.scan_planning`;
+  ``snapshot-loading-mode=refs`` (``?snapshots=refs``, the rest of the history fetched on
+  first use): :func:`icepark.rest.loaded.snapshots_loader`.
 """
 
 from __future__ import annotations
@@ -58,8 +57,8 @@ from icepark.rest.endpoints import TABLE as _TABLE
 from icepark.rest.endpoints import TABLES as _TABLES
 from icepark.rest.endpoints import TRANSACTIONS as _TRANSACTIONS
 from icepark.rest.http import ErrorKind, RestClient, encode_namespace
-from icepark.rest.loaded import LoadedTables
-from icepark.rest.metrics import Reports, report_commit
+from icepark.rest.loaded import LoadedTables, snapshots_loader
+from icepark.rest.metrics import Reports, report_commit, reporting_enabled, scan_reporter
 from icepark.rest.models import (
     CatalogConfig,
     CommitTableRequest,
@@ -80,7 +79,7 @@ from icepark.rest.models import (
 from icepark.rest.scan_planning import scan_planner_for
 from icepark.rest.views import VIEW_ENDPOINTS, RestViews
 from icepark.spec import properties as P
-from icepark.spec.metadata import TableMetadata, table_metadata_from_dict
+from icepark.spec.metadata import TableMetadata, defer_snapshots, table_metadata_from_dict
 from icepark.spec.partitioning import build_partition_spec, partition_spec_to_json
 from icepark.spec.schema import Schema, schema_to_json
 from icepark.spec.sorting import build_sort_order, sort_order_to_json
@@ -306,18 +305,29 @@ class RestCatalog(RestViews, Catalog):
         if result is None and known is not None:  # 304: the table is as last loaded
             table = Table(ident, known.metadata, known.metadata_location, known.io, self)
             table.scan_planner = known.scan_planner
+            table.scan_reporter = self._scan_reporter(ident)
             return table
         assert result is not None
-        table = self._table(ident, result)
+        table = self._table(ident, result, refs_only=query is not None)
         self._loaded.loaded(ident, self._client.last_etag, table)
         return table
 
-    def _table(self, ident: Identifier, result: LoadTableResult) -> Table:
+    def _table(self, ident: Identifier, result: LoadTableResult, refs_only: bool = False) -> Table:
         metadata = table_metadata_from_dict(result.metadata)
+        if refs_only:  # the rest of the history is loaded when first needed, as Java does
+            load = snapshots_loader(self._client, self._table_url(ident), _dotted(ident), metadata)
+            metadata = defer_snapshots(metadata, load)
         io = self._io_for(metadata, result.config, result.storage_credentials, ident)
         table = Table(ident, metadata, result.metadata_location or "", io, self)
         table.scan_planner = scan_planner_for(self, ident, result.config)
+        table.scan_reporter = self._scan_reporter(ident)
         return table
+
+    def _scan_reporter(self, ident: Identifier) -> Any:
+        """Reports each local scan plan to the table's ``/metrics`` (unless turned off)."""
+        if self._offers(f"POST {_TABLE}/metrics") and reporting_enabled(self.properties):
+            return scan_reporter(self.reports, self._table_url(ident) + "/metrics", _dotted(ident))
+        return None
 
     def _io_for(
         self,

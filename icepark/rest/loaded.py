@@ -6,14 +6,19 @@ next load: with the server's ETag for it, the refresh before the next commit is 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from icepark.catalog.identifiers import Identifier
+from icepark.errors import NoSuchTableError
 from icepark.io import FileIO
-from icepark.spec.metadata import TableMetadata
+from icepark.rest.http import RestClient
+from icepark.rest.models import LoadTableResult
+from icepark.spec.metadata import TableMetadata, table_metadata_from_dict
+from icepark.spec.snapshots import Snapshot
 
-__all__ = ["Loaded", "LoadedTables"]
+__all__ = ["Loaded", "LoadedTables", "snapshots_loader"]
 
 
 @dataclass(frozen=True)
@@ -57,3 +62,25 @@ class LoadedTables:
         self._entries[ident] = entry
         while len(self._entries) > self.size:
             self._entries.pop(next(iter(self._entries)))
+
+
+def snapshots_loader(
+    client: RestClient, url: str, name: str, partial: TableMetadata
+) -> Callable[[], tuple[Snapshot, ...]]:
+    """Loads the whole snapshot list of the table at ``url`` (a load without
+    ``snapshots=refs``) for ``partial``, its metadata loaded with the refs' snapshots only
+    (see :func:`~icepark.spec.metadata.defer_snapshots`). A table replaced since (another
+    UUID under the name) is a NoSuchTableError: its history is not this table's."""
+
+    def load() -> tuple[Snapshot, ...]:
+        operation = f"load the snapshots of table {name}"
+        result = client.call("GET", url, operation, response=LoadTableResult, errors="table")
+        assert result is not None
+        full = table_metadata_from_dict(result.metadata)
+        if full.table_uuid != partial.table_uuid:
+            raise NoSuchTableError(
+                f"Cannot {operation}: it was replaced by another table since it was loaded"
+            )
+        return full.snapshots
+
+    return load

@@ -1,9 +1,15 @@
-"""Metrics reports a REST client sends after a commit (``POST .../tables/{t}/metrics``), in the
-form of Java's ``CommitReport``: the snapshot the commit produced, its operation, and counters
-taken from the snapshot summary under the names Java's ``CommitMetricsResult`` gives them
-(``deleted-data-files`` is reported as ``removed-data-files``, sizes in bytes, ...), plus the
-commit request's duration as a timer. A report is best effort, sent from a thread of its own
-(:class:`Reports`): it never delays a commit, and a failure to send it is logged, never raised.
+"""Metrics reports a REST client sends after a commit and after a scan is planned (``POST
+.../tables/{t}/metrics``).
+
+A commit's is Java's ``CommitReport``: the snapshot the commit produced, its operation, and
+counters taken from the snapshot summary under the names Java's ``CommitMetricsResult`` gives
+them (``deleted-data-files`` is reported as ``removed-data-files``, sizes in bytes, ...), plus
+the commit request's duration as a timer. A scan's is Java's ``ScanReport``: the snapshot
+read, the filter as expression JSON, the schema and projected field ids and names, the
+planning time and the counters of :func:`~icepark.planning.scan_metrics.scan_metrics`.
+
+A report is best effort, sent from a thread of its own (:class:`Reports`): it never delays a
+commit or a scan, and a failure to send it is logged, never raised.
 """
 
 from __future__ import annotations
@@ -12,14 +18,27 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from icepark.expressions.json import expression_to_json
+from icepark.planning.planner import FileScanTask
+from icepark.planning.scan_metrics import scan_metrics
 from icepark.rest.http import RestClient, client_version
 from icepark.spec.metadata import TableMetadata
+from icepark.spec.schema import index_by_id
 from icepark.spec.snapshots import Snapshot
+from icepark.table.scan import DataScan
 
-__all__ = ["REPORTING_ENABLED", "Reports", "commit_report", "report_commit"]
+__all__ = [
+    "REPORTING_ENABLED",
+    "Reports",
+    "commit_report",
+    "report_commit",
+    "reporting_enabled",
+    "scan_report",
+    "scan_reporter",
+]
 
 _log = logging.getLogger(__name__)
 _IDLE_SECONDS = 1.0  # a reporting thread with nothing to send for this long ends
@@ -175,6 +194,83 @@ class Reports:
             thread.join(timeout)
 
 
+def reporting_enabled(properties: Mapping[str, str]) -> bool:
+    """Whether the client sends reports (``rest-metrics-reporting-enabled``, default true)."""
+    return properties.get(REPORTING_ENABLED, "true").strip().lower() == "true"
+
+
+def _engine() -> dict[str, str]:
+    return {"engine-name": "icepark", "engine-version": client_version()}
+
+
+def scan_report(
+    table_name: str,
+    scan: DataScan,
+    tasks: Sequence[FileScanTask],
+    duration_ns: int,
+    engine: Mapping[str, str] | None = None,
+) -> dict[str, Any] | None:
+    """The ``ReportMetricsRequest`` body for the plan ``tasks`` of ``scan``, or None for a
+    scan of a table without snapshots (Java reports none: nothing was planned)."""
+    snapshot = scan.snapshot
+    if snapshot is None:
+        return None
+    # the projection's primitive fields, as Java's TypeUtil.getProjectedIds lists them
+    # (metadata columns such as _file are not the table's and are left out)
+    fields = index_by_id(scan.projected_schema.as_struct())
+    named = {
+        i: scan.schema.find_column_name(i) for i, f in fields.items() if f.field_type.is_primitive
+    }
+    ids = sorted(i for i, name in named.items() if name is not None)
+    counters = scan_metrics(
+        scan.io,
+        scan.metadata,
+        snapshot,
+        scan.row_filter,
+        scan.schema,
+        tasks,
+        scan.case_sensitive,
+    )
+    metrics: dict[str, Any] = {
+        "total-planning-duration": {
+            "count": 1,
+            "time-unit": "nanoseconds",
+            "total-duration": max(int(duration_ns), 0),
+        }
+    }
+    for name, value in counters.items():
+        metrics[name] = {"unit": "bytes" if name.endswith("-bytes") else "count", "value": value}
+    return {
+        "report-type": "scan-report",
+        "table-name": table_name,
+        "snapshot-id": snapshot.snapshot_id,
+        "filter": expression_to_json(scan.row_filter),
+        "schema-id": scan.schema.schema_id,
+        "projected-field-ids": ids,
+        "projected-field-names": [named[i] for i in ids],
+        "metrics": metrics,
+        "metadata": dict(engine or {}),
+    }
+
+
+def scan_reporter(
+    reports: Reports, url: str, table_name: str
+) -> Callable[[DataScan, Sequence[FileScanTask], int], None]:
+    """A table's ``scan_reporter``: queues each plan's scan report for ``url``; building or
+    sending one never fails the scan (it is logged)."""
+
+    def report(scan: DataScan, tasks: Sequence[FileScanTask], duration_ns: int) -> None:
+        try:
+            body = scan_report(table_name, scan, tasks, duration_ns, _engine())
+        except Exception as exc:  # a report never fails a scan
+            _log.warning("Cannot report the scan of table %s: %s", table_name, exc)
+            return
+        if body is not None:
+            reports.submit(url, table_name, body)
+
+    return report
+
+
 def report_commit(
     reports: Reports,
     url: str,
@@ -186,9 +282,8 @@ def report_commit(
 ) -> None:
     """Queue the commit's report for ``url`` (the table's ``/metrics``) unless reporting is
     off; sending it never delays or fails the commit."""
-    if properties.get(REPORTING_ENABLED, "true").strip().lower() != "true":
+    if not reporting_enabled(properties):
         return
-    engine = {"engine-name": "icepark", "engine-version": client_version()}
-    body = commit_report(table_name, before, after, duration_ns, engine)
+    body = commit_report(table_name, before, after, duration_ns, _engine())
     if body is not None:
         reports.submit(url, table_name, body)

@@ -10,7 +10,8 @@ merges late events (merge-on-read: delete files, not rewrites), compacts the tab
 files rewritten with their deletes applied; files and full-scan time before and after), and
 prints the snapshot history with each snapshot's summary. It ends with upkeep: the partitions
 (a metadata table), an expiry that keeps the last two snapshots, and the files and bytes it
-freed. Re-running it starts the table over.
+freed, then a streaming job; last, the ``icepark ui`` command that shows its tables in the
+web page. Re-running it starts the table over.
 
 ``python -m icepark.spark.demo [ROWS]`` (2,000,000 by default). The catalog is
 ``load_catalog()``'s, so the whole pipeline runs wherever the configuration puts the
@@ -22,9 +23,11 @@ unless the session has hadoop-aws), ``ICEPARK_SPARK_MASTER=spark://host:7077`` o
 from __future__ import annotations
 
 import datetime as dt
+import os
 import sys
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -451,6 +454,20 @@ def main(rows: int = 2_000_000, days: int = 30) -> None:
 
     _streaming(spark, catalog, console)
     console.print(f"[green]done in {time.perf_counter() - started:.1f} s[/green]")
+    _ui_hint(catalog, console)
+
+
+def _ui_hint(catalog: Catalog, console: Console) -> None:
+    """How to look at the demo's tables in the web page (``icepark ui``, same catalog)."""
+    from icepark.ui.urls import page_url
+
+    names = [".".join(t) for t in catalog.list_tables("demo")]
+    script = Path(sys.executable).with_name("icepark")  # the venv's, when it is not on PATH
+    command = os.path.relpath(script) if script.exists() else "icepark"
+    console.print("[bold]look at the tables[/bold] (the web page, from this folder):")
+    console.print(f"  {command} ui demo.events", markup=False)
+    for name in names:
+        console.print(f"    {name}: {page_url(table=name)}")
 
 
 if __name__ == "__main__":

@@ -99,6 +99,7 @@ class MetadataBuilder:
         self._properties: dict[str, str] = dict(b.properties) if b else {}
         self._current_snapshot_id: int | None = b.current_snapshot_id if b else None
         self._snapshots: list[Snapshot] = list(b.snapshots) if b else []
+        self._snapshot_index = {s.snapshot_id: s for s in self._snapshots}
         self._refs: dict[str, SnapshotRef] = dict(b.refs) if b else {}
         self._statistics = {s.snapshot_id: s for s in (b.statistics if b else ())}
         self._partition_statistics = {
@@ -141,7 +142,7 @@ class MetadataBuilder:
         return next((s for s in self._schemas if s.schema_id == schema_id), None)
 
     def _snapshot_by_id(self, snapshot_id: int) -> Snapshot | None:
-        return next((s for s in self._snapshots if s.snapshot_id == snapshot_id), None)
+        return self._snapshot_index.get(snapshot_id)
 
     def _current_schema(self, doing: str) -> Schema:
         schema = self._schema_by_id(self._current_schema_id)
@@ -384,6 +385,7 @@ class MetadataBuilder:
         self._last_updated_ms = snapshot.timestamp_ms
         self._last_sequence_number = snapshot.sequence_number
         self._snapshots.append(snapshot)
+        self._snapshot_index[snapshot.snapshot_id] = snapshot
         self._added_snapshot_ids.add(snapshot.snapshot_id)
         self._changes.append(up.AddSnapshotUpdate(snapshot))
         return self
@@ -450,6 +452,7 @@ class MetadataBuilder:
         if not removed:
             return self
         self._snapshots = [s for s in self._snapshots if s.snapshot_id not in to_remove]
+        self._snapshot_index = {s.snapshot_id: s for s in self._snapshots}
         self._changes.append(up.RemoveSnapshotsUpdate(tuple(removed)))
         for snapshot_id in removed:
             self.remove_statistics(snapshot_id)

@@ -15,7 +15,7 @@ import gzip
 import json
 import uuid
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -52,6 +52,7 @@ __all__ = [
     "table_metadata_from_dict",
     "table_metadata_to_json",
     "table_metadata_to_dict",
+    "defer_snapshots",
 ]
 
 SUPPORTED_FORMAT_VERSION = 3
@@ -65,6 +66,27 @@ def _strip_trailing_slash(location: str) -> str:
     while location.endswith("/") and not location.endswith("://"):
         location = location[:-1]
     return location
+
+
+_KNOWN = "_snapshots_known"
+_LOADER = "_snapshots_loader"
+
+
+class _Snapshots:
+    """The ``snapshots`` field of :class:`TableMetadata`: a tuple, unless the metadata was
+    loaded with only the snapshots its refs name (a REST catalog's ``snapshot-loading-mode``
+    ``refs``, see :func:`defer_snapshots`); then reading the whole list loads the rest first,
+    as Java's snapshots supplier does."""
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return ()  # the dataclass default
+        if _LOADER in obj.__dict__:
+            obj._load_snapshots()
+        return obj.__dict__[_KNOWN]
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[_KNOWN] = tuple(value)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,7 +111,7 @@ class TableMetadata:
     last_partition_id: int
     properties: dict[str, str] = field(default_factory=dict, hash=False)
     current_snapshot_id: int | None = None
-    snapshots: tuple[Snapshot, ...] = ()
+    snapshots: tuple[Snapshot, ...] = _Snapshots()  # type: ignore[assignment]
     snapshot_log: tuple[SnapshotLogEntry, ...] = ()
     metadata_log: tuple[MetadataLogEntry, ...] = ()
     sort_orders: tuple[SortOrder, ...] = (UNSORTED_ORDER,)
@@ -206,7 +228,40 @@ class TableMetadata:
 
     @cached_property
     def _snapshots_by_id(self) -> dict[int, Snapshot]:
-        return {s.snapshot_id: s for s in self.snapshots}
+        # the snapshots known now: with deferred snapshots, those of the refs until loaded
+        return {s.snapshot_id: s for s in self.__dict__[_KNOWN]}
+
+    def _snapshot(self, snapshot_id: int) -> Snapshot | None:
+        found = self._snapshots_by_id.get(snapshot_id)
+        if found is None and _LOADER in self.__dict__:
+            self._load_snapshots()
+            found = self._snapshots_by_id.get(snapshot_id)
+        return found
+
+    def _load_snapshots(self) -> None:
+        """Replace the refs' snapshots by the whole list (deferred snapshots only); snapshots
+        newer than this metadata (a commit since) are left out, as Java leaves them out."""
+        loader = self.__dict__.get(_LOADER)
+        if loader is None:
+            return
+        loaded = tuple(loader())
+        if self.format_version > 1:
+            loaded = tuple(s for s in loaded if s.sequence_number <= self.last_sequence_number)
+        ids = {s.snapshot_id for s in loaded}
+        kept = tuple(s for s in self.__dict__[_KNOWN] if s.snapshot_id not in ids)
+        self.__dict__[_KNOWN] = loaded + kept
+        self.__dict__.pop("_snapshots_by_id", None)
+        self.__dict__.pop(_LOADER, None)
+
+    @property
+    def snapshots_deferred(self) -> bool:
+        """True while only the snapshots the refs name are loaded (:func:`defer_snapshots`)."""
+        return _LOADER in self.__dict__
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a pickled copy (a Spark task's) keeps the snapshots known, not the loader (it holds
+        # a catalog's HTTP session); tasks never walk the history
+        return {k: v for k, v in self.__dict__.items() if k != _LOADER}
 
     # -- accessors ---------------------------------------------------------------------------
 
@@ -254,7 +309,7 @@ class TableMetadata:
         return self._snapshots_by_id.get(self.current_snapshot_id)
 
     def snapshot_by_id(self, snapshot_id: int) -> Snapshot | None:
-        return self._snapshots_by_id.get(snapshot_id)
+        return self._snapshot(snapshot_id)
 
     def ref(self, name: str) -> SnapshotRef | None:
         return self.refs.get(name)
@@ -270,18 +325,18 @@ class TableMetadata:
         for entry in self.snapshot_log:
             if entry.timestamp_ms <= timestamp_ms:
                 found = entry.snapshot_id
-        return None if found is None else self._snapshots_by_id.get(found)
+        return None if found is None else self._snapshot(found)
 
     def ancestors_of(self, snapshot_id: int | None) -> list[Snapshot]:
         """The snapshot and its ancestors, newest first, as far as they are still known."""
         out: list[Snapshot] = []
         seen: set[int] = set()
-        current = None if snapshot_id is None else self._snapshots_by_id.get(snapshot_id)
+        current = None if snapshot_id is None else self._snapshot(snapshot_id)
         while current is not None and current.snapshot_id not in seen:
             out.append(current)
             seen.add(current.snapshot_id)
             parent = current.parent_snapshot_id
-            current = None if parent is None else self._snapshots_by_id.get(parent)
+            current = None if parent is None else self._snapshot(parent)
         return out
 
     def property(self, name: str, default: str | None = None) -> str | None:
@@ -492,6 +547,18 @@ def _parse_sort_orders(node: Mapping[str, Any], version: int) -> tuple[tuple[Sor
 
 
 # -- writing ---------------------------------------------------------------------------------
+
+
+def defer_snapshots(
+    metadata: TableMetadata, loader: Callable[[], Sequence[Snapshot]]
+) -> TableMetadata:
+    """``metadata`` (holding only the snapshots its refs name, as a REST catalog answers with
+    ``snapshots=refs``) made to load the whole list from ``loader`` the first time something
+    reads it or asks for a snapshot it does not hold: the history, time travel, expiry, a
+    metadata update. Refs and the current snapshot resolve without loading. Returns
+    ``metadata`` itself, which must be new (not yet shared)."""
+    metadata.__dict__[_LOADER] = loader
+    return metadata
 
 
 def table_metadata_to_dict(md: TableMetadata, *, _snapshots: Any = None) -> dict[str, Any]:

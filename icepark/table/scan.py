@@ -8,6 +8,7 @@ that only plans starts about twice as fast without it.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -110,11 +111,16 @@ class DataScan:
     planner: Callable[[DataScan], Iterator[FileScanTask]] | None = field(
         default=None, compare=False, repr=False
     )
+    # told of each local plan once it is complete: the scan, its tasks and the planning time
+    # in nanoseconds (a REST catalog's scan report); it must not raise
+    reporter: Callable[[DataScan, Sequence[FileScanTask], int], None] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     def __getstate__(self) -> dict[str, object]:
-        # a pickled scan (what a Spark task reads) leaves its planner behind: tasks read, the
-        # driver plans, and a planner holds a live HTTP session
-        return {**self.__dict__, "planner": None}
+        # a pickled scan (what a Spark task reads) leaves its planner and reporter behind:
+        # tasks read, the driver plans, and both hold a live HTTP session
+        return {**self.__dict__, "planner": None, "reporter": None}
 
     # -- refinement ------------------------------------------------------------------------
 
@@ -202,14 +208,30 @@ class DataScan:
         bind(self.schema, self.row_filter, self.case_sensitive)  # fail early on bad columns
         if self.planner is not None:
             return self.planner(self)
-        return iter_plan_files(
+        tasks = iter_plan_files(
             self.io, self.metadata, self.snapshot, self.row_filter, self.schema, self.case_sensitive
         )
+        return tasks if self.reporter is None else self._reported(tasks, self.reporter)
 
-    def explain(self, table_name: str = "") -> ScanExplanation:
+    def _reported(
+        self,
+        tasks: Iterator[FileScanTask],
+        reporter: Callable[[DataScan, Sequence[FileScanTask], int], None],
+    ) -> Iterator[FileScanTask]:
+        """``tasks`` passed through; once the last is out, the plan goes to ``reporter`` (a
+        reader that stops early ends planning without a report, as Java's does)."""
+        start = time.perf_counter_ns()
+        planned: list[FileScanTask] = []
+        for task in tasks:
+            planned.append(task)
+            yield task
+        reporter(self, planned, time.perf_counter_ns() - start)
+
+    def explain(self, table_name: str = "", *, time_planning: bool = True) -> ScanExplanation:
         """The pruning funnel of this scan: manifests and files kept by each step, delete
         files attached, residuals per spec, what is left to read, and each step's time (see
-        :mod:`icepark.planning.explain`)."""
+        :mod:`icepark.planning.explain`; ``time_planning=False`` skips timing a real
+        planning run)."""
         bind(self.schema, self.row_filter, self.case_sensitive)
         return explain_scan(
             self.io,
@@ -219,6 +241,7 @@ class DataScan:
             self.schema,
             self.case_sensitive,
             table_name,
+            time_planning=time_planning,
         )
 
     def plan_tasks(self) -> list[CombinedScanTask]:
@@ -350,4 +373,5 @@ def table_scan(
         use_snapshot_schema=use_snapshot_schema,
         options=dict(options or {}),
         planner=getattr(table, "scan_planner", None),
+        reporter=getattr(table, "scan_reporter", None),
     )

@@ -71,6 +71,8 @@ class Table:
         self.catalog = catalog
         # plans scans instead of the local planner (a REST catalog's server-side planning)
         self.scan_planner: Callable[[DataScan], Iterator[FileScanTask]] | None = None
+        # told of each local plan (a REST catalog's scan reports); see DataScan.reporter
+        self.scan_reporter: Callable[[DataScan, Sequence[FileScanTask], int], None] | None = None
 
     @classmethod
     def from_metadata(cls, path: str, properties: dict[str, str] | None = None) -> Table:

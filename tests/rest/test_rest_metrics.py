@@ -102,3 +102,86 @@ def test_a_slow_report_does_not_delay_the_commit(fault: FaultServer) -> None:
     assert time.monotonic() - start < 0.9
     assert catalog.reports.flush()
     assert len(fault.requests_to("POST", "/metrics")) == 1
+
+
+def test_java_reads_the_scan_reports(java) -> None:  # type: ignore[no-untyped-def]
+    """A scan planned locally is reported once its plan is complete: Java's parser reads the
+    report, and its filter, projection and counters are those of the plan."""
+    from icepark.expressions.json import expression_from_json
+
+    catalog = java.catalog()
+    ns = f"s{uuid.uuid4().hex[:8]}"
+    catalog.create_namespace(ns)
+    table = catalog.create_table(
+        f"{ns}.t", SCHEMA, partition_by=["bucket(4, id)"], properties={"format-version": "2"}
+    )
+    for start in range(0, 40, 10):  # four appends: four data manifests, files in 4 buckets
+        table.append(_rows(start, 10))
+    table.delete("id = 3")  # a position delete file (merge-on-read) or a rewritten file
+    table = table.refresh()
+    assert catalog.reports.flush()
+    before = len(java.metrics_reports())
+
+    scan = table.scan(filter="id = 7", columns=["name"])
+    planned = scan.plan_files()
+    whole = table.scan().plan_files()
+    assert table.scan(filter="id = 7").to_arrow().num_rows == 1  # a read reports too
+    assert catalog.reports.flush()
+    reports = [r for r in java.metrics_reports()[before:] if r["table-name"] == f"{ns}.t"]
+    assert [r["report-type"] for r in reports] == ["scan-report"] * 3
+    point, full, read = reports
+    snapshot = table.metadata.current_snapshot()
+    assert point["snapshot-id"] == snapshot.snapshot_id
+    assert point["schema-id"] == table.metadata.schema().schema_id
+    assert point["projected-field-names"] == ["name"]
+    assert point["projected-field-ids"] == [table.metadata.schema().find_field_id("name")]
+    assert full["projected-field-names"] == ["id", "name"]
+    # the filter as Java wrote it back reads as the scan's own
+    assert str(expression_from_json(point["filter"])) == str(scan.row_filter)
+    assert full["filter"] is True  # Java writes an always-true filter as `true`
+
+    def value(report: dict, name: str) -> int:
+        return report["metrics"][name]["value"]
+
+    assert value(point, "result-data-files") == len({t.file.file_path for t in planned})
+    assert value(full, "result-data-files") == len({t.file.file_path for t in whole})
+    assert value(point, "result-data-files") < value(full, "result-data-files")
+    assert value(full, "total-file-size-in-bytes") == sum(t.file.file_size_in_bytes for t in whole)
+    manifests = table.inspect.manifests().to_pylist()
+    data_manifests = [m for m in manifests if m["content"] == 0]
+    assert value(full, "total-data-manifests") == len(data_manifests)
+    assert value(point, "total-data-manifests") == len(data_manifests)
+    # every manifest spans the four buckets, so the point query opens them all and prunes
+    # by partition and metrics inside them: what it skipped and kept are the table's files
+    assert value(point, "scanned-data-manifests") == len(data_manifests)
+    assert value(point, "skipped-data-manifests") == 0
+    assert value(point, "skipped-data-files") + value(point, "result-data-files") == value(
+        full, "result-data-files"
+    )
+    assert value(full, "skipped-data-files") == 0
+    assert value(full, "result-delete-files") == sum(len(t.delete_files) for t in whole)
+    assert point["metrics"]["total-planning-duration"]["count"] == 1
+    assert read["metadata"]["engine-name"] == "icepark"
+
+
+def test_no_scan_report_for_an_unfinished_plan(fault: FaultServer) -> None:
+    """A reader that stops early ends planning without a report (as Java's); a table
+    without snapshots has nothing to report."""
+    catalog = RestCatalog("rc", {"uri": fault.uri})
+    table = catalog.create_table("db.t", SCHEMA)
+    table.scan().plan_files()
+    assert catalog.reports.flush()
+    assert not fault.requests_to("POST", "/metrics")
+    for start in range(0, 30, 10):
+        table.append(_rows(start, 10))
+    assert catalog.reports.flush()
+    commits = len(fault.requests_to("POST", "/metrics"))
+    table = catalog.load_table("db.t")
+    tasks = table.scan().iter_plan_files()
+    next(tasks)
+    tasks.close()
+    assert catalog.reports.flush()
+    assert len(fault.requests_to("POST", "/metrics")) == commits
+    table.scan().plan_files()
+    assert catalog.reports.flush()
+    assert len(fault.requests_to("POST", "/metrics")) == commits + 1

@@ -42,6 +42,7 @@ from typing import Literal, overload
 from icepark.errors import ValidationError
 from icepark.io import FileIO
 from icepark.io.fileio import FileEntry
+from icepark.io.pyarrow_fileio import is_partial_write
 from icepark.planning.reachable import referenced_files
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
@@ -229,12 +230,17 @@ def orphan_options(
 
 def hidden_path_filter(partition_names: Iterable[str]) -> Callable[[str], bool]:
     """A predicate on a path relative to the listed folder: True when hidden (a component
-    starting with ``_`` or ``.`` that is not a partition folder of such a field)."""
+    starting with ``_`` or ``.`` that is not a partition folder of such a field). The
+    temporary file of a local write that never finished (its writer was killed) is not
+    hidden: it is an orphan like any other file nothing references."""
     names = tuple(partition_names)
 
     def hidden(relative: str) -> bool:
-        for part in relative.split("/"):
+        parts = relative.split("/")
+        for index, part in enumerate(parts):
             if part.startswith(("_", ".")) and not (names and part.startswith(names)):
+                if index == len(parts) - 1 and is_partial_write(part):
+                    continue
                 return True
         return False
 

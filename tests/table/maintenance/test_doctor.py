@@ -78,3 +78,74 @@ def test_findings_point_at_their_fixes(tmp_path: Path) -> None:
     text = runner.invoke(cli, [*args, "doctor", "db.t", "--no-orphans"])
     assert text.exit_code == 0 and "icepark compact db.t" in text.stdout
     assert "orphan" not in text.stdout
+
+
+def test_size_buckets_and_small_files_count_every_live_data_file(tmp_path: Path) -> None:
+    """Entries of every size bucket (metadata only: the doctor reads no data file), a file
+    removed later (not live) and a table target that makes some files small."""
+    catalog = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    table = catalog.create_table(
+        "db.t", SCHEMA, properties={"write.target-file-size-bytes": str(64 * 1024 * 1024)}
+    )
+    table.append(_rows(range(10)))
+    base = next(t.file for t in table.scan().plan_files())
+    mb = 1024 * 1024
+    sizes = [
+        1000,
+        mb - 1,
+        mb,
+        16 * mb - 1,
+        16 * mb,
+        47 * mb,
+        48 * mb,
+        200 * mb,
+        512 * mb,
+        3000 * mb,
+    ]
+    copies = [
+        base.replace(file_path=f"{base.file_path}-{i}", file_size_in_bytes=size, record_count=i + 1)
+        for i, size in enumerate(sizes)
+    ]
+    table.delete("id >= 0")  # removes the one real file: its entry is no longer live
+    with table.transaction() as tx:
+        tx.append_files(copies)
+    report = diagnose(table, orphans=False)
+    assert report.data_files["by_size"] == {
+        "< 1 MB": 2,
+        "1-16 MB": 2,
+        "16-128 MB": 3,
+        "128-512 MB": 1,
+        ">= 512 MB": 2,
+    }
+    assert report.data_files["count"] == len(sizes)
+    assert report.data_files["bytes"] == sum(sizes)
+    assert report.data_files["records"] == sum(range(1, len(sizes) + 1))
+    assert report.data_files["small"] == 6  # under 48 MB, 75% of the table's 64 MB target
+
+
+def test_recent_orphans_after_a_crash(tmp_path: Path) -> None:
+    """What a crashed write left a minute ago is no orphan by the 3-day rule; with
+    ``--orphans-older-than`` the doctor counts it and its fix deletes exactly it."""
+    catalog = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", SCHEMA, partition_by=["g"])
+    table.append(_rows(range(100)))
+    left = Path(table.location) / "data" / "left-by-a-crash.parquet"
+    left.write_bytes(b"written, never committed")
+    partial = Path(table.location) / "metadata" / f".00002-x.metadata.json.{'0f' * 16}.tmp"
+    partial.write_bytes(b'{"format-version"')
+    time.sleep(0.05)
+    assert diagnose(table).orphans == {"count": 0, "bytes": 0, "sample": []}
+    runner = CliRunner()
+    args = ["--uri", f"sqlite:///{tmp_path}/c.db", "--warehouse", str(tmp_path / "wh")]
+    out = runner.invoke(cli, [*args, "doctor", "db.t", "--json", "--orphans-older-than", "0s"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["orphans"]["count"] == 2
+    (fix,) = [f["fix"] for f in doc["findings"] if f["area"] == "orphans"]
+    assert fix.startswith("icepark remove-orphans db.t --older-than ") and "--allow-recent" in fix
+    done = runner.invoke(cli, [*args, *fix.split()[1:]])
+    assert done.exit_code == 0, done.output
+    assert not left.exists() and not partial.exists()
+    assert table.refresh().scan().to_arrow().num_rows == 100

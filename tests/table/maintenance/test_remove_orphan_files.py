@@ -77,6 +77,9 @@ def test_strays_and_failed_writes_are_removed(
     (root / "elsewhere" / "note.txt").write_bytes(b"x")
     (root / "data" / ".hidden").write_bytes(b"x")
     (root / "data" / "_SUCCESS").write_bytes(b"x")
+    # what a writer killed mid-write leaves: its temporary file (hidden, yet an orphan)
+    partial = root / "data" / "p=a" / f".00000-0-x.parquet.{'ab' * 16}.tmp"
+    partial.write_bytes(b"x")
     before = {str(p) for p in root.rglob("*") if p.is_file()}
 
     real = catalog._swap_metadata_location  # type: ignore[attr-defined]
@@ -98,6 +101,7 @@ def test_strays_and_failed_writes_are_removed(
         str(root / "data" / "p=a" / "stray.parquet"),
         str(root / "metadata" / "stray-m0.avro"),
         str(root / "elsewhere" / "note.txt"),
+        str(partial),
         *failed_write,
     }
     assert set(dry) == expected == set(dry.orphan_file_locations)

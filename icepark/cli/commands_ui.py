@@ -1,0 +1,72 @@
+"""``icepark ui``: the read-only web page over the catalog the global options (or ``--catalog``)
+name, served by uvicorn (:func:`icepark.ui.create_ui_app`); ``icepark ui TABLE`` checks the
+table exists and prints the address of its page.
+
+It binds to loopback by default; another address needs ``--allow-remote``, since the page
+shows every table's schema, properties and file paths to whoever reaches the port.
+"""
+
+from __future__ import annotations
+
+import click
+
+from icepark.cli.commands_serve import is_loopback
+from icepark.cli.context import CliContext
+from icepark.ui.urls import DEFAULT_PORT, page_url
+
+__all__ = ["ui_command"]
+
+MISSING_EXTRA = "The web page needs FastAPI, uvicorn and Jinja2: pip install 'icepark[server]'"
+
+
+@click.command("ui")
+@click.argument("table_name", metavar="[TABLE]", required=False)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=DEFAULT_PORT, show_default=True, type=int, help="Port to bind.")
+@click.option(
+    "--catalog",
+    "catalog_name",
+    metavar="NAME",
+    help="Catalog name from ~/.icepark.yaml (same as the global --catalog).",
+)
+@click.option("--allow-remote", is_flag=True, help="Allow a non-loopback --host.")
+@click.pass_context
+def ui_command(
+    ctx: click.Context,
+    table_name: str | None,
+    host: str,
+    port: int,
+    catalog_name: str | None,
+    allow_remote: bool,
+) -> None:
+    """Serve a read-only web page over the catalog (or open on TABLE)."""
+    if not is_loopback(host) and not allow_remote:
+        raise click.UsageError(
+            f"Refusing to serve on {host}: the page shows every table to whoever reaches it. "
+            "Use a loopback host or --allow-remote."
+        )
+    try:
+        import uvicorn
+
+        from icepark.ui import create_ui_app
+    except ImportError as exc:
+        raise click.ClickException(MISSING_EXTRA) from exc
+    cli: CliContext = ctx.find_object(CliContext) or CliContext()
+    if catalog_name:
+        cli = CliContext(
+            catalog_name=catalog_name,
+            uri=cli.uri,
+            warehouse=cli.warehouse,
+            catalog_type=cli.catalog_type,
+            credential=cli.credential,
+        )
+    catalog = cli.catalog()
+    if table_name:
+        from icepark.catalog.identifiers import to_identifier
+
+        catalog.load_table(to_identifier(table_name))  # a typed error when it is not there
+    app = create_ui_app(catalog)
+    click.echo(
+        f"icepark ui: {page_url(host, port, table_name)}  (read-only; Ctrl+C stops)", err=True
+    )
+    uvicorn.run(app, host=host, port=port, access_log=False, log_level="warning")
