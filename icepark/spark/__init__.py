@@ -21,6 +21,7 @@ Compaction and maintenance (Java's procedures; see
     ispark.rewrite_data_files(spark, "db.events", strategy="sort", sort_order="zorder(id, ts)")
     ispark.rewrite_position_delete_files(spark, "db.events")
     ispark.add_files(spark, "db.events", "/data/events_hive")
+    ispark.compute_table_stats(spark, "db.events")   # NDV sketches in a Puffin stats file
 
 Spark-native entry points (the ``icepark`` Python data source and SQL views)::
 
@@ -66,6 +67,7 @@ from pyspark.sql import types as T
 
 from icepark.spark.datasource import IcebergDataSource, register, register_tables
 from icepark.spark.maintenance.add_files import add_files
+from icepark.spark.maintenance.compute_table_stats import compute_table_stats
 from icepark.spark.maintenance.remove_orphan_files import remove_orphan_files
 from icepark.spark.maintenance.rewrite_data_files import rewrite_data_files
 from icepark.spark.maintenance.rewrite_position_delete_files import rewrite_position_delete_files
@@ -87,6 +89,7 @@ __all__ = [
     "WritePath",
     "choose_path",
     "choose_write_path",
+    "compute_table_stats",
     "create_table_from",
     "delete",
     "merge",

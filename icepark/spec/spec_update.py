@@ -273,8 +273,10 @@ class _State:
             elif self.v1:
                 fields.append(PartitionField(f.source_id, f.field_id, VoidTransform(), name))
         fields.extend(self.adds)
+        # as Java's checkForRedundantAddedPartitions: only the fields this update adds are
+        # compared (a table partitioned by hour(ts) may later add year(ts); Java allows it)
         seen: dict[tuple[int, str], PartitionField] = {}
-        for f in fields:
+        for f in self.adds:
             if f.transform.is_void:
                 continue
             key = (f.source_id, f.transform.dedup_name)

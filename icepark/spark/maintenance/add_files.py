@@ -11,7 +11,7 @@ task per 64 files.
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
@@ -30,6 +30,7 @@ from icepark.table.maintenance.add_files import (
     AddFilesResult,
     FoundFile,
     describe_file,
+    find_files,
     partition_values_from_path,
 )
 from icepark.table.maintenance.add_files import (
@@ -105,6 +106,33 @@ def _is_path(source: str) -> bool:
     return "/" in source or "://" in source or source.endswith(".parquet")
 
 
+def _filtered(
+    table: Table, sources: Sequence[str], partition_filter: Mapping[str, str]
+) -> list[FoundFile]:
+    """The files of the ``key=value`` folders matching every entry of ``partition_filter``
+    (Java's ``partition_filter``: keys are partition columns of the table)."""
+    spec = table.metadata.spec()
+    names = [f.name for f in spec.fields]
+    if not names:
+        raise ValidationError(
+            f"Cannot use a partition filter when importing to unpartitioned table {table.name}"
+        )
+    unknown = sorted(set(partition_filter) - set(names))
+    if unknown:
+        raise ValidationError(
+            f"Cannot add files to table {table.name} with a partition filter on non-partition "
+            f"columns {unknown} (partition columns: {names})"
+        )
+    wanted = {f"{k}={v}" for k, v in partition_filter.items()}
+    found = find_files(table.io, spec, table.metadata.schema(), sources)
+    kept = [f for f in found if wanted <= set(f.location.split("/")[:-1])]
+    if not kept:
+        raise ValidationError(
+            f"Cannot find any matching partitions in {list(sources)} for {dict(partition_filter)}"
+        )
+    return kept
+
+
 def add_files(
     spark: SparkSession,
     table: Table | str,
@@ -113,6 +141,7 @@ def add_files(
     *,
     catalog: Any = None,
     branch: str = MAIN_BRANCH,
+    partition_filter: Mapping[str, str] | None = None,
 ) -> AddFilesResult:
     """Register the Parquet files of a folder (or of a table Spark knows) in ``table``
     without rewriting them; returns Java's columns (``added_files_count``,
@@ -125,11 +154,18 @@ def add_files(
         else list(source_path_or_table)
     )
     if all(_is_path(s) for s in sources):
+        found = None
+        if partition_filter:
+            found = _filtered(resolved, sources, partition_filter)
         return add_files_to_table(
-            resolved, sources, check_duplicate_files, branch=branch, describe=describe
+            resolved, sources, check_duplicate_files, branch=branch, describe=describe, found=found
         )
     if len(sources) != 1:
         raise ValidationError("Give one table name, or paths, to add files from")
+    if partition_filter:
+        raise ValidationError(
+            f"A partition filter applies to files added from paths, not from table {sources[0]}"
+        )
     found = _table_files(spark, resolved, sources[0])
     return add_files_to_table(
         resolved,

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from icepark.errors import IceparkError, UnsupportedOperationError, ValidationError
 
-__all__ = ["SqlError", "SqlParseError", "UnsupportedSqlError", "SqlScriptError"]
+__all__ = [
+    "SqlError",
+    "SqlParseError",
+    "UnsupportedSqlError",
+    "SqlScriptError",
+    "UnknownProcedureError",
+    "ProcedureArgumentError",
+]
 
 
 def _shorten(statement: str, limit: int = 120) -> str:
@@ -45,6 +52,36 @@ class UnsupportedSqlError(SqlError, UnsupportedOperationError):
         self.construct = construct
         message = f"unsupported: {construct}" + (f" ({hint})" if hint else "")
         super().__init__(message, statement)
+
+
+class UnknownProcedureError(UnsupportedSqlError):
+    """``CALL`` of a procedure icepark does not have; ``valid`` lists the ones it has."""
+
+    def __init__(
+        self, procedure: str, valid: list[str], statement: str = "", note: str = ""
+    ) -> None:
+        self.procedure = procedure
+        self.valid = valid
+        hint = f"{note}; " if note else ""
+        super().__init__(
+            f"procedure {procedure}", statement, f"{hint}the procedures are: {', '.join(valid)}"
+        )
+
+
+class ProcedureArgumentError(SqlError, ValidationError):
+    """A ``CALL`` whose arguments do not fit the procedure (unknown, missing, repeated or of
+    the wrong type); ``argument`` names it and ``valid`` lists the procedure's parameters."""
+
+    def __init__(
+        self, procedure: str, argument: str, problem: str, valid: list[str], statement: str = ""
+    ) -> None:
+        self.procedure = procedure
+        self.argument = argument
+        self.valid = valid
+        super().__init__(
+            f"{problem} for procedure {procedure}: {argument} (its parameters: {', '.join(valid)})",
+            statement,
+        )
 
 
 class SqlScriptError(SqlError):

@@ -247,33 +247,59 @@ def _existing_ref(base: TableMetadata, name: str, kind: SnapshotRefType) -> Snap
     return ref
 
 
-def replace_branch(table: _T, name: str, to: int | str) -> _T:
+def _retained(ref: SnapshotRef, retention: Mapping[str, int | None]) -> SnapshotRef:
+    """``ref`` with the retention settings given in ``retention`` (None keeps its own)."""
+    if all(v is None for v in retention.values()):
+        return ref
+    unknown = set(retention) - {"min_snapshots_to_keep", "max_snapshot_age_ms", "max_ref_age_ms"}
+    if unknown:
+        raise ValidationError(f"Unknown ref retention settings: {sorted(unknown)}")
+
+    def pick(key: str, old: int | None) -> int | None:
+        new = retention.get(key)
+        return old if new is None else new
+
+    return SnapshotRef(
+        ref.snapshot_id,
+        ref.type,
+        pick("min_snapshots_to_keep", ref.min_snapshots_to_keep),
+        pick("max_snapshot_age_ms", ref.max_snapshot_age_ms),
+        pick("max_ref_age_ms", ref.max_ref_age_ms),
+    )
+
+
+def replace_branch(table: _T, name: str, to: int | str, **retention: int | None) -> _T:
     """Point branch ``name`` at snapshot ``to`` (an id) or at the snapshot of ref ``to`` (a
-    name), keeping its retention; with a ref name a missing branch is created (as Java)."""
+    name), keeping its retention unless ``retention`` (``min_snapshots_to_keep``,
+    ``max_snapshot_age_ms``, ``max_ref_age_ms``) sets some, in the same commit; with a ref
+    name a missing branch is created (as Java)."""
 
     def changes(base: TableMetadata) -> Mapping[str, SnapshotRef | None]:
         if isinstance(to, str):
-            return _to_ref(base, name, to, fast_forward=False)
-        _require_snapshot(base, to, f"point branch {name!r} at")
-        return {
-            name: _moved(
-                _existing_ref(base, name, SnapshotRefType.BRANCH), to, SnapshotRefType.BRANCH
-            )
-        }
+            moved = dict(_to_ref(base, name, to, fast_forward=False))
+            if name not in moved:
+                existing = base.ref(name)
+                assert existing is not None
+                moved[name] = existing
+        else:
+            _require_snapshot(base, to, f"point branch {name!r} at")
+            existing = _existing_ref(base, name, SnapshotRefType.BRANCH)
+            moved = {name: _moved(existing, to, SnapshotRefType.BRANCH)}
+        ref = moved[name]
+        assert ref is not None
+        return {name: _retained(ref, retention)}
 
     return _apply(table, changes)
 
 
-def replace_tag(table: _T, name: str, snapshot_id: int) -> _T:
-    """Point tag ``name`` at ``snapshot_id``, keeping its retention."""
+def replace_tag(table: _T, name: str, snapshot_id: int, **retention: int | None) -> _T:
+    """Point tag ``name`` at ``snapshot_id``, keeping its retention unless ``retention``
+    (``max_ref_age_ms``) sets it, in the same commit."""
 
     def changes(base: TableMetadata) -> Mapping[str, SnapshotRef | None]:
         _require_snapshot(base, snapshot_id, f"point tag {name!r} at")
-        return {
-            name: _moved(
-                _existing_ref(base, name, SnapshotRefType.TAG), snapshot_id, SnapshotRefType.TAG
-            )
-        }
+        existing = _existing_ref(base, name, SnapshotRefType.TAG)
+        return {name: _retained(_moved(existing, snapshot_id, SnapshotRefType.TAG), retention)}
 
     return _apply(table, changes)
 

@@ -1,0 +1,37 @@
+"""Iceberg's SQL extensions for the SQL front end: ``parse_extension`` recognises every
+``ALTER TABLE ...`` form and ``CALL ...`` and ``run_extension`` runs one.
+
+The front end's dispatcher calls :func:`parse_extension` on each statement: None means the
+statement is neither (``ALTER VIEW`` included) and is the dispatcher's to handle; otherwise
+the typed statement (:mod:`icepark.spark.sql.ext_ast`) goes to :func:`run_extension`, which
+answers as Java's Spark does: an empty DataFrame for ``ALTER TABLE``, a procedure's output
+columns for ``CALL``. Parsing: :mod:`~icepark.spark.sql.ext_parser`; running:
+:mod:`~icepark.spark.sql.ext_alter` and :mod:`~icepark.spark.sql.ext_procedures`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from icepark.catalog import Catalog
+from icepark.spark.sql.ext_alter import run_alter
+from icepark.spark.sql.ext_ast import Call, ExtensionStatement, TableStatement
+from icepark.spark.sql.ext_parser import parse_extension
+from icepark.spark.sql.ext_procedures import PROCEDURES, run_call
+
+__all__ = ["ExtensionStatement", "PROCEDURES", "parse_extension", "run_extension"]
+
+
+def run_extension(
+    spark: Any, statement: ExtensionStatement, catalog: Catalog, catalog_name: str
+) -> Any:
+    """Run a statement :func:`parse_extension` gave, on ``catalog`` (whose Spark name,
+    ``catalog_name``, may prefix table and procedure names); returns a DataFrame."""
+    if isinstance(statement, Call):
+        return run_call(spark, statement, catalog, catalog_name)
+    if not isinstance(statement, TableStatement):
+        raise TypeError(f"Not an extension statement: {statement!r}")
+    run_alter(spark, statement, catalog, catalog_name)
+    from pyspark.sql import types as T
+
+    return spark.createDataFrame([], T.StructType([]))
