@@ -62,6 +62,7 @@ from icepark.arrow.schema import (
     type_to_arrow,
 )
 from icepark.errors import (
+    IceparkError,
     InvalidSchemaError,
     InvalidValueError,
     NoSuchFileError,
@@ -70,6 +71,7 @@ from icepark.errors import (
 )
 from icepark.expressions import AlwaysFalse, AlwaysTrue, Expression
 from icepark.io.fileio import FileIO
+from icepark.io.s3 import storage_error
 from icepark.spec.manifests import DataFile, FileFormat
 from icepark.spec.metadata_columns import (
     FILE_PATH_FIELD_ID,
@@ -143,7 +145,7 @@ def read_data_file(
     if isinstance(filter_expr, AlwaysFalse):
         return iter(())
     split = (start, None if length is None else start + length)
-    return read(
+    batches = read(
         io,
         data_file,
         output,
@@ -153,6 +155,37 @@ def read_data_file(
         name_mapping,
         batch_size,
         split,
+    )
+    return _typed_errors(io, data_file, batches)
+
+
+def _typed_errors(
+    io: FileIO, data_file: DataFile, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """``batches``, with the errors of a corrupt or truncated file (Arrow's, raised from its
+    C++ readers as ``ArrowException`` or plain ``OSError``) turned into a ValidationError
+    naming the file; an S3 request that failed stays a StorageError."""
+    try:
+        yield from batches
+    except IceparkError:
+        raise
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
+        # UnicodeDecodeError: a Parquet footer whose column names are not UTF-8
+        raise _unreadable(io, data_file, exc) from exc
+
+
+def _unreadable(io: FileIO, data_file: DataFile, exc: Exception) -> IceparkError:
+    location = data_file.file_path
+    scheme, _, rest = location.partition("://")
+    if isinstance(exc, OSError) and scheme in ("s3", "s3a", "s3n"):
+        translated = storage_error(exc, location, rest.split("/", 1)[0], io.properties)
+        if translated is not None:
+            return translated
+    if isinstance(exc, FileNotFoundError):
+        return NoSuchFileError(f"Data file not found: {location}")
+    return ValidationError(
+        f"Cannot read {data_file.file_format.value} data file {location}: "
+        f"{type(exc).__name__}: {str(exc).strip()}"
     )
 
 

@@ -289,9 +289,42 @@ _HEADER_SCHEMA = fastavro.parse_schema(
 _MAGIC = b"Obj\x01"
 
 
+_READ_CHUNK = 1 << 20
+
+
+def read_exactly(stream: Any, size: int) -> bytes:
+    """``size`` bytes of ``stream`` (fewer at its end), read a chunk at a time: a length
+    taken from a corrupt file then costs no more memory than the file holds (a stream's
+    ``read(n)`` may allocate ``n`` bytes before it finds the end)."""
+    if size <= _READ_CHUNK:
+        return bytes(stream.read(size))
+    parts = []
+    while size > 0:
+        part = stream.read(min(size, _READ_CHUNK))
+        if not part:
+            break
+        parts.append(bytes(part))
+        size -= len(part)
+    return b"".join(parts)
+
+
+class _ChunkedReads:
+    """A stream whose reads go through :func:`read_exactly` (for fastavro, which reads the
+    lengths the header states)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def read(self, n: int = -1) -> bytes:
+        return bytes(self._stream.read()) if n is None or n < 0 else read_exactly(self._stream, n)
+
+
 def _read_header(location: str, stream: Any) -> dict[str, Any]:
     try:
-        header = cast(dict[str, Any], fastavro.schemaless_reader(stream, _HEADER_SCHEMA, None))
+        header = cast(
+            dict[str, Any],
+            fastavro.schemaless_reader(_ChunkedReads(stream), _HEADER_SCHEMA, None),
+        )
     except Exception as exc:
         raise InvalidAvroFileError(
             f"Cannot read Avro file {location}: not an Avro file or truncated header ({exc})"

@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from icepark.avro.blocks import resolve_named
+from icepark.avro.blocks import UnsupportedAvroError, resolve_named
 from icepark.avro.schema import (
     ELEMENT_ID_PROP,
     FIELD_ID_PROP,
@@ -403,6 +403,15 @@ def resolve_file_schema(
 ) -> AvroFileSchema:
     """The writer schema of the Avro data file at ``location`` resolved to Iceberg ids (see
     the module docstring)."""
+    try:
+        return _resolve(location, writer_schema, name_mapping)
+    except UnsupportedAvroError as exc:  # a type that Avro does not have, or a bad union
+        raise InvalidAvroFileError(
+            f"Cannot read Avro file {location}: its schema is not valid Avro ({exc})"[:500]
+        ) from exc
+
+
+def _resolve(location: str, writer_schema: Any, name_mapping: NameMapping | None) -> AvroFileSchema:
     named = named_avro_types(writer_schema)
     root_schema = resolve_named(writer_schema, named)
     if not isinstance(root_schema, dict) or root_schema.get("type") != "record":
