@@ -342,7 +342,7 @@ def _writer_schema(location: str, meta: Mapping[str, bytes]) -> Any:
         raise InvalidAvroFileError(f"Cannot read Avro file {location}: no avro.schema in header")
     try:
         return json.loads(raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise InvalidAvroFileError(
             f"Cannot read Avro file {location}: bad avro.schema ({exc})"
         ) from exc

@@ -19,7 +19,8 @@ from typing import Any
 
 from icepark.avro.file import AvroContents, AvroFileWriter, read_avro_file
 from icepark.avro.schema import FIELD_ID_PROP, named_avro_types
-from icepark.errors import IceparkError, InvalidAvroFileError, ValidationError
+from icepark.errors import InvalidAvroFileError, ValidationError
+from icepark.manifest.reader import MALFORMED
 from icepark.manifest.schemas import (
     MANIFEST_LIST_FIELDS,
     iceberg_schema_json,
@@ -257,7 +258,7 @@ def read_manifest_list(input_file: Any) -> list[ManifestFile]:
         return _read_manifests(contents)
     except InvalidAvroFileError:
         raise
-    except (IceparkError, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except MALFORMED as exc:
         raise InvalidAvroFileError(f"Invalid manifest list {contents.location}: {exc}") from exc
 
 

@@ -34,6 +34,20 @@ from icepark.spec.types import IcebergType
 
 __all__ = ["EntryDecoder", "read_manifest", "read_manifest_metadata"]
 
+# What decoding a malformed manifest (a schema of the wrong shape, values of the wrong type,
+# JSON nested too deeply) raises; the readers turn these into InvalidAvroFileError naming
+# the file.
+MALFORMED: tuple[type[Exception], ...] = (
+    IceparkError,
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+    IndexError,
+    OverflowError,
+    RecursionError,
+)
+
 
 _DEFAULT_IDS: dict[str, int] = {
     "status": 0,
@@ -76,7 +90,7 @@ def _spec_from_metadata(metadata: dict[str, str]) -> PartitionSpec | None:
         parsed = partition_spec_from_json(json.loads(text))
         spec_id = int(metadata.get("partition-spec-id", parsed.spec_id))
         return PartitionSpec(spec_id, parsed.fields)
-    except (IceparkError, ValueError, TypeError):
+    except (IceparkError, ValueError, TypeError, RecursionError):
         return None
 
 
@@ -150,7 +164,7 @@ def read_manifest(
         return _read_entries(contents, manifest, spec)
     except InvalidAvroFileError:
         raise
-    except (IceparkError, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except MALFORMED as exc:
         raise InvalidAvroFileError(f"Invalid manifest {contents.location}: {exc}") from exc
 
 
