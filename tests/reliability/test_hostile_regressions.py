@@ -1,0 +1,308 @@
+"""The bugs the hostile-file fuzzing found, each pinned at the function that had it with the
+input (or the smallest form of it) that broke it. The whole crashing files are replayed by
+``test_hostile_files.py::test_crash_input``."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from icepark.arrow.avro_reader import AvroDataFile
+from icepark.arrow.reader import read_data_file
+from icepark.avro.file_schema import resolve_file_schema
+from icepark.errors import (
+    InvalidAvroFileError,
+    InvalidMetadataError,
+    InvalidSchemaError,
+    InvalidValueError,
+    ValidationError,
+)
+from icepark.expressions import bind, parse_filter
+from icepark.io.pyarrow_fileio import PyArrowFileIO
+from icepark.puffin import deserialize_roaring64
+from icepark.spec.manifests import DataFile, FileContent, FileFormat
+from icepark.spec.metadata import table_metadata_from_json
+from icepark.spec.name_mapping import name_mapping_from_json
+from icepark.spec.schema import Schema
+from icepark.spec.types import LongType, NestedField
+from icepark.spec.view_metadata import read_view_metadata_json
+
+DEEP = 50_000  # far past the interpreter's recursion limit
+
+
+def test_view_metadata_nested_too_deep() -> None:
+    # spec/view_metadata.py read_view_metadata_json: RecursionError escaped json.loads
+    text = "[" * DEEP + "]" * DEEP
+    with pytest.raises(InvalidMetadataError, match=re.escape("s3://b/v1.metadata.json")):
+        read_view_metadata_json(text, "s3://b/v1.metadata.json")
+
+
+def test_name_mapping_nested_too_deep() -> None:
+    # spec/name_mapping.py name_mapping_from_json: RecursionError from json.loads and from
+    # walking nested "fields"
+    with pytest.raises(InvalidSchemaError, match="name mapping"):
+        name_mapping_from_json("[" * DEEP + "]" * DEEP)
+    nested: list[Any] = [{"field-id": 1, "names": ["leaf"]}]
+    for i in range(5000):
+        nested = [{"field-id": i + 2, "names": [f"f{i}"], "fields": nested}]
+    with pytest.raises(InvalidSchemaError, match="nested too deeply"):
+        name_mapping_from_json(nested)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["(" * 3000 + "x = 1" + ")" * 3000, "not " * 3000 + "x = 1", "x = 1 or " + "(" * 3000],
+)
+def test_filter_nested_too_deep(text: str) -> None:
+    # expressions/parser.py parse_filter: RecursionError
+    with pytest.raises(ValidationError, match="Invalid filter"):
+        parse_filter(text)
+
+
+def test_filter_nested_a_little_still_parses() -> None:
+    assert parse_filter("(" * 50 + "x = 1" + ")" * 50) == parse_filter("x = 1")
+
+
+def _zigzag(value: int) -> bytes:
+    n = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _peak_bytes(run: Any) -> int:
+    tracemalloc.start()
+    try:
+        run()
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return peak
+
+
+def test_avro_header_with_a_huge_length_allocates_nothing(tmp_path: Path) -> None:
+    # avro/file.py _read_header: fastavro read the header's byte lengths with stream.read(n),
+    # which allocated n bytes (9.9 GB for one corrupt data file) before finding the end
+    key = b"avro.schema"
+    data = b"Obj\x01" + _zigzag(1) + _zigzag(len(key)) + key + _zigzag(2**30) + b'{"type"'
+    path = tmp_path / "huge-header.avro"
+    path.write_bytes(data)
+
+    def run() -> None:
+        with pytest.raises(InvalidAvroFileError, match=re.escape(str(path))):
+            AvroDataFile(PyArrowFileIO(), str(path), None)
+
+    assert _peak_bytes(run) < 16 * 2**20
+
+
+_SCHEMA = {
+    "type": "record",
+    "name": "r",
+    "fields": [{"name": "id", "type": "long", "field-id": 1}],
+}
+
+
+def _header(schema: Any, sync: bytes = b"s" * 16) -> bytes:
+    out = io.BytesIO()
+    header_schema = {
+        "type": "record",
+        "name": "Header",
+        "fields": [
+            {"name": "magic", "type": {"type": "fixed", "name": "Magic", "size": 4}},
+            {"name": "meta", "type": {"type": "map", "values": "bytes"}},
+            {"name": "sync", "type": {"type": "fixed", "name": "Sync", "size": 16}},
+        ],
+    }
+    text = schema if isinstance(schema, bytes) else json.dumps(schema).encode()
+    meta = {"avro.schema": text, "avro.codec": b"null"}
+    fastavro.schemaless_writer(
+        out, header_schema, {"magic": b"Obj\x01", "meta": meta, "sync": sync}
+    )
+    return out.getvalue()
+
+
+def test_avro_block_with_a_huge_size_allocates_nothing(tmp_path: Path) -> None:
+    # avro/blocks.py iter_avro_blocks: stream.read(size) with the block size of the file
+    path = tmp_path / "huge-block.avro"
+    path.write_bytes(_header(_SCHEMA) + _zigzag(1) + _zigzag(2**30) + b"\x02" * 10)
+
+    def run() -> None:
+        with AvroDataFile(PyArrowFileIO(), str(path), None) as avro:
+            with pytest.raises(InvalidAvroFileError, match=re.escape(str(path))):
+                list(avro.batches({1: None}, 100))
+
+    assert _peak_bytes(run) < 16 * 2**20
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {
+            "type": "record",
+            "name": "r",
+            "fields": [{"name": "a", "type": "long", "field-id": 1}, "b"],
+        },
+        {"type": "record", "name": "r", "fields": True},  # TypeError
+        {"type": "record", "name": {"x": 1}, "fields": []},  # TypeError: unhashable name
+        {"type": "record", "name": "r", "fields": [{"name": "a", "type": "nu,l", "field-id": 1}]},
+        {
+            "type": "record",
+            "name": "r",
+            "fields": [
+                {"name": "a", "type": "long", "field-id": 1},
+                {"name": "a", "type": "long", "field-id": 2},  # KeyError when projected
+            ],
+        },
+    ],
+)
+def test_avro_data_file_schema_of_the_wrong_shape(schema: Any) -> None:
+    # avro/file_schema.py resolve_file_schema: raw AttributeError, TypeError, KeyError and
+    # the internal UnsupportedAvroError
+    with pytest.raises(InvalidAvroFileError, match=re.escape("s3://b/d.avro")):
+        resolve_file_schema("s3://b/d.avro", schema, None)
+
+
+def test_avro_schema_nested_too_deep(tmp_path: Path) -> None:
+    # avro/file.py _writer_schema: RecursionError (every Avro reader: manifests too)
+    path = tmp_path / "deep.avro"
+    path.write_bytes(_header(b"[" * DEEP + b"]" * DEEP))
+    with pytest.raises(InvalidAvroFileError, match=re.escape(str(path))):
+        AvroDataFile(PyArrowFileIO(), str(path), None)
+
+
+def test_truncated_roaring_bitmap() -> None:
+    # puffin/dv.py deserialize_roaring64: pyroaring's IndexError on a truncated bitmap
+    data = bytes.fromhex("030000000000000000000000")
+    with pytest.raises(InvalidValueError, match=re.escape("dv.bin")):
+        deserialize_roaring64(data, "dv.bin")
+
+
+def _metadata(**changes: Any) -> dict[str, Any]:
+    md: dict[str, Any] = {
+        "format-version": 2,
+        "table-uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1",
+        "location": "s3://bucket/t",
+        "last-sequence-number": 1,
+        "last-updated-ms": 1602638573590,
+        "last-column-id": 1,
+        "current-schema-id": 0,
+        "schemas": [
+            {
+                "type": "struct",
+                "schema-id": 0,
+                "fields": [{"id": 1, "name": "x", "required": True, "type": "long"}],
+            }
+        ],
+        "default-spec-id": 0,
+        "partition-specs": [{"spec-id": 0, "fields": []}],
+        "last-partition-id": 999,
+        "default-sort-order-id": 0,
+        "sort-orders": [{"order-id": 0, "fields": []}],
+        "snapshots": [
+            {
+                "snapshot-id": 1,
+                "sequence-number": 1,
+                "timestamp-ms": 1602638573590,
+                "summary": {"operation": "append"},
+                "manifest-list": "s3://bucket/t/metadata/snap-1.avro",
+            }
+        ],
+    }
+    md.update(changes)
+    return md
+
+
+def test_metadata_fixture_reads() -> None:
+    assert table_metadata_from_json(json.dumps(_metadata())).last_sequence_number == 1
+
+
+def test_partition_field_id_beyond_32_bits() -> None:
+    # spec/partitioning.py partition_spec_from_json took any integer as a field id; the
+    # metadata read, but its JSON (last-partition-id -4294966296) did not read back
+    spec = {"spec-id": 0, "fields": [{"name": "x", "transform": "identity", "source-id": 1}]}
+    spec["fields"][0]["field-id"] = -4294966296
+    md = _metadata(**{"partition-specs": [spec]})
+    del md["last-partition-id"]
+    md["format-version"] = 1
+    with pytest.raises(InvalidMetadataError, match="partition field"):
+        table_metadata_from_json(json.dumps(md))
+
+
+def test_negative_sequence_numbers() -> None:
+    # spec/metadata.py: a negative last-sequence-number (and snapshot sequence number)
+    # read, and the JSON written from it did not read back
+    md = _metadata(**{"last-sequence-number": -4294967262})
+    md["snapshots"][0]["sequence-number"] = -4294967295
+    with pytest.raises(InvalidMetadataError, match="sequence number"):
+        table_metadata_from_json(json.dumps(md))
+    md = _metadata()
+    md["snapshots"][0]["sequence-number"] = -1
+    with pytest.raises(InvalidMetadataError, match="negative sequence number"):
+        table_metadata_from_json(json.dumps(md))
+
+
+def test_bad_name_mapping_property_is_named() -> None:
+    md = table_metadata_from_json(
+        json.dumps(_metadata(properties={"schema.name-mapping.default": "[{"}))
+    )
+    with pytest.raises(InvalidSchemaError, match=re.escape("schema.name-mapping.default")):
+        md.name_mapping()
+
+
+def test_parquet_with_two_columns_of_one_name(tmp_path: Path) -> None:
+    # arrow/reader.py: columns are found by name paths; two of one name gave pyarrow's
+    # KeyError when a filter needed one of them
+    path = tmp_path / "dup.parquet"
+    fields = [
+        pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"1"}),
+        pa.field("id", pa.int64(), metadata={b"PARQUET:field_id": b"2"}),
+    ]
+    pq.write_table(pa.table([[1], [2]], schema=pa.schema(fields)), path)
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "other", LongType()))
+    data_file = DataFile(
+        FileContent.DATA, str(path), FileFormat.PARQUET, (), 1, path.stat().st_size
+    )
+    with pytest.raises(ValidationError, match=re.escape(str(path)) + ".*two columns named 'id'"):
+        list(
+            read_data_file(
+                PyArrowFileIO(),
+                data_file,
+                projected_schema=schema,
+                table_schema=schema,
+                partition_spec=None,
+                row_filter=bind(schema, parse_filter("id > 0")),
+                name_mapping=None,
+            )
+        )
+
+
+def test_corrupt_parquet_is_a_typed_error(tmp_path: Path) -> None:
+    # arrow/reader.py read_data_file: pyarrow's ArrowInvalid / OSError escaped raw
+    path = tmp_path / "garbage.parquet"
+    path.write_bytes(b"PAR1" + b"\x00" * 20 + b"\xff\xff\x00\x00PAR1")
+    schema = Schema(NestedField(1, "id", LongType()))
+    data_file = DataFile(FileContent.DATA, str(path), FileFormat.PARQUET, (), 1, 32)
+    with pytest.raises(ValidationError, match=re.escape(f"Cannot read PARQUET data file {path}")):
+        list(
+            read_data_file(
+                PyArrowFileIO(),
+                data_file,
+                projected_schema=schema,
+                table_schema=schema,
+                partition_spec=None,
+                row_filter=None,
+                name_mapping=None,
+            )
+        )
