@@ -372,18 +372,29 @@ def _write_long(value: int) -> bytes:
     return bytes(out)
 
 
+_SNAPPY_MAX_RATIO = 32
+
+
 def _unsnappy(payload: bytes) -> bytes:
     """An Avro snappy block: raw snappy, then the CRC32 of the uncompressed bytes."""
     import pyarrow as pa
 
     size = shift = pos = 0
-    while True:  # snappy's preamble: the uncompressed length, an unsigned varint
+    while True:  # snappy's preamble: the uncompressed length, an unsigned 32-bit varint
+        if pos >= len(payload) - 4 or shift > 28:
+            raise ValueError("corrupt snappy block (bad length preamble)")
         b = payload[pos]
         pos += 1
         size |= (b & 0x7F) << shift
         if b < 0x80:
             break
         shift += 7
+    # the length is what gets allocated: a snappy element of n bytes gives at most 64 bytes
+    # (a 3-byte copy), so a larger claim is corruption, not data
+    if size > _SNAPPY_MAX_RATIO * len(payload):
+        raise ValueError(
+            f"corrupt snappy block (claims {size} bytes uncompressed from {len(payload)})"
+        )
     try:
         out = bytes(pa.decompress(payload[:-4], size, codec="snappy", asbytes=True))
     except (OSError, ValueError) as exc:

@@ -18,6 +18,7 @@ import pytest
 
 from icepark.arrow.avro_reader import AvroDataFile
 from icepark.arrow.reader import read_data_file
+from icepark.avro.file import read_avro_file
 from icepark.avro.file_schema import resolve_file_schema
 from icepark.errors import (
     InvalidAvroFileError,
@@ -114,7 +115,7 @@ _SCHEMA = {
 }
 
 
-def _header(schema: Any, sync: bytes = b"s" * 16) -> bytes:
+def _header(schema: Any, sync: bytes = b"s" * 16, codec: bytes = b"null") -> bytes:
     out = io.BytesIO()
     header_schema = {
         "type": "record",
@@ -126,7 +127,7 @@ def _header(schema: Any, sync: bytes = b"s" * 16) -> bytes:
         ],
     }
     text = schema if isinstance(schema, bytes) else json.dumps(schema).encode()
-    meta = {"avro.schema": text, "avro.codec": b"null"}
+    meta = {"avro.schema": text, "avro.codec": codec}
     fastavro.schemaless_writer(
         out, header_schema, {"magic": b"Obj\x01", "meta": meta, "sync": sync}
     )
@@ -142,6 +143,22 @@ def test_avro_block_with_a_huge_size_allocates_nothing(tmp_path: Path) -> None:
         with AvroDataFile(PyArrowFileIO(), str(path), None) as avro:
             with pytest.raises(InvalidAvroFileError, match=re.escape(str(path))):
                 list(avro.batches({1: None}, 100))
+
+    assert _peak_bytes(run) < 16 * 2**20
+
+
+def test_snappy_block_claiming_gigabytes_allocates_nothing(tmp_path: Path) -> None:
+    # avro/file.py _unsnappy: the uncompressed length of snappy's preamble was allocated as
+    # read (a manifest list mutated in one byte asked for 6+ GB)
+    path = tmp_path / "snappy.avro"
+    payload = _zigzag(2**30)[:-1] + b"\x7f" + b"\x00" * 40 + b"crc!"
+    sync = b"s" * 16
+    block = _zigzag(1) + _zigzag(len(payload)) + payload + sync
+    path.write_bytes(_header(_SCHEMA, sync, b"snappy") + block)
+
+    def run() -> None:
+        with pytest.raises(InvalidAvroFileError, match=re.escape(str(path))):
+            read_avro_file(PyArrowFileIO().new_input(str(path)))
 
     assert _peak_bytes(run) < 16 * 2**20
 
