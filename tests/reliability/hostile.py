@@ -32,6 +32,7 @@ import signal
 import tempfile
 import time
 import tracemalloc
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -321,6 +322,28 @@ def mutate_parquet(data: bytes, rng: random.Random) -> bytes:
         return data[:start] + mutate_bytes(data[start:-8], rng) + data[-8:]
     if choice < 0.66:
         return data[:4] + mutate_bytes(data[4:start], rng) + data[start:]
+    return mutate_bytes(data, rng)
+
+
+def mutate_puffin(data: bytes, rng: random.Random) -> bytes:
+    """A Puffin file with its JSON footer mutated structurally (its length fixed up) half
+    the time, else anywhere."""
+    n = len(data)
+    if n >= 20 and data[-4:] == b"PFA1" and rng.random() < 0.5:
+        size = int.from_bytes(data[-12:-8], "little")
+        start = n - 12 - size
+        if start >= 8 and data[start - 4 : start] == b"PFA1":
+            payload = mutate_json(data[start : n - 12], rng)
+            return data[:start] + payload + len(payload).to_bytes(4, "little") + data[-8:]
+    return mutate_bytes(data, rng)
+
+
+def mutate_deletion_vector(data: bytes, rng: random.Random) -> bytes:
+    """A deletion vector with its magic and bitmap mutated and its length and CRC fixed up
+    (so that the bitmap is parsed) most of the time, else mutated anywhere."""
+    if len(data) >= 12 and rng.random() < 0.7:
+        body = mutate_bytes(data[4:-4], rng)
+        return len(body).to_bytes(4, "big") + body + zlib.crc32(body).to_bytes(4, "big")
     return mutate_bytes(data, rng)
 
 
@@ -712,8 +735,8 @@ TARGETS: dict[str, Target] = {
         Target("avro", ".avro", mutate_avro, _data_file("avro")),
         Target("parquet", ".parquet", mutate_parquet, _data_file("parquet")),
         Target("orc", ".orc", mutate_bytes, _data_file("orc")),
-        Target("puffin", ".puffin", mutate_bytes, _puffin),
-        Target("deletion-vector", ".bin", mutate_bytes, _deletion_vector),
+        Target("puffin", ".puffin", mutate_puffin, _puffin),
+        Target("deletion-vector", ".bin", mutate_deletion_vector, _deletion_vector),
         Target("roaring64", ".bin", mutate_bytes, _roaring64),
         # name mappings and filters are strings, not files: their errors need not name one
         Target("name-mapping", ".json", mutate_json, _name_mapping, names_file=False),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import struct
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from icepark.errors import (
 )
 from icepark.expressions import bind, parse_filter
 from icepark.io.pyarrow_fileio import PyArrowFileIO
-from icepark.puffin import deserialize_roaring64
+from icepark.puffin import deserialize_roaring64, read_puffin, read_puffin_blob
 from icepark.spec.manifests import DataFile, FileContent, FileFormat
 from icepark.spec.metadata import table_metadata_from_json
 from icepark.spec.name_mapping import name_mapping_from_json
@@ -204,6 +205,44 @@ def test_truncated_roaring_bitmap() -> None:
     data = bytes.fromhex("030000000000000000000000")
     with pytest.raises(InvalidValueError, match=re.escape("dv.bin")):
         deserialize_roaring64(data, "dv.bin")
+
+
+def _puffin(footer: Any, blobs: bytes = b"") -> bytes:
+    payload = json.dumps(footer).encode() if not isinstance(footer, bytes) else footer
+    return b"PFA1" + blobs + b"PFA1" + payload + struct.pack("<iI", len(payload), 0) + b"PFA1"
+
+
+@pytest.mark.parametrize(
+    "footer",
+    [
+        b"[" * DEEP + b"]" * DEEP,  # RecursionError
+        {"blobs": [], "properties": ["a"]},  # AttributeError
+        {"blobs": [["not", "an", "object"]]},
+    ],
+)
+def test_puffin_footer_of_the_wrong_shape(tmp_path: Path, footer: Any) -> None:
+    # puffin/file.py parse_footer: RecursionError and AttributeError escaped
+    path = tmp_path / "footer.puffin"
+    path.write_bytes(_puffin(footer))
+    with pytest.raises(ValidationError, match=re.escape(str(path))):
+        read_puffin(PyArrowFileIO().new_input(str(path)))
+
+
+def test_puffin_blob_past_the_end_allocates_nothing(tmp_path: Path) -> None:
+    # puffin/file.py read_puffin_blob: read(length) with the footer's length allocated it
+    path = tmp_path / "blob.puffin"
+    blob = {"type": "t", "fields": [1], "snapshot-id": 1, "sequence-number": 1}
+    path.write_bytes(_puffin({"blobs": [{**blob, "offset": 4, "length": 2**30}]}, b"abc"))
+    input_file = PyArrowFileIO().new_input(str(path))
+    (meta,) = read_puffin(input_file).blobs
+
+    def run() -> None:
+        with pytest.raises(ValidationError, match=re.escape(str(path))):
+            read_puffin_blob(input_file, meta.offset, meta.length)
+
+    assert _peak_bytes(run) < 16 * 2**20
+    with pytest.raises(ValidationError, match="outside the file"):
+        read_puffin_blob(input_file, -1, 2)
 
 
 def _metadata(**changes: Any) -> dict[str, Any]:
