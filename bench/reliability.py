@@ -6,9 +6,10 @@ The parsers, seeds, mutations and the judge are those of ``tests/reliability/hos
 (the seeds are files icepark writes into a scratch folder, plus the conformance fixtures of
 ``../shared/conformance`` where present). Prints one row per parser: inputs run, inputs that
 parsed into a usable result, inputs refused with a typed error naming the file, the slowest
-input (CPU seconds) and the highest peak memory of one input (tracemalloc for Python, the
-memory pool for Arrow). A parser that breaks the contract (another exception, over 1 s or
-256 MB, an unusable result) stops its row with the failure, and the input is saved.
+input (CPU seconds) and the highest peak memory of one input (the larger of tracemalloc's
+peak and the growth of the process's peak resident size). A parser that breaks the contract
+(another exception, over 1 s or 256 MB, an unusable result) stops its row with the failure,
+and the input is saved.
 """
 
 from __future__ import annotations

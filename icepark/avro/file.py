@@ -320,11 +320,9 @@ class _ChunkedReads:
 
 
 def _read_header(location: str, stream: Any) -> dict[str, Any]:
+    chunked: Any = _ChunkedReads(stream)
     try:
-        header = cast(
-            dict[str, Any],
-            fastavro.schemaless_reader(_ChunkedReads(stream), _HEADER_SCHEMA, None),
-        )
+        header = cast(dict[str, Any], fastavro.schemaless_reader(chunked, _HEADER_SCHEMA, None))
     except Exception as exc:
         raise InvalidAvroFileError(
             f"Cannot read Avro file {location}: not an Avro file or truncated header ({exc})"
