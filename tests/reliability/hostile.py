@@ -469,6 +469,8 @@ def build_corpus(root: Path) -> Corpus:
         first = sorted(files)[0]
         corpus.context[fmt] = (files[first], md.schema(), md.specs())
         corpus.add(fmt, Path(first).read_bytes())
+        if fmt == "parquet":
+            _footer_seed(corpus, Path(first), md.schema())
         for path in sorted(deletes):
             corpus.add("puffin", Path(path).read_bytes())
         for m in read_manifest_list(table.io.new_input(snapshot.manifest_list)):
@@ -481,6 +483,21 @@ def build_corpus(root: Path) -> Corpus:
     _conformance(corpus)
     _view_seed(corpus)
     return corpus
+
+
+def _footer_seed(corpus: Corpus, path: Path, schema: Any) -> None:
+    """The Parquet file without its list column (metrics from a footer stop at lists), with
+    statistics for every column: the seed of ``data_file_from_footer``."""
+    import pyarrow.parquet as pq
+
+    from icepark.spec.schema import Schema
+
+    table = pq.read_table(path).drop_columns(["tags"])
+    out = corpus.root / "footer.parquet"
+    pq.write_table(table, out, compression="none", write_page_index=True)
+    corpus.add("parquet-footer", out.read_bytes())
+    kept = Schema(*(f for f in schema.fields if f.name != "tags"), schema_id=schema.schema_id)
+    corpus.context["parquet-footer"] = kept
 
 
 def _dv_seeds(corpus: Corpus) -> None:
@@ -593,7 +610,8 @@ def _check_entries(entries: list[Any]) -> None:
 
     for e in entries:
         df = e.data_file
-        _expect(isinstance(e.status, ManifestEntryStatus), f"status {e.status!r}")
+        if e.status is not None:
+            _expect(isinstance(e.status, ManifestEntryStatus), f"status {e.status!r}")
         _expect(isinstance(df.file_path, str), f"file_path {df.file_path!r}")
         _expect(isinstance(df.file_format, FileFormat), f"file_format {df.file_format!r}")
         _expect(_is_int(df.record_count), f"record_count {df.record_count!r}")
@@ -655,6 +673,33 @@ def _data_file(fmt: str) -> Callable[[Corpus, str, int], Any]:
         return batches
 
     return read
+
+
+def _parquet_footer(corpus: Corpus, location: str, seed: int) -> Any:
+    from icepark.arrow.footer import data_file_from_footer
+    from icepark.arrow.metrics import MetricsConfig
+    from icepark.spec.partitioning import PartitionSpec
+
+    schema = corpus.context["parquet-footer"]
+    data_file = data_file_from_footer(
+        _io(),
+        location,
+        os.path.getsize(location),
+        schema=schema,
+        spec=PartitionSpec(0, ()),
+        sort_order=None,
+        config=MetricsConfig.from_properties({}, schema),
+    )
+    _check_entries([_Entry(data_file)])
+    for bounds in (data_file.lower_bounds, data_file.upper_bounds):
+        _expect(all(isinstance(v, bytes) for v in (bounds or {}).values()), f"bounds {bounds}")
+    return data_file
+
+
+@dataclass(frozen=True)
+class _Entry:
+    data_file: Any
+    status: Any = None
 
 
 def _puffin(corpus: Corpus, location: str, seed: int) -> Any:
@@ -738,6 +783,7 @@ TARGETS: dict[str, Target] = {
         Target("manifest", ".avro", mutate_avro, _manifest),
         Target("avro", ".avro", mutate_avro, _data_file("avro")),
         Target("parquet", ".parquet", mutate_parquet, _data_file("parquet")),
+        Target("parquet-footer", ".parquet", mutate_parquet, _parquet_footer),
         Target("orc", ".orc", mutate_bytes, _data_file("orc")),
         Target("puffin", ".puffin", mutate_puffin, _puffin),
         Target("deletion-vector", ".bin", mutate_deletion_vector, _deletion_vector),

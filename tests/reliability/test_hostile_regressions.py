@@ -18,6 +18,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from icepark.arrow.avro_reader import AvroDataFile
+from icepark.arrow.footer import data_file_from_footer
+from icepark.arrow.metrics import MetricsConfig
 from icepark.arrow.reader import read_data_file
 from icepark.avro.file import read_avro_file
 from icepark.avro.file_schema import resolve_file_schema
@@ -34,6 +36,7 @@ from icepark.puffin import deserialize_roaring64, read_puffin, read_puffin_blob
 from icepark.spec.manifests import DataFile, FileContent, FileFormat
 from icepark.spec.metadata import table_metadata_from_json
 from icepark.spec.name_mapping import name_mapping_from_json
+from icepark.spec.partitioning import UNPARTITIONED
 from icepark.spec.schema import Schema
 from icepark.spec.types import LongType, NestedField
 from icepark.spec.view_metadata import read_view_metadata_json
@@ -341,6 +344,38 @@ def test_parquet_with_two_columns_of_one_name(tmp_path: Path) -> None:
                 row_filter=bind(schema, parse_filter("id > 0")),
                 name_mapping=None,
             )
+        )
+
+
+def _short_statistic(path: Path) -> None:
+    """A Parquet file whose INT64 column ``id`` has a 1-byte max statistic (the Thrift of
+    its footer rewritten: ``18 08`` + 8 bytes becomes ``18 01`` + 1 byte)."""
+    fields = [pa.field("id", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": b"1"})]
+    pq.write_table(pa.table([[1, 2]], schema=pa.schema(fields)), path, compression="none")
+    data = path.read_bytes()
+    n = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - n
+    at = data.index(b"\x18\x08" + (2).to_bytes(8, "little"), start)
+    footer = data[start:at] + b"\x18\x01\x02" + data[at + 10 : len(data) - 8]
+    path.write_bytes(data[:start] + footer + len(footer).to_bytes(4, "little") + b"PAR1")
+
+
+def test_parquet_statistic_too_short_for_its_type(tmp_path: Path) -> None:
+    # arrow/footer.py data_file_from_footer: pyarrow aborts the process (a C++ exception
+    # through a noexcept frame) when it decodes such a statistic; the footer's Thrift is
+    # checked first
+    path = tmp_path / "short-stat.parquet"
+    _short_statistic(path)
+    schema = Schema(NestedField(1, "id", LongType(), required=True))
+    with pytest.raises(ValidationError, match=re.escape(str(path)) + ".*1-byte statistic"):
+        data_file_from_footer(
+            PyArrowFileIO(),
+            str(path),
+            path.stat().st_size,
+            schema=schema,
+            spec=UNPARTITIONED,
+            sort_order=None,
+            config=MetricsConfig.from_properties({}, schema),
         )
 
 

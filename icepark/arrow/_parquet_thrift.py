@@ -1,0 +1,184 @@
+"""A check of a Parquet footer's column statistics before pyarrow decodes them.
+
+pyarrow (26) aborts the whole process (``terminate called after throwing an instance of
+'parquet::ParquetException'``) when it decodes a min or max statistic shorter than its
+column's physical type (an INT32 minimum of 2 bytes, say): ``ColumnChunkMetaData.statistics``
+and the dataset fragments' row group statistics both do. A file given to ``add_files`` is
+the caller's, so before its footer's statistics are touched, :func:`check_statistics` reads
+the footer's Thrift (the compact protocol: ``format/parquet.thrift`` of apache/parquet-format)
+and refuses statistics of the wrong length with a ValidationError naming the file and column.
+
+The reader is small and defensive: it decodes only what it needs into ``{field id: value}``
+dicts, with nesting and sizes bounded by the bytes there are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from icepark.errors import ValidationError
+from icepark.io import FileIO
+
+__all__ = ["check_statistics"]
+
+# physical type -> the byte width of its plain-encoded statistics (BYTE_ARRAY: any length;
+# FIXED_LEN_BYTE_ARRAY: the column's type_length)
+_WIDTHS = {0: 1, 1: 4, 2: 8, 3: 12, 4: 4, 5: 8}
+_FIXED_LEN_BYTE_ARRAY = 7
+_MAX_DEPTH = 32
+
+
+class _Corrupt(Exception):
+    pass
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pos = 0
+
+    def byte(self) -> int:
+        if self.pos >= len(self.data):
+            raise _Corrupt("the footer ends early")
+        b = self.data[self.pos]
+        self.pos += 1
+        return b
+
+    def varint(self) -> int:
+        result = shift = 0
+        while True:
+            b = self.byte()
+            result |= (b & 0x7F) << shift
+            if b < 0x80:
+                return result
+            shift += 7
+            if shift > 63:
+                raise _Corrupt("a varint longer than 10 bytes")
+
+    def zigzag(self) -> int:
+        n = self.varint()
+        return (n >> 1) ^ -(n & 1)
+
+    def binary(self) -> bytes:
+        n = self.varint()
+        if n > len(self.data) - self.pos:
+            raise _Corrupt(f"a {n}-byte string past the end of the footer")
+        out = self.data[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def value(self, kind: int, depth: int) -> Any:
+        if depth > _MAX_DEPTH:
+            raise _Corrupt("structs nested too deeply")
+        if kind in (1, 2):  # booleans inside a struct: the value is the type
+            return kind == 1
+        if kind == 3:
+            return self.byte()
+        if kind in (4, 5, 6):
+            return self.zigzag()
+        if kind == 7:  # a double
+            self.pos += 8
+            return None
+        if kind == 8:
+            return self.binary()
+        if kind in (9, 10):
+            header = self.byte()
+            size, element = header >> 4, header & 0x0F
+            if size == 15:
+                size = self.varint()
+            if size > len(self.data) - self.pos:
+                raise _Corrupt(f"a list of {size} items in a shorter footer")
+            if element in (1, 2):  # booleans inside a list: one byte each
+                return [self.byte() == 1 for _ in range(size)]
+            return [self.value(element, depth + 1) for _ in range(size)]
+        if kind == 11:
+            size = self.varint()
+            if size > len(self.data) - self.pos:
+                raise _Corrupt(f"a map of {size} entries in a shorter footer")
+            if size == 0:
+                return {}
+            types = self.byte()
+            return {
+                _key(self.value(types >> 4, depth + 1)): self.value(types & 0x0F, depth + 1)
+                for _ in range(size)
+            }
+        if kind == 12:
+            return self.struct(depth + 1)
+        if kind == 13:  # a UUID (Thrift 0.17+): 16 bytes, as pyarrow's parser reads it
+            self.pos += 16
+            return None
+        raise _Corrupt(f"unknown Thrift type {kind}")
+
+    def struct(self, depth: int = 0) -> dict[int, Any]:
+        out: dict[int, Any] = {}
+        last = 0
+        while True:
+            header = self.byte()
+            if header == 0:
+                return out
+            kind, delta = header & 0x0F, header >> 4
+            field_id = last + delta if delta else self.zigzag()
+            out[field_id] = self.value(kind, depth)
+            last = field_id
+
+
+def _key(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _leaves(schema: Any) -> list[dict[int, Any]]:
+    """The leaf SchemaElements (those without children), in column order."""
+    if not isinstance(schema, list):
+        raise _Corrupt("no schema")
+    return [e for e in schema[1:] if isinstance(e, dict) and not e.get(5)]
+
+
+def _check(footer: dict[int, Any]) -> None:
+    leaves = _leaves(footer.get(2))
+    row_groups = footer.get(4) or []
+    if not isinstance(row_groups, list):
+        raise _Corrupt("row groups are not a list")
+    for rg in row_groups:
+        columns = rg.get(1) if isinstance(rg, dict) else None
+        for index, chunk in enumerate(columns if isinstance(columns, list) else []):
+            meta = chunk.get(3) if isinstance(chunk, dict) else None
+            stats = meta.get(12) if isinstance(meta, dict) else None
+            if not isinstance(stats, dict):
+                continue
+            physical = meta.get(1)
+            width = _WIDTHS.get(physical) if isinstance(physical, int) else None
+            if physical == _FIXED_LEN_BYTE_ARRAY and index < len(leaves):
+                width = leaves[index].get(2)
+            if not isinstance(width, int):
+                continue
+            for field_id in (1, 2, 5, 6):  # max, min, max_value, min_value
+                value = stats.get(field_id)
+                if isinstance(value, bytes) and len(value) != width:
+                    name = leaves[index].get(4, b"?") if index < len(leaves) else b"?"
+                    shown = name.decode("utf-8", "replace") if isinstance(name, bytes) else name
+                    raise _Corrupt(
+                        f"column {shown!r} has a {len(value)}-byte statistic for "
+                        f"{width}-byte values"
+                    )
+
+
+def check_statistics(io: FileIO, location: str, size: int) -> None:
+    """Refuse a Parquet file whose footer holds statistics pyarrow cannot decode (see the
+    module docstring); other problems are left to pyarrow, which reports them. An encrypted
+    footer (``PARE``) is not checked."""
+    if size < 12:
+        return
+    with io.new_input(location).open() as stream:
+        stream.seek(size - 8)
+        tail = stream.read(8)
+        if len(tail) < 8 or tail[4:] != b"PAR1":
+            return
+        length = int.from_bytes(tail[:4], "little")
+        if length > size - 12:
+            return
+        stream.seek(size - 8 - length)
+        data = bytes(stream.read(length))
+    try:
+        _check(_Reader(data).struct())
+    except _Corrupt as exc:
+        raise ValidationError(f"Corrupt Parquet footer in {location}: {exc}") from None
