@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from icepark.errors import ValidationError
-from icepark.io import FileIO
 
 __all__ = ["check_statistics"]
 
@@ -142,9 +141,9 @@ def _check(footer: dict[int, Any]) -> None:
         columns = rg.get(1) if isinstance(rg, dict) else None
         for index, chunk in enumerate(columns if isinstance(columns, list) else []):
             meta = chunk.get(3) if isinstance(chunk, dict) else None
-            stats = meta.get(12) if isinstance(meta, dict) else None
-            if not isinstance(stats, dict):
+            if not isinstance(meta, dict) or not isinstance(meta.get(12), dict):
                 continue
+            stats = meta[12]
             physical = meta.get(1)
             width = _WIDTHS.get(physical) if isinstance(physical, int) else None
             if physical == _FIXED_LEN_BYTE_ARRAY and index < len(leaves):
@@ -162,23 +161,30 @@ def _check(footer: dict[int, Any]) -> None:
                     )
 
 
-def check_statistics(io: FileIO, location: str, size: int) -> None:
+_TAIL = 64 * 1024  # one read takes the footer of most files
+
+
+def check_statistics(stream: Any, location: str) -> None:
     """Refuse a Parquet file whose footer holds statistics pyarrow cannot decode (see the
-    module docstring); other problems are left to pyarrow, which reports them. An encrypted
-    footer (``PARE``) is not checked."""
-    if size < 12:
+    module docstring); ``stream`` is the open file (seekable; its position is not kept).
+    Other problems are left to pyarrow, which reports them. An encrypted footer (``PARE``)
+    is not checked."""
+    end = stream.seek(0, 2)
+    if end < 12:
         return
-    with io.new_input(location).open() as stream:
-        stream.seek(size - 8)
-        tail = stream.read(8)
-        if len(tail) < 8 or tail[4:] != b"PAR1":
-            return
-        length = int.from_bytes(tail[:4], "little")
-        if length > size - 12:
-            return
-        stream.seek(size - 8 - length)
-        data = bytes(stream.read(length))
+    stream.seek(end - min(end, _TAIL))
+    data = bytes(stream.read(min(end, _TAIL)))
+    if len(data) < 8 or data[-4:] != b"PAR1":
+        return
+    length = int.from_bytes(data[-8:-4], "little")
+    if length > end - 12:
+        return
+    if length + 8 <= len(data):
+        footer = data[len(data) - 8 - length : len(data) - 8]
+    else:
+        stream.seek(end - 8 - length)
+        footer = bytes(stream.read(length))
     try:
-        _check(_Reader(data).struct())
+        _check(_Reader(footer).struct())
     except _Corrupt as exc:
         raise ValidationError(f"Corrupt Parquet footer in {location}: {exc}") from None

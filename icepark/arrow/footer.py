@@ -301,7 +301,7 @@ def _from_footer(
 ) -> DataFile:
     with io.new_input(location).open() as stream:
         md = pq.ParquetFile(stream).metadata
-    check_statistics(io, location, size)  # before pyarrow decodes them (it may abort)
+        check_statistics(stream, location)  # before pyarrow decodes them (it may abort)
     arrow_schema = md.schema.to_arrow_schema()
     if name_mapping is not None:
         arrow_schema = apply_name_mapping(arrow_schema, name_mapping)

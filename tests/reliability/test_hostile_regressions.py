@@ -348,15 +348,20 @@ def test_parquet_with_two_columns_of_one_name(tmp_path: Path) -> None:
 
 
 def _short_statistic(path: Path) -> None:
-    """A Parquet file whose INT64 column ``id`` has a 1-byte max statistic (the Thrift of
-    its footer rewritten: ``18 08`` + 8 bytes becomes ``18 01`` + 1 byte)."""
+    """A Parquet file whose INT64 column ``id`` has 1-byte max statistics (the Thrift of its
+    footer rewritten: each binary field of length 8 holding the max, 2, cut to 1 byte)."""
     fields = [pa.field("id", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": b"1"})]
     pq.write_table(pa.table([[1, 2]], schema=pa.schema(fields)), path, compression="none")
     data = path.read_bytes()
     n = int.from_bytes(data[-8:-4], "little")
     start = len(data) - 8 - n
-    at = data.index(b"\x18\x08" + (2).to_bytes(8, "little"), start)
-    footer = data[start:at] + b"\x18\x01\x02" + data[at + 10 : len(data) - 8]
+    footer = data[start : len(data) - 8]
+    value = b"\x08" + (2).to_bytes(8, "little")
+    at = footer.find(value)
+    while at > 0:
+        if footer[at - 1] & 0x0F == 8:  # a binary field: max (1) or max_value (5)
+            footer = footer[:at] + b"\x01\x02" + footer[at + len(value) :]
+        at = footer.find(value, at + 1)
     path.write_bytes(data[:start] + footer + len(footer).to_bytes(4, "little") + b"PAR1")
 
 
@@ -376,6 +381,27 @@ def test_parquet_statistic_too_short_for_its_type(tmp_path: Path) -> None:
             spec=UNPARTITIONED,
             sort_order=None,
             config=MetricsConfig.from_properties({}, schema),
+        )
+
+
+def test_filtered_read_of_a_statistic_too_short(tmp_path: Path) -> None:
+    # arrow/reader.py: row groups are pruned by their statistics, which pyarrow decodes (and
+    # aborts the process on) when a filter is given
+    path = tmp_path / "short-stat.parquet"
+    _short_statistic(path)
+    schema = Schema(NestedField(1, "id", LongType(), required=True))
+    data_file = DataFile(FileContent.DATA, str(path), FileFormat.PARQUET, (), 2, 1)
+    with pytest.raises(ValidationError, match=re.escape(str(path)) + ".*1-byte statistic"):
+        list(
+            read_data_file(
+                PyArrowFileIO(),
+                data_file,
+                projected_schema=schema,
+                table_schema=schema,
+                partition_spec=None,
+                row_filter=bind(schema, parse_filter("id > 1")),
+                name_mapping=None,
+            )
         )
 
 
