@@ -20,7 +20,7 @@ from typing import Any
 from icepark.avro.file import AvroContents, AvroFileWriter, read_avro_file
 from icepark.avro.schema import FIELD_ID_PROP, named_avro_types
 from icepark.errors import InvalidAvroFileError, ValidationError
-from icepark.manifest.reader import MALFORMED
+from icepark.manifest.reader import _INTEGER, MALFORMED, as_bytes, check_field_kinds
 from icepark.manifest.schemas import (
     MANIFEST_LIST_FIELDS,
     iceberg_schema_json,
@@ -247,8 +247,15 @@ def _element_record(field_type: Any, named: dict[str, Any]) -> dict[str, Any] | 
     return items if isinstance(items, dict) and items.get("type") == "record" else None
 
 
+_LIST_KINDS = {
+    500: ("string",),
+    **{fid: _INTEGER for fid in (501, 502, 503, 504, 505, 506, 512, 513, 514, 515, 516, 517, 520)},
+    519: ("bytes",),
+}
+
+
 def _opt_bytes(value: Any) -> bytes | None:
-    return None if value is None else bytes(value)
+    return None if value is None else as_bytes(value)
 
 
 def read_manifest_list(input_file: Any) -> list[ManifestFile]:
@@ -273,6 +280,8 @@ def _read_manifests(contents: AvroContents) -> list[ManifestFile]:
         raise InvalidAvroFileError(
             f"Not a manifest list: {location} has no field with id(s) {missing}"
         )
+    by_name = {f.get("name"): f for f in schema["fields"]}
+    check_field_kinds(location, {fid: by_name[name] for fid, name in names.items()}, _LIST_KINDS)
     named = named_avro_types(schema)
     summary_names: dict[int, str] = {}
     if 507 in names:

@@ -32,6 +32,7 @@ from icepark.errors import (
 )
 from icepark.expressions import bind, parse_filter
 from icepark.io.pyarrow_fileio import PyArrowFileIO
+from icepark.manifest import read_manifest_list
 from icepark.puffin import deserialize_roaring64, read_puffin, read_puffin_blob
 from icepark.spec.manifests import DataFile, FileContent, FileFormat
 from icepark.spec.metadata import table_metadata_from_json
@@ -201,6 +202,31 @@ def test_avro_schema_nested_too_deep(tmp_path: Path) -> None:
     path.write_bytes(_header(b"[" * DEEP + b"]" * DEEP))
     with pytest.raises(InvalidAvroFileError, match=re.escape(str(path))):
         AvroDataFile(PyArrowFileIO(), str(path), None)
+
+
+def test_manifest_list_field_of_the_wrong_type(tmp_path: Path) -> None:
+    # manifest/manifest_list.py: values were taken as decoded whatever the writer schema's
+    # type: bytes(2**40) of a key_metadata written as a long allocated a terabyte
+    path = tmp_path / "snap.avro"
+    ids = {"manifest_path": 500, "manifest_length": 501, "partition_spec_id": 502}
+    fields = [
+        {"name": name, "type": "string" if fid == 500 else "long", "field-id": fid}
+        for name, fid in ids.items()
+    ]
+    fields += [
+        {"name": "added_snapshot_id", "type": "long", "field-id": 503},
+        {"name": "key_metadata", "type": "long", "field-id": 519},
+    ]
+    schema = {"type": "record", "name": "manifest_file", "fields": fields}
+    record = {"manifest_path": "m.avro", "manifest_length": 1, "partition_spec_id": 0}
+    with path.open("wb") as f:
+        fastavro.writer(f, schema, [{**record, "added_snapshot_id": 1, "key_metadata": 2**40}])
+
+    def run() -> None:
+        with pytest.raises(InvalidAvroFileError, match=re.escape(str(path)) + ".*key_metadata"):
+            read_manifest_list(PyArrowFileIO().new_input(str(path)))
+
+    assert _peak_bytes(run) < 16 * 2**20
 
 
 def test_truncated_roaring_bitmap() -> None:
