@@ -2,8 +2,10 @@
 
 pyarrow (26) aborts the whole process (``terminate called after throwing an instance of
 'parquet::ParquetException'``) when it decodes a min or max statistic shorter than its
-column's physical type (an INT32 minimum of 2 bytes, say): ``ColumnChunkMetaData.statistics``
-and the dataset fragments' row group statistics both do. A file given to ``add_files`` is
+column's physical type (an INT32 minimum of 2 bytes, say), or level histograms (the size
+statistics) whose length does not match the column's maximum definition or repetition
+level: ``ColumnChunkMetaData.statistics`` and the dataset fragments' row group statistics
+both do. A file given to ``add_files`` is
 the caller's, so before its footer's statistics are touched, :func:`check_statistics` reads
 the footer's Thrift (the compact protocol: ``format/parquet.thrift`` of apache/parquet-format)
 and refuses statistics of the wrong length with a ValidationError naming the file and column.
@@ -125,11 +127,64 @@ def _key(value: Any) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
-def _leaves(schema: Any) -> list[dict[int, Any]]:
-    """The leaf SchemaElements (those without children), in column order."""
-    if not isinstance(schema, list):
+def _leaves(schema: Any) -> list[tuple[dict[int, Any], int, int]]:
+    """The leaf SchemaElements (those without children) in column order, each with its
+    maximum definition and repetition levels."""
+    if not isinstance(schema, list) or not schema or not isinstance(schema[0], dict):
         raise _Corrupt("no schema")
-    return [e for e in schema[1:] if isinstance(e, dict) and not e.get(5)]
+    out: list[tuple[dict[int, Any], int, int]] = []
+    pos = 1
+
+    def walk(count: int, definition: int, repetition: int, depth: int) -> None:
+        nonlocal pos
+        if depth > _MAX_DEPTH:
+            raise _Corrupt("schema nested too deeply")
+        for _ in range(count):
+            if pos >= len(schema) or not isinstance(schema[pos], dict):
+                raise _Corrupt("the schema has fewer elements than its groups say")
+            element = schema[pos]
+            pos += 1
+            kind = element.get(3)  # 0 required, 1 optional, 2 repeated
+            d = definition + (kind in (1, 2))
+            r = repetition + (kind == 2)
+            children = element.get(5)
+            if isinstance(children, int) and children > 0:
+                walk(children, d, r, depth + 1)
+            else:
+                out.append((element, d, r))
+
+    root_children = schema[0].get(5)
+    walk(root_children if isinstance(root_children, int) else 0, 0, 0, 0)
+    return out
+
+
+def _check_chunk(meta: dict[int, Any], leaf: tuple[dict[int, Any], int, int] | None) -> None:
+    name = leaf[0].get(4, b"?") if leaf is not None else b"?"
+    shown = name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
+    sizes = meta.get(16)  # SizeStatistics: the level histograms
+    if isinstance(sizes, dict) and leaf is not None:
+        for field_id, level, what in ((3, leaf[1], "definition"), (2, leaf[2], "repetition")):
+            histogram = sizes.get(field_id)
+            if isinstance(histogram, list) and len(histogram) not in (0, level + 1):
+                raise _Corrupt(
+                    f"column {shown!r} has a {what} level histogram of {len(histogram)} "
+                    f"for {level + 1} levels"
+                )
+    stats = meta.get(12)
+    if not isinstance(stats, dict):
+        return
+    physical = meta.get(1)
+    width = _WIDTHS.get(physical) if isinstance(physical, int) else None
+    if physical == _FIXED_LEN_BYTE_ARRAY and leaf is not None:
+        width = leaf[0].get(2)
+    if not isinstance(width, int):
+        return
+    for field_id in (1, 2, 5, 6):  # max, min, max_value, min_value
+        value = stats.get(field_id)
+        if isinstance(value, bytes) and len(value) != width:
+            raise _Corrupt(
+                f"column {shown!r} has a {len(value)}-byte statistic for {width}-byte values"
+            )
 
 
 def _check(footer: dict[int, Any]) -> None:
@@ -141,24 +196,8 @@ def _check(footer: dict[int, Any]) -> None:
         columns = rg.get(1) if isinstance(rg, dict) else None
         for index, chunk in enumerate(columns if isinstance(columns, list) else []):
             meta = chunk.get(3) if isinstance(chunk, dict) else None
-            if not isinstance(meta, dict) or not isinstance(meta.get(12), dict):
-                continue
-            stats = meta[12]
-            physical = meta.get(1)
-            width = _WIDTHS.get(physical) if isinstance(physical, int) else None
-            if physical == _FIXED_LEN_BYTE_ARRAY and index < len(leaves):
-                width = leaves[index].get(2)
-            if not isinstance(width, int):
-                continue
-            for field_id in (1, 2, 5, 6):  # max, min, max_value, min_value
-                value = stats.get(field_id)
-                if isinstance(value, bytes) and len(value) != width:
-                    name = leaves[index].get(4, b"?") if index < len(leaves) else b"?"
-                    shown = name.decode("utf-8", "replace") if isinstance(name, bytes) else name
-                    raise _Corrupt(
-                        f"column {shown!r} has a {len(value)}-byte statistic for "
-                        f"{width}-byte values"
-                    )
+            if isinstance(meta, dict):
+                _check_chunk(meta, leaves[index] if index < len(leaves) else None)
 
 
 _TAIL = 64 * 1024  # one read takes the footer of most files

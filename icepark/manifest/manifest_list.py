@@ -308,6 +308,11 @@ def _read_manifests(contents: AvroContents) -> list[ManifestFile]:
 
     out = []
     for rec in contents.records:
+        nulls = [names[fid] for fid in (500, 501, 502, 503) if get(rec, fid) is None]
+        if nulls:  # required fields (a writer schema may still make them optional)
+            raise InvalidAvroFileError(
+                f"Invalid manifest list entry in {location}: {nulls[0]} is null"
+            )
         try:
             partitions = get(rec, 507)
             content = get(rec, 517)
