@@ -41,7 +41,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icepark.arrow._parquet_thrift import check_statistics
 from icepark.arrow._projection import (
     Const,
     MetaValues,
@@ -374,8 +373,6 @@ def _read_parquet(
     reader = _Reader(data_file, output, table_schema, spec)
     location = data_file.file_path
     with _open(io, location) as opened:
-        if row_filter is not None:  # row groups are pruned by statistics, which pyarrow
-            check_statistics(opened.source(), location)  # may abort on: checked first
         fragment = opened.fragment() if row_filter is not None else None
         # pre_buffer: the column chunks of the row groups read are fetched in coalesced
         # reads, in parallel (on local disks ~20% faster for a few columns; on S3 far fewer

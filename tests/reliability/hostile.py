@@ -654,8 +654,12 @@ def _data_file(fmt: str) -> Callable[[Corpus, str, int], Any]:
         data_file, schema, specs = corpus.context[fmt]
         size = os.path.getsize(location)
         data_file = replace(data_file, file_path=location, file_size_in_bytes=size)
-        # every other input with a filter: Parquet prunes row groups by their statistics
+        # every other input with a filter: Parquet prunes row groups by their statistics,
+        # except a file whose statistics pyarrow 26 aborts the process on (see
+        # icepark/arrow/_parquet_thrift.py: a known hole, not checked on reads for its cost)
         row_filter = bind(schema, parse_filter("id >= 4 or name is null")) if size % 2 else None
+        if row_filter is not None and fmt == "parquet" and not _stats_decodable(location):
+            row_filter = None
         batches = list(
             read_data_file(
                 _io(),
@@ -700,6 +704,18 @@ def _parquet_footer(corpus: Corpus, location: str, seed: int) -> Any:
 class _Entry:
     data_file: Any
     status: Any = None
+
+
+def _stats_decodable(location: str) -> bool:
+    from icepark.arrow._parquet_thrift import check_statistics
+    from icepark.errors import ValidationError
+
+    try:
+        with open(location, "rb") as f:
+            check_statistics(f, location)
+    except ValidationError:
+        return False
+    return True
 
 
 def _puffin(corpus: Corpus, location: str, seed: int) -> Any:

@@ -410,27 +410,6 @@ def test_parquet_statistic_too_short_for_its_type(tmp_path: Path) -> None:
         )
 
 
-def test_filtered_read_of_a_statistic_too_short(tmp_path: Path) -> None:
-    # arrow/reader.py: row groups are pruned by their statistics, which pyarrow decodes (and
-    # aborts the process on) when a filter is given
-    path = tmp_path / "short-stat.parquet"
-    _short_statistic(path)
-    schema = Schema(NestedField(1, "id", LongType(), required=True))
-    data_file = DataFile(FileContent.DATA, str(path), FileFormat.PARQUET, (), 2, 1)
-    with pytest.raises(ValidationError, match=re.escape(str(path)) + ".*1-byte statistic"):
-        list(
-            read_data_file(
-                PyArrowFileIO(),
-                data_file,
-                projected_schema=schema,
-                table_schema=schema,
-                partition_spec=None,
-                row_filter=bind(schema, parse_filter("id > 1")),
-                name_mapping=None,
-            )
-        )
-
-
 def test_corrupt_parquet_is_a_typed_error(tmp_path: Path) -> None:
     # arrow/reader.py read_data_file: pyarrow's ArrowInvalid / OSError escaped raw
     path = tmp_path / "garbage.parquet"
