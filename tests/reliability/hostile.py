@@ -2,8 +2,9 @@
 
 A *target* is one parser behind its public reading entry point (table metadata JSON, manifest
 lists, manifests by all three manifest readers, Avro/Parquet/ORC data files through
-``read_data_file``, Puffin files and their blobs, deletion vectors, portable roaring bitmaps,
-name mappings, view metadata, the filter language). Its seeds are files icepark writes (a few
+``read_data_file``, Parquet footers through ``data_file_from_footer`` (``add_files``), Puffin
+files and their blobs, deletion vectors, portable roaring bitmaps, name mappings, view
+metadata, the filter language). Its seeds are files icepark writes (a few
 small tables are built once in a scratch folder: :func:`build_corpus`) and, where they fit,
 the conformance fixtures under ``../shared/conformance`` (read in place, never copied).
 
@@ -22,7 +23,10 @@ Mutations take a :class:`random.Random` (``hypothesis.strategies.randoms()`` in 
 failures shrink; a seeded ``Random`` in ``bench/reliability.py``): byte flips, interesting
 integers written over 1 to 8 bytes, truncations, inserted, duplicated and removed ranges; JSON
 seeds also get structural mutations (removed keys, values of the wrong type, huge numbers,
-deep nesting) and filter strings text-level ones.
+deep nesting) and filter strings text-level ones. Avro files, Parquet files, Puffin footers
+and deletion vectors are also mutated where their structure matters (the blocks or a JSON
+value of an Avro header; a Parquet footer or its pages; a Puffin footer with its length fixed
+up; a deletion vector behind a recomputed CRC), so that inputs get past the first check.
 """
 
 from __future__ import annotations
