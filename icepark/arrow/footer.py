@@ -30,6 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from icepark.arrow._parquet_thrift import check_statistics
 from icepark.arrow.metrics_config import MetricsConfig, MetricsMode, truncate_bounds
 from icepark.arrow.schema import apply_name_mapping, field_id_of
 from icepark.errors import ValidationError
@@ -271,9 +272,36 @@ def data_file_from_footer(
     """The manifest entry of a Parquet data file (structs and primitives) from its footer,
     its columns matched to ``schema`` by field id (or through ``name_mapping`` for columns
     without one). Partition values come from ``partition_values`` (by partition field id)
-    where given, else from the statistics of their source columns; see the module docstring."""
+    where given, else from the statistics of their source columns; see the module docstring.
+    A footer that cannot be read (corrupt, truncated, not Parquet) is a ValidationError naming
+    the file."""
+    try:
+        return _from_footer(
+            io, location, size, schema, spec, sort_order, config, name_mapping, partition_values
+        )
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
+        if isinstance(exc, ValidationError | FileNotFoundError):  # (ours, or no file at all)
+            raise
+        raise ValidationError(
+            f"Cannot read the footer of Parquet file {location}: {type(exc).__name__}: "
+            f"{str(exc).strip()}"
+        ) from exc
+
+
+def _from_footer(
+    io: FileIO,
+    location: str,
+    size: int,
+    schema: Schema,
+    spec: PartitionSpec,
+    sort_order: SortOrder | None,
+    config: MetricsConfig,
+    name_mapping: NameMapping | None,
+    partition_values: Mapping[int, Any] | None,
+) -> DataFile:
     with io.new_input(location).open() as stream:
         md = pq.ParquetFile(stream).metadata
+        check_statistics(stream, location)  # before pyarrow decodes them (it may abort)
     arrow_schema = md.schema.to_arrow_schema()
     if name_mapping is not None:
         arrow_schema = apply_name_mapping(arrow_schema, name_mapping)

@@ -132,7 +132,7 @@ class OrcDataFile:
         try:
             try:
                 self._file = orc.ORCFile(self._stream)
-            except (pa.ArrowInvalid, OSError) as e:
+            except (pa.ArrowException, OSError) as e:
                 raise ValidationError(f"Cannot read ORC file {location}: {e}") from e
             raw = self._file.schema
             if not _has_ids(list(raw)):
@@ -186,7 +186,7 @@ class OrcDataFile:
                 continue
             try:
                 stripe = self._file.read_stripe(i, columns=columns)
-            except (pa.ArrowInvalid, OSError) as e:
+            except (pa.ArrowException, OSError) as e:
                 raise ValidationError(
                     f"Cannot read stripe {i} of ORC file {self.location}: {e}"
                 ) from e

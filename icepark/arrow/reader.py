@@ -62,6 +62,7 @@ from icepark.arrow.schema import (
     type_to_arrow,
 )
 from icepark.errors import (
+    IceparkError,
     InvalidSchemaError,
     InvalidValueError,
     NoSuchFileError,
@@ -70,6 +71,7 @@ from icepark.errors import (
 )
 from icepark.expressions import AlwaysFalse, AlwaysTrue, Expression
 from icepark.io.fileio import FileIO
+from icepark.io.s3 import storage_error
 from icepark.spec.manifests import DataFile, FileFormat
 from icepark.spec.metadata_columns import (
     FILE_PATH_FIELD_ID,
@@ -143,7 +145,7 @@ def read_data_file(
     if isinstance(filter_expr, AlwaysFalse):
         return iter(())
     split = (start, None if length is None else start + length)
-    return read(
+    batches = read(
         io,
         data_file,
         output,
@@ -153,6 +155,37 @@ def read_data_file(
         name_mapping,
         batch_size,
         split,
+    )
+    return _typed_errors(io, data_file, batches)
+
+
+def _typed_errors(
+    io: FileIO, data_file: DataFile, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """``batches``, with the errors of a corrupt or truncated file (Arrow's, raised from its
+    C++ readers as ``ArrowException`` or plain ``OSError``) turned into a ValidationError
+    naming the file; an S3 request that failed stays a StorageError."""
+    try:
+        yield from batches
+    except IceparkError:
+        raise
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
+        # UnicodeDecodeError: a Parquet footer whose column names are not UTF-8
+        raise _unreadable(io, data_file, exc) from exc
+
+
+def _unreadable(io: FileIO, data_file: DataFile, exc: Exception) -> IceparkError:
+    location = data_file.file_path
+    scheme, _, rest = location.partition("://")
+    if isinstance(exc, OSError) and scheme in ("s3", "s3a", "s3n"):
+        translated = storage_error(exc, location, rest.split("/", 1)[0], io.properties)
+        if translated is not None:
+            return translated
+    if isinstance(exc, FileNotFoundError):
+        return NoSuchFileError(f"Data file not found: {location}")
+    return ValidationError(
+        f"Cannot read {data_file.file_format.value} data file {location}: "
+        f"{type(exc).__name__}: {str(exc).strip()}"
     )
 
 
@@ -189,21 +222,37 @@ class _FileColumn:
     repeated: bool  # inside a list or map: cannot be filtered on
 
 
-def _index_file(schema: pa.Schema) -> dict[int, _FileColumn]:
+def _index_file(schema: pa.Schema, location: str) -> dict[int, _FileColumn]:
+    """The file's columns by field id; a bad field id or two columns of one name in a struct
+    (columns are found by name paths) is a ValidationError naming the file."""
     out: dict[int, _FileColumn] = {}
 
     def walk(f: pa.Field, path: tuple[str, ...], repeated: bool) -> None:
-        fid = field_id_of(f)
+        try:
+            fid = field_id_of(f)
+        except InvalidSchemaError as exc:
+            raise InvalidSchemaError(f"Cannot read data file {location}: {exc}") from exc
         if fid is not None:
             out.setdefault(fid, _FileColumn(path, repeated))
         t = f.type
         if pa.types.is_struct(t):
+            unique(list(t), path)
             for c in t:
                 walk(c, (*path, c.name), repeated)
         else:
             for c in child_fields(t):
                 walk(c, (*path, c.name), True)
 
+    def unique(fields: list[pa.Field], path: tuple[str, ...]) -> None:
+        names = [f.name for f in fields]
+        if len(set(names)) < len(names):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            where = ".".join(path) or "the top level"
+            raise ValidationError(
+                f"Cannot read data file {location}: two columns named {twice[0]!r} in {where}"
+            )
+
+    unique(list(schema), ())
     for f in schema:
         walk(f, (f.name,), False)
     return out
@@ -334,7 +383,7 @@ def _read_parquet(
             pre_buffer=True,
         )
         file_schema = file_schema_with_ids(pf.schema_arrow, name_mapping, location)
-        index = _index_file(file_schema)
+        index = _index_file(file_schema, location)
         planner = Planner(location, reader.constants)
         plan = planner.top(output, reader.target, file_schema, reader.meta_values())
         row_groups = _row_groups_in_split(pf.metadata, split)
@@ -441,7 +490,7 @@ def _plan(
 ) -> tuple[list[Read | Const | Pos], pc.Expression | None, set[tuple[str, ...]]]:
     """The projection plan over a file's columns, the filter over them and the column paths
     the filter reads."""
-    index = _index_file(file_schema)
+    index = _index_file(file_schema, reader.location)
     planner = Planner(reader.location, reader.constants)
     plan = planner.top(reader.output, reader.target, file_schema, reader.meta_values())
     filter_paths: set[tuple[str, ...]] = set()

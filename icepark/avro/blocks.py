@@ -39,6 +39,7 @@ from icepark.avro.file import (
     _unsnappy,
     _write_long,
     _writer_schema,
+    read_exactly,
 )
 from icepark.avro.schema import named_avro_types, strip_logical_types
 from icepark.errors import InvalidAvroFileError
@@ -497,7 +498,7 @@ def iter_avro_blocks(
                 _skip(stream, size)
                 payload = b""
             else:
-                payload = stream.read(size)
+                payload = read_exactly(stream, size)
                 if len(payload) < size:
                     raise EOFError(f"the block holds {len(payload)} of {size} bytes")
             sync = stream.read(16)

@@ -289,9 +289,40 @@ _HEADER_SCHEMA = fastavro.parse_schema(
 _MAGIC = b"Obj\x01"
 
 
+_READ_CHUNK = 1 << 20
+
+
+def read_exactly(stream: Any, size: int) -> bytes:
+    """``size`` bytes of ``stream`` (fewer at its end), read a chunk at a time: a length
+    taken from a corrupt file then costs no more memory than the file holds (a stream's
+    ``read(n)`` may allocate ``n`` bytes before it finds the end)."""
+    if size <= _READ_CHUNK:
+        return bytes(stream.read(size))
+    parts = []
+    while size > 0:
+        part = stream.read(min(size, _READ_CHUNK))
+        if not part:
+            break
+        parts.append(bytes(part))
+        size -= len(part)
+    return b"".join(parts)
+
+
+class _ChunkedReads:
+    """A stream whose reads go through :func:`read_exactly` (for fastavro, which reads the
+    lengths the header states)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def read(self, n: int = -1) -> bytes:
+        return bytes(self._stream.read()) if n is None or n < 0 else read_exactly(self._stream, n)
+
+
 def _read_header(location: str, stream: Any) -> dict[str, Any]:
+    chunked: Any = _ChunkedReads(stream)
     try:
-        header = cast(dict[str, Any], fastavro.schemaless_reader(stream, _HEADER_SCHEMA, None))
+        header = cast(dict[str, Any], fastavro.schemaless_reader(chunked, _HEADER_SCHEMA, None))
     except Exception as exc:
         raise InvalidAvroFileError(
             f"Cannot read Avro file {location}: not an Avro file or truncated header ({exc})"
@@ -309,7 +340,7 @@ def _writer_schema(location: str, meta: Mapping[str, bytes]) -> Any:
         raise InvalidAvroFileError(f"Cannot read Avro file {location}: no avro.schema in header")
     try:
         return json.loads(raw)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise InvalidAvroFileError(
             f"Cannot read Avro file {location}: bad avro.schema ({exc})"
         ) from exc
@@ -339,18 +370,29 @@ def _write_long(value: int) -> bytes:
     return bytes(out)
 
 
+_SNAPPY_MAX_RATIO = 32
+
+
 def _unsnappy(payload: bytes) -> bytes:
     """An Avro snappy block: raw snappy, then the CRC32 of the uncompressed bytes."""
     import pyarrow as pa
 
     size = shift = pos = 0
-    while True:  # snappy's preamble: the uncompressed length, an unsigned varint
+    while True:  # snappy's preamble: the uncompressed length, an unsigned 32-bit varint
+        if pos >= len(payload) - 4 or shift > 28:
+            raise ValueError("corrupt snappy block (bad length preamble)")
         b = payload[pos]
         pos += 1
         size |= (b & 0x7F) << shift
         if b < 0x80:
             break
         shift += 7
+    # the length is what gets allocated: a snappy element of n bytes gives at most 64 bytes
+    # (a 3-byte copy), so a larger claim is corruption, not data
+    if size > _SNAPPY_MAX_RATIO * len(payload):
+        raise ValueError(
+            f"corrupt snappy block (claims {size} bytes uncompressed from {len(payload)})"
+        )
     try:
         out = bytes(pa.decompress(payload[:-4], size, codec="snappy", asbytes=True))
     except (OSError, ValueError) as exc:

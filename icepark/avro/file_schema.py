@@ -40,7 +40,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from icepark.avro.blocks import resolve_named
+from icepark.avro.blocks import UnsupportedAvroError, resolve_named
 from icepark.avro.schema import (
     ELEMENT_ID_PROP,
     FIELD_ID_PROP,
@@ -49,7 +49,7 @@ from icepark.avro.schema import (
     VALUE_ID_PROP,
     named_avro_types,
 )
-from icepark.errors import InvalidAvroFileError, InvalidSchemaError
+from icepark.errors import IceparkError, InvalidAvroFileError, InvalidSchemaError
 from icepark.spec.name_mapping import NameMapping
 from icepark.spec.schema import Schema, assign_fresh_ids
 from icepark.spec.types import (
@@ -314,11 +314,15 @@ class _Resolver:
 
     def _record(self, avro: dict[str, Any], path: tuple[str, ...]) -> AvroNode:
         children = []
+        names: set[str] = set()
         for f in avro.get("fields", []):
             avro_name = f.get("name")
             if not isinstance(avro_name, str):
                 raise self._error(path, f"a record field without a name: {f!r}")
             name = f.get(ICEBERG_FIELD_NAME_PROP, avro_name) if self.has_ids else avro_name
+            if avro_name in names or name in names:
+                raise self._error(path, f"two record fields named {avro_name!r}")
+            names.update((avro_name, name))
             sub = (*path, avro_name)
             fid = self._prop_id(f, FIELD_ID_PROP, sub)
             children.append(self.child(name, f.get("type"), sub, fid))
@@ -403,6 +407,19 @@ def resolve_file_schema(
 ) -> AvroFileSchema:
     """The writer schema of the Avro data file at ``location`` resolved to Iceberg ids (see
     the module docstring)."""
+    try:
+        return _resolve(location, writer_schema, name_mapping)
+    except IceparkError:
+        raise
+    except (UnsupportedAvroError, AttributeError, TypeError, KeyError, ValueError) as exc:
+        # a type Avro does not have, a bad union, a schema node of the wrong JSON shape
+        raise InvalidAvroFileError(
+            f"Cannot read Avro file {location}: its schema is not valid Avro "
+            f"({type(exc).__name__}: {exc})"[:500]
+        ) from exc
+
+
+def _resolve(location: str, writer_schema: Any, name_mapping: NameMapping | None) -> AvroFileSchema:
     named = named_avro_types(writer_schema)
     root_schema = resolve_named(writer_schema, named)
     if not isinstance(root_schema, dict) or root_schema.get("type") != "record":

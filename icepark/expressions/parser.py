@@ -449,3 +449,6 @@ def parse_filter(text: str) -> Expression:
         ) from None
     except ValidationError as exc:
         raise ValidationError(f"Invalid filter: {exc}") from None
+    except RecursionError:
+        shown = text if len(text) <= 200 else text[:200] + "..."
+        raise ValidationError(f"Invalid filter: nested too deeply\n  {shown}") from None

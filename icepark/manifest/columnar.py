@@ -32,7 +32,7 @@ from icepark.avro.blocks import UnsupportedAvroError, read_avro_blocks
 from icepark.avro.columnar import ColumnarDecoder, avro_arrow_type
 from icepark.avro.file import read_avro_file
 from icepark.errors import IceparkError, InvalidAvroFileError
-from icepark.manifest.reader import EntryDecoder
+from icepark.manifest.reader import MALFORMED, EntryDecoder
 from icepark.manifest.schemas import PARTITION_FIELD_ID
 from icepark.spec.conversions import unscaled_to_decimal
 from icepark.spec.manifests import FileContent, ManifestContent, ManifestEntryStatus, ManifestFile
@@ -41,7 +41,7 @@ from icepark.spec.types import DecimalType, StructType, UUIDType
 
 __all__ = ["ManifestBytes", "read_entries_columnar"]
 
-_FALLBACK = (UnsupportedAvroError, IndexError, ValueError, KeyError, TypeError, pa.ArrowException)
+_FALLBACK = (UnsupportedAvroError, pa.ArrowException, *MALFORMED)
 
 # data_file fields of the result taken as decoded (by field id), with a cast where needed
 _PLAIN = {
@@ -231,7 +231,9 @@ def _read_one_fastavro(
         raw = pa.array(contents.records, type=arrow_type)
         decoded = [_Decoded(m, decoder, len(contents.records))]
         return _convert(raw, decoded, data_file_type, data_file_struct, live_only)
-    except (UnsupportedAvroError, pa.ArrowException, ValueError, TypeError, KeyError) as exc:
+    except InvalidAvroFileError:
+        raise
+    except (UnsupportedAvroError, pa.ArrowException, *MALFORMED) as exc:
         raise InvalidAvroFileError(f"Invalid manifest {m.location}: {exc}") from exc
 
 

@@ -19,7 +19,8 @@ from typing import Any
 
 from icepark.avro.file import AvroContents, AvroFileWriter, read_avro_file
 from icepark.avro.schema import FIELD_ID_PROP, named_avro_types
-from icepark.errors import IceparkError, InvalidAvroFileError, ValidationError
+from icepark.errors import InvalidAvroFileError, ValidationError
+from icepark.manifest.reader import _INTEGER, MALFORMED, as_bytes, check_field_kinds
 from icepark.manifest.schemas import (
     MANIFEST_LIST_FIELDS,
     iceberg_schema_json,
@@ -246,8 +247,15 @@ def _element_record(field_type: Any, named: dict[str, Any]) -> dict[str, Any] | 
     return items if isinstance(items, dict) and items.get("type") == "record" else None
 
 
+_LIST_KINDS = {
+    500: ("string",),
+    **{fid: _INTEGER for fid in (501, 502, 503, 504, 505, 506, 512, 513, 514, 515, 516, 517, 520)},
+    519: ("bytes",),
+}
+
+
 def _opt_bytes(value: Any) -> bytes | None:
-    return None if value is None else bytes(value)
+    return None if value is None else as_bytes(value)
 
 
 def read_manifest_list(input_file: Any) -> list[ManifestFile]:
@@ -257,7 +265,7 @@ def read_manifest_list(input_file: Any) -> list[ManifestFile]:
         return _read_manifests(contents)
     except InvalidAvroFileError:
         raise
-    except (IceparkError, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except MALFORMED as exc:
         raise InvalidAvroFileError(f"Invalid manifest list {contents.location}: {exc}") from exc
 
 
@@ -272,6 +280,8 @@ def _read_manifests(contents: AvroContents) -> list[ManifestFile]:
         raise InvalidAvroFileError(
             f"Not a manifest list: {location} has no field with id(s) {missing}"
         )
+    by_name = {f.get("name"): f for f in schema["fields"]}
+    check_field_kinds(location, {fid: by_name[name] for fid, name in names.items()}, _LIST_KINDS)
     named = named_avro_types(schema)
     summary_names: dict[int, str] = {}
     if 507 in names:
@@ -298,6 +308,11 @@ def _read_manifests(contents: AvroContents) -> list[ManifestFile]:
 
     out = []
     for rec in contents.records:
+        nulls = [names[fid] for fid in (500, 501, 502, 503) if get(rec, fid) is None]
+        if nulls:  # required fields (a writer schema may still make them optional)
+            raise InvalidAvroFileError(
+                f"Invalid manifest list entry in {location}: {nulls[0]} is null"
+            )
         try:
             partitions = get(rec, 507)
             content = get(rec, 517)

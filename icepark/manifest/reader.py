@@ -9,6 +9,7 @@ files before them that had none.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from icepark.avro.file import AvroContents, read_avro_file, read_avro_metadata
@@ -33,6 +34,20 @@ from icepark.spec.partitioning import PartitionSpec, partition_spec_from_json
 from icepark.spec.types import IcebergType
 
 __all__ = ["EntryDecoder", "read_manifest", "read_manifest_metadata"]
+
+# What decoding a malformed manifest (a schema of the wrong shape, values of the wrong type,
+# JSON nested too deeply) raises; the readers turn these into InvalidAvroFileError naming
+# the file.
+MALFORMED: tuple[type[Exception], ...] = (
+    IceparkError,
+    ValueError,
+    TypeError,
+    KeyError,
+    AttributeError,
+    IndexError,
+    OverflowError,
+    RecursionError,
+)
 
 
 _DEFAULT_IDS: dict[str, int] = {
@@ -63,6 +78,57 @@ def _record_type(avro: Any, named: dict[str, Any]) -> dict[str, Any] | None:
     return avro if isinstance(avro, dict) and avro.get("type") == "record" else None
 
 
+_INTEGER: tuple[str, ...] = ("int", "long")
+# the Avro types of the fields read as decoded (by field id): a schema that gives them
+# another type is not a manifest (or a manifest list) whatever its field ids say
+_TOP_KINDS: dict[int, tuple[str, ...]] = {0: _INTEGER, 1: _INTEGER, 3: _INTEGER, 4: _INTEGER}
+_FILE_KINDS: dict[int, tuple[str, ...]] = {
+    100: ("string",),
+    101: ("string",),
+    103: _INTEGER,
+    104: _INTEGER,
+    134: _INTEGER,
+    140: _INTEGER,
+    142: _INTEGER,
+    143: ("string",),
+    144: _INTEGER,
+    145: _INTEGER,
+}
+
+
+def _avro_kind(avro: Any) -> str | None:
+    """The primitive type of a field's Avro type (a ``["null", t]`` union: of ``t``)."""
+    if isinstance(avro, list):
+        branches = [b for b in avro if b != "null"]
+        avro = branches[0] if len(branches) == 1 else None
+    if isinstance(avro, dict):
+        avro = avro.get("type")
+    return avro if isinstance(avro, str) else None
+
+
+def check_field_kinds(
+    location: str, fields: dict[int, dict[str, Any]], kinds: Mapping[int, tuple[str, ...]]
+) -> None:
+    """Refuse fields (by id) whose Avro type is not one of ``kinds``; the error names the
+    file, the field and its type."""
+    for fid, allowed in kinds.items():
+        f = fields.get(fid)
+        if f is not None and _avro_kind(f.get("type")) not in allowed:
+            shown = json.dumps(f.get("type"))[:100]
+            raise InvalidAvroFileError(
+                f"Invalid manifest metadata in {location}: field {f.get('name')!r} "
+                f"(id {fid}) has Avro type {shown}, expected {' or '.join(allowed)}"
+            )
+
+
+def as_bytes(value: Any) -> bytes:
+    """A binary value as decoded; anything else is a TypeError (``bytes(n)`` of a number
+    would allocate n bytes)."""
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise TypeError(f"expected binary, got {type(value).__name__}")
+    return bytes(value)
+
+
 def read_manifest_metadata(input_file: Any) -> dict[str, str]:
     """A manifest's key/value metadata (``schema``, ``partition-spec``, ``format-version``...)."""
     return read_avro_metadata(input_file)
@@ -76,7 +142,7 @@ def _spec_from_metadata(metadata: dict[str, str]) -> PartitionSpec | None:
         parsed = partition_spec_from_json(json.loads(text))
         spec_id = int(metadata.get("partition-spec-id", parsed.spec_id))
         return PartitionSpec(spec_id, parsed.fields)
-    except (IceparkError, ValueError, TypeError):
+    except (IceparkError, ValueError, TypeError, RecursionError):
         return None
 
 
@@ -130,7 +196,7 @@ def _int_map(value: Any) -> dict[int, Any] | None:
 
 def _bytes_map(value: Any) -> dict[int, bytes] | None:
     m = _int_map(value)
-    return None if m is None else {k: bytes(v) for k, v in m.items()}
+    return None if m is None else {k: as_bytes(v) for k, v in m.items()}
 
 
 def read_manifest(
@@ -150,7 +216,7 @@ def read_manifest(
         return _read_entries(contents, manifest, spec)
     except InvalidAvroFileError:
         raise
-    except (IceparkError, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except MALFORMED as exc:
         raise InvalidAvroFileError(f"Invalid manifest {contents.location}: {exc}") from exc
 
 
@@ -199,6 +265,8 @@ class EntryDecoder:
             raise InvalidAvroFileError(
                 f"Not a manifest: {location} data_file lacks field id(s) {missing}"
             )
+        check_field_kinds(location, top_fields, _TOP_KINDS)
+        check_field_kinds(location, file_fields, _FILE_KINDS)
         try:
             format_version = int(metadata.get("format-version", "2" if 3 in top_fields else "1"))
         except ValueError:
@@ -279,7 +347,7 @@ def _entry(
     values["lower_bounds"] = _bytes_map(fget(125))
     values["upper_bounds"] = _bytes_map(fget(128))
     key_metadata = fget(131)
-    values["key_metadata"] = None if key_metadata is None else bytes(key_metadata)
+    values["key_metadata"] = None if key_metadata is None else as_bytes(key_metadata)
     split_offsets = fget(132)
     values["split_offsets"] = None if split_offsets is None else tuple(split_offsets)
     equality_ids = fget(135)

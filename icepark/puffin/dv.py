@@ -99,7 +99,7 @@ def deserialize_roaring64(data: bytes, location: str = "<bytes>") -> dict[int, B
         offset += 4
         try:
             bm = BitMap.deserialize(bytes(view[offset:]))
-        except (ValueError, OverflowError) as e:
+        except (ValueError, OverflowError, IndexError) as e:  # IndexError: a truncated bitmap
             raise InvalidValueError(f"Invalid 32-bit roaring bitmap in {location}: {e}") from None
         # Deserialising keeps the containers as stored, so re-serialising gives the size read.
         offset += len(bm.serialize())

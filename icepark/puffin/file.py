@@ -82,9 +82,9 @@ class BlobMetadata:
                 compression_codec=obj.get("compression-codec"),
                 properties={str(k): str(v) for k, v in (obj.get("properties") or {}).items()},
             )
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ValidationError(
-                f"Invalid Puffin blob metadata in {location}: {obj!r} ({e})"
+                f"Invalid Puffin blob metadata in {location}: {obj!r} ({e})"[:1000]
             ) from None
 
 
@@ -147,7 +147,14 @@ def parse_footer(data: bytes, location: str) -> PuffinFile:
         obj = json.loads(payload.decode("utf-8"))
         blobs = tuple(BlobMetadata.from_json(b, location) for b in obj["blobs"])
         props = {str(k): str(v) for k, v in (obj.get("properties") or {}).items()}
-    except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as e:
+    except (
+        UnicodeDecodeError,
+        json.JSONDecodeError,
+        KeyError,
+        TypeError,
+        AttributeError,  # "properties" not an object
+        RecursionError,  # JSON nested too deeply
+    ) as e:
         raise ValidationError(f"Invalid Puffin footer in {location}: {e}") from None
     return PuffinFile(location, blobs, props, payload_size + _FOOTER_STRUCT_LENGTH + len(MAGIC))
 
@@ -179,6 +186,12 @@ def read_puffin_blob(
     input_file: InputFile, offset: int, length: int, codec: str | None = None
 ) -> bytes:
     """The (decompressed) bytes of the blob at ``offset``/``length`` of a Puffin file."""
+    if offset < 0 or length < 0 or offset + length > input_file.length():
+        # checked before reading: a stream's read(length) allocates length bytes first
+        raise ValidationError(
+            f"Invalid Puffin blob in {input_file.location}: {length} bytes at {offset} lie "
+            "outside the file"
+        )
     with input_file.open() as f:
         f.seek(offset)
         data = f.read(length)

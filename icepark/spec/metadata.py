@@ -20,7 +20,12 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from icepark.errors import InvalidMetadataError, UnsupportedFormatVersionError, ValidationError
+from icepark.errors import (
+    InvalidMetadataError,
+    InvalidSchemaError,
+    UnsupportedFormatVersionError,
+    ValidationError,
+)
 from icepark.spec import _jsonutil as js
 from icepark.spec import properties as P
 from icepark.spec.name_mapping import NameMapping, name_mapping_from_json
@@ -181,7 +186,16 @@ class TableMetadata:
                 f"Cannot find sort order with default-sort-order-id={self.default_sort_order_id} "
                 "from sort-orders"
             )
+        if self.last_sequence_number < 0:
+            raise InvalidMetadataError(
+                f"Invalid last sequence number {self.last_sequence_number}: must be >= 0"
+            )
         for snap in self.snapshots:
+            if snap.sequence_number < 0:
+                raise InvalidMetadataError(
+                    f"Invalid snapshot {snap.snapshot_id} with negative sequence number "
+                    f"{snap.sequence_number}"
+                )
             if snap.sequence_number > self.last_sequence_number:
                 raise InvalidMetadataError(
                     f"Invalid snapshot with sequence number {snap.sequence_number} greater than "
@@ -294,7 +308,12 @@ class TableMetadata:
     @cached_property
     def _name_mapping(self) -> NameMapping | None:
         text = self.properties.get(P.DEFAULT_NAME_MAPPING.name)
-        return name_mapping_from_json(text) if text else None
+        try:
+            return name_mapping_from_json(text) if text else None
+        except InvalidSchemaError as exc:
+            raise InvalidSchemaError(
+                f"Invalid table property {P.DEFAULT_NAME_MAPPING.name}: {exc}"
+            ) from exc
 
     def sort_order(self) -> SortOrder:
         """The default sort order."""

@@ -163,11 +163,14 @@ def name_mapping_from_json(text: str | bytes | list[Any]) -> NameMapping:
     if isinstance(text, str | bytes):
         try:
             obj = json.loads(text)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:  # RecursionError: nested too deeply
             raise InvalidSchemaError(f"Cannot parse name mapping: invalid JSON: {e}") from e
     else:
         obj = text
-    return NameMapping(_fields_from_obj(obj))
+    try:
+        return NameMapping(_fields_from_obj(obj))
+    except RecursionError:
+        raise InvalidSchemaError("Cannot parse name mapping: fields nested too deeply") from None
 
 
 def _fields_from_obj(obj: Any) -> tuple[MappedField, ...]:

@@ -278,7 +278,7 @@ def partition_spec_from_json(obj: Any, *, legacy_next_id: int | None = None) -> 
         spec_id, fields_json = INITIAL_SPEC_ID, obj
     elif isinstance(obj, dict) and isinstance(obj.get("fields"), list):
         spec_id, fields_json = obj.get("spec-id", INITIAL_SPEC_ID), obj["fields"]
-        if not _is_int(spec_id):
+        if not _is_int32(spec_id):
             raise ValidationError(f"Cannot parse partition spec id from json: {spec_id!r}")
     else:
         raise ValidationError(f"Cannot parse partition spec from json: {obj!r}"[:300])
@@ -290,7 +290,7 @@ def partition_spec_from_json(obj: Any, *, legacy_next_id: int | None = None) -> 
         field_id = fj.get("field-id")
         if field_id is None:
             field_id = next_id
-        if not all(_is_int(v) for v in (fj["source-id"], field_id)) or not isinstance(
+        if not all(_is_int32(v) for v in (fj["source-id"], field_id)) or not isinstance(
             fj["name"], str
         ):
             raise ValidationError(f"Cannot parse partition field from json: {fj!r}")
@@ -302,3 +302,8 @@ def partition_spec_from_json(obj: Any, *, legacy_next_id: int | None = None) -> 
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_int32(value: Any) -> bool:
+    """An id of the spec's JSON: a 32-bit int, as Java reads it."""
+    return _is_int(value) and -(2**31) <= value < 2**31

@@ -259,7 +259,8 @@ def read_view_metadata_json(text: str | bytes, location: str = "") -> ViewMetada
     """A view metadata file's bytes (plain JSON) parsed; errors name ``location``."""
     try:
         obj = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        # RecursionError: JSON nested deeper than the interpreter's recursion limit
         raise InvalidMetadataError(f"Cannot parse view metadata {location}: {exc}") from exc
     try:
         return view_metadata_from_json(obj)
