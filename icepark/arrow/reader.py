@@ -66,6 +66,7 @@ from icepark.errors import (
     InvalidSchemaError,
     InvalidValueError,
     NoSuchFileError,
+    StorageError,
     UnsupportedOperationError,
     ValidationError,
 )
@@ -183,6 +184,12 @@ def _unreadable(io: FileIO, data_file: DataFile, exc: Exception) -> IceparkError
             return translated
     if isinstance(exc, FileNotFoundError):
         return NoSuchFileError(f"Data file not found: {location}")
+    if isinstance(exc, OSError) and exc.errno is not None:  # the system refused: no permission,
+        error = StorageError(  # too many open files, an I/O error... not a corrupt file
+            f"Cannot read data file {location}: {exc.strerror or exc} (errno {exc.errno})"
+        )
+        error.errno = exc.errno
+        return error
     return ValidationError(
         f"Cannot read {data_file.file_format.value} data file {location}: "
         f"{type(exc).__name__}: {str(exc).strip()}"

@@ -651,6 +651,32 @@ def test_file_io_without_a_pyarrow_filesystem(tmp_path: Path) -> None:
     assert [r for b in batches for r in b.to_pylist()] == BASE_ROWS[3:]
 
 
+def test_a_refused_read_is_a_storage_error_not_a_corrupt_file(tmp_path: Path) -> None:
+    """The system refusing a read (no permission, an I/O error) says so, naming the file and
+    keeping errno; a corrupt file is a ValidationError."""
+    import errno
+
+    from icepark.errors import StorageError, ValidationError
+
+    class RefusingIO(PyArrowFileIO):
+        def filesystem(self, location: str) -> tuple[Any, str]:
+            class Refusing:
+                def open_input_file(self, path: str) -> Any:
+                    raise PermissionError(errno.EACCES, "Permission denied", path)
+
+            return Refusing(), location
+
+    df = _write(tmp_path / "f.parquet", BASE, BASE_ROWS)
+    args = {"projected_schema": BASE, "table_schema": BASE, "partition_spec": None}
+    with pytest.raises(StorageError, match=r"f\.parquet.*errno 13") as raised:
+        list(read_data_file(RefusingIO(), df, row_filter=None, name_mapping=None, **args))
+    assert raised.value.errno == errno.EACCES
+    (tmp_path / "g.parquet").write_bytes(b"PAR1 not a parquet file PAR1")
+    broken = df.replace(file_path=str(tmp_path / "g.parquet"))
+    with pytest.raises(ValidationError, match=r"g\.parquet"):
+        list(read_data_file(IO, broken, row_filter=None, name_mapping=None, **args))
+
+
 def test_batches_are_bounded_and_streamed(tmp_path: Path) -> None:
     schema = Schema(NestedField(1, "id", LongType()))
     df = _write(
