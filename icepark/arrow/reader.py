@@ -55,6 +55,7 @@ from icepark.arrow._projection import (
 from icepark.arrow.avro_reader import AvroDataFile, plan_selection
 from icepark.arrow.expressions import storage_type, to_arrow_expression, to_arrow_scalar
 from icepark.arrow.orc_reader import OrcDataFile
+from icepark.arrow.read_errors import typed_read_errors
 from icepark.arrow.schema import (
     apply_name_mapping,
     field_id_of,
@@ -62,17 +63,14 @@ from icepark.arrow.schema import (
     type_to_arrow,
 )
 from icepark.errors import (
-    IceparkError,
     InvalidSchemaError,
     InvalidValueError,
     NoSuchFileError,
-    StorageError,
     UnsupportedOperationError,
     ValidationError,
 )
 from icepark.expressions import AlwaysFalse, AlwaysTrue, Expression
 from icepark.io.fileio import FileIO
-from icepark.io.s3 import storage_error
 from icepark.spec.manifests import DataFile, FileFormat
 from icepark.spec.metadata_columns import (
     FILE_PATH_FIELD_ID,
@@ -157,43 +155,7 @@ def read_data_file(
         batch_size,
         split,
     )
-    return _typed_errors(io, data_file, batches)
-
-
-def _typed_errors(
-    io: FileIO, data_file: DataFile, batches: Iterator[pa.RecordBatch]
-) -> Iterator[pa.RecordBatch]:
-    """``batches``, with the errors of a corrupt or truncated file (Arrow's, raised from its
-    C++ readers as ``ArrowException`` or plain ``OSError``) turned into a ValidationError
-    naming the file; an S3 request that failed stays a StorageError."""
-    try:
-        yield from batches
-    except IceparkError:
-        raise
-    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
-        # UnicodeDecodeError: a Parquet footer whose column names are not UTF-8
-        raise _unreadable(io, data_file, exc) from exc
-
-
-def _unreadable(io: FileIO, data_file: DataFile, exc: Exception) -> IceparkError:
-    location = data_file.file_path
-    scheme, _, rest = location.partition("://")
-    if isinstance(exc, OSError) and scheme in ("s3", "s3a", "s3n"):
-        translated = storage_error(exc, location, rest.split("/", 1)[0], io.properties)
-        if translated is not None:
-            return translated
-    if isinstance(exc, FileNotFoundError):
-        return NoSuchFileError(f"Data file not found: {location}")
-    if isinstance(exc, OSError) and exc.errno is not None:  # the system refused: no permission,
-        error = StorageError(  # too many open files, an I/O error... not a corrupt file
-            f"Cannot read data file {location}: {exc.strerror or exc} (errno {exc.errno})"
-        )
-        error.errno = exc.errno
-        return error
-    return ValidationError(
-        f"Cannot read {data_file.file_format.value} data file {location}: "
-        f"{type(exc).__name__}: {str(exc).strip()}"
-    )
+    return typed_read_errors(io, data_file, batches)
 
 
 def file_schema_with_ids(
