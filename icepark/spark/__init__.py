@@ -7,6 +7,10 @@ DataFrame API::
     ispark.write(df, "db.events", mode="append")        # or "overwrite", "overwrite-partitions"
     ispark.create_table_from(spark, df, "db.copy", partition_by=["day(ts)"], sort_by=["id"])
 
+Iceberg SQL without JVM extensions (see :mod:`icepark.spark.sql`)::
+
+    ispark.sql(spark, "SELECT * FROM db.events FOR VERSION AS OF 'audit' WHERE id = 5")
+
 Row-level changes (``write.delete.mode`` / ``write.update.mode`` / ``write.merge.mode``:
 copy-on-write or merge-on-read; see :mod:`icepark.spark.write.row_level`)::
 
@@ -79,6 +83,11 @@ from icepark.spark.write.row_level import delete, merge, update
 from icepark.spark.write.writer import WriteMode, WritePath, choose_write_path, write
 from icepark.table import Table
 
+# Imported last: importing the package icepark.spark.sql binds this module's attribute ``sql``
+# to the package; this rebinds it to the function, so ``ispark.sql(spark, "...")`` runs SQL
+# while ``import icepark.spark.sql.errors`` still finds the package in sys.modules.
+from icepark.spark.sql import sql  # noqa: E402  (after the subpackage import on purpose)
+
 __all__ = [
     "IcebergDataSource",
     "add_files",
@@ -92,6 +101,7 @@ __all__ = [
     "merge",
     "prepare_session",
     "session",
+    "sql",
     "SparkSetupError",
     "read",
     "read_scan",
