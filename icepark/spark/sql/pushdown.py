@@ -23,6 +23,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from icepark.errors import ValidationError
 from icepark.expressions import BooleanExpression, and_, bind, col, not_, or_
 from icepark.spec.schema import Schema
 from icepark.spec.types import (
@@ -38,7 +39,7 @@ from icepark.spec.types import (
     TimestamptzType,
 )
 
-__all__ = ["conjuncts_for", "to_filter", "split_and"]
+__all__ = ["conjuncts_for", "to_filter", "split_and", "literal_value"]
 
 
 class _NoPush(Exception):
@@ -120,6 +121,15 @@ def _literal(node: exp.Expression) -> tuple[Any, str]:
         if to in kinds:
             return str(node.this.this), kinds[to]
     raise _NoPush
+
+
+def literal_value(node: exp.Expression) -> Any:
+    """The Python value of a literal (a number, string, boolean, or a typed date/timestamp
+    literal's text); a :class:`ValidationError` for anything else."""
+    try:
+        return _literal(node)[0]
+    except _NoPush:
+        raise ValidationError(f"Not a literal: {node.sql(dialect='spark')}") from None
 
 
 def _accepts(t: IcebergType, value: Any, kind: str, utc: bool) -> bool:
