@@ -46,7 +46,7 @@ __all__ = ["run_write"]
 _WAP_ID = "spark.wap.id"
 
 
-def _target(ctx: SqlContext, node: exp.Expression) -> tuple[exp.Table, Resolved]:
+def _target(ctx: SqlContext, node: exp.Expr) -> tuple[exp.Table, Resolved]:
     table = node.this if isinstance(node, exp.Schema) else node
     if not isinstance(table, exp.Table):
         raise UnsupportedSqlError(f"write target {node.sql('spark')}", ctx.statement)
@@ -60,12 +60,12 @@ def _branch(resolved: Resolved) -> str:
     return resolved.ref or MAIN_BRANCH
 
 
-def _frame(ctx: SqlContext, query: exp.Expression) -> DataFrame:
+def _frame(ctx: SqlContext, query: exp.Expr) -> DataFrame:
     prepared = prepare_query(ctx, query)
     return ctx.spark.sql(prepared.sql(dialect="spark"))
 
 
-def run_write(ctx: SqlContext, stmt: Statement, tree: exp.Expression) -> DataFrame:
+def run_write(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame:
     from icepark.spark.sql.runner import empty_result
 
     target = tree.this
@@ -137,7 +137,9 @@ def _aligned(
     for f in schema.fields:
         if f.name in by_name:
             src = by_name[f.name]
-            value = _cast(f.name, resolved.name, src.dataType, f.dataType, F.col(quote_column(src.name)))
+            value = _cast(
+                f.name, resolved.name, src.dataType, f.dataType, F.col(quote_column(src.name))
+            )
         elif f.name.lower() in static:
             value = F.lit(static[f.name.lower()]).cast(f.dataType)
         else:
@@ -150,9 +152,7 @@ def _insert(ctx: SqlContext, tree: exp.Insert, node: exp.Table, resolved: Resolv
     from icepark.spark.write.writer import write
 
     target = tree.this
-    listed = (
-        [e.name for e in target.expressions] if isinstance(target, exp.Schema) else None
-    )
+    listed = [e.name for e in target.expressions] if isinstance(target, exp.Schema) else None
     static: dict[str, Any] = {}
     partition = node.args.get("partition")
     if isinstance(partition, exp.Partition):
@@ -195,7 +195,7 @@ def _insert(ctx: SqlContext, tree: exp.Insert, node: exp.Table, resolved: Resolv
 # -- delete and update -------------------------------------------------------------------------
 
 
-def _unqualified(expr: exp.Expression, qualifiers: set[str]) -> exp.Expression:
+def _unqualified(expr: exp.Expr, qualifiers: set[str]) -> exp.Expr:
     """``expr`` with column qualifiers naming the target removed."""
     out = expr.copy()
     for column in out.find_all(exp.Column):
@@ -213,7 +213,7 @@ def _qualifiers(node: exp.Table) -> set[str]:
 
 
 def _condition(
-    ctx: SqlContext, where: exp.Expression | None, resolved: Resolved, quals: set[str]
+    ctx: SqlContext, where: exp.Expr | None, resolved: Resolved, quals: set[str]
 ) -> BooleanExpression | Column | None:
     if where is None:
         return None
@@ -232,7 +232,9 @@ def _condition(
 
 def _no_wap(ctx: SqlContext, what: str) -> None:
     if ctx.spark.conf.get(_WAP_ID, None):
-        raise UnsupportedSqlError(f"{what} with {_WAP_ID} set (staged row-level changes)", ctx.statement)
+        raise UnsupportedSqlError(
+            f"{what} with {_WAP_ID} set (staged row-level changes)", ctx.statement
+        )
 
 
 def _delete(ctx: SqlContext, tree: exp.Delete, node: exp.Table, resolved: Resolved) -> None:
@@ -262,7 +264,7 @@ def _update(ctx: SqlContext, tree: exp.Update, node: exp.Table, resolved: Resolv
 # -- merge -------------------------------------------------------------------------------------
 
 
-def _renamed(expr: exp.Expression, names: dict[str, str]) -> exp.Expression:
+def _renamed(expr: exp.Expr, names: dict[str, str]) -> exp.Expr:
     out = expr.copy()
     for column in out.find_all(exp.Column):
         table = column.args.get("table")
@@ -292,7 +294,7 @@ def _merge(ctx: SqlContext, tree: exp.Merge, node: exp.Table, resolved: Resolved
     if not node.alias:
         names[table_parts(node)[-1].lower()] = "t"
 
-    def sql(e: exp.Expression) -> str:
+    def sql(e: exp.Expr) -> str:
         return _renamed(e, names).sql(dialect="spark")
 
     clauses = []

@@ -95,8 +95,9 @@ def resolve_name(
     for_write: bool = False,
 ) -> Resolved:
     """What ``parts`` names (see the module docstring); ``namespace`` is the default for a
-    single-part name (a view's default namespace), ``views`` whether a view may answer; ``for_write`` lets
-    ``branch_<b>`` name a branch that does not exist yet (a write creates it, as in Java)."""
+    single-part name (a view's default namespace), ``views`` whether a view may answer;
+    ``for_write`` lets ``branch_<b>`` name a branch that does not exist yet (a write creates
+    it, as in Java)."""
     given = display_name(parts)
     ident = _strip_catalog(parts, catalog_name)
     if ident is None:
@@ -106,8 +107,7 @@ def resolve_name(
             return Resolved("spark", tuple(parts))
         if not namespace:
             raise NoSuchTableError(
-                f"Table or view not found: {given} (icepark tables are named "
-                "<namespace>.<table>)"
+                f"Table or view not found: {given} (icepark tables are named <namespace>.<table>)"
             )
         ident = (*namespace, *ident)
     try:

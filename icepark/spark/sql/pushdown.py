@@ -46,7 +46,7 @@ class _NoPush(Exception):
     pass
 
 
-def split_and(expr: exp.Expression | None) -> list[exp.Expression]:
+def split_and(expr: exp.Expr | None) -> list[exp.Expr]:
     """The conjuncts of ``expr`` (parentheses removed)."""
     if expr is None:
         return []
@@ -62,7 +62,7 @@ def _from(select: exp.Select) -> exp.From | None:
     return found if isinstance(found, exp.From) else None
 
 
-def conjuncts_for(node: exp.Table) -> tuple[list[exp.Expression], bool]:
+def conjuncts_for(node: exp.Table) -> tuple[list[exp.Expr], bool]:
     """The conjuncts that may be pushed into ``node``'s scan, and whether ``node`` is its
     ``SELECT``'s only source (so unqualified columns are its own)."""
     parent = node.parent
@@ -100,7 +100,7 @@ def _number(text: str) -> Any:
     return int(text)
 
 
-def _literal(node: exp.Expression) -> tuple[Any, str]:
+def _literal(node: exp.Expr) -> tuple[Any, str]:
     """A literal's value and kind: ``num``, ``str``, ``bool``, ``date``, ``ts``, ``ts_ntz``."""
     while isinstance(node, exp.Paren):
         node = node.this
@@ -123,7 +123,7 @@ def _literal(node: exp.Expression) -> tuple[Any, str]:
     raise _NoPush
 
 
-def literal_value(node: exp.Expression) -> Any:
+def literal_value(node: exp.Expr) -> Any:
     """The Python value of a literal (a number, string, boolean, or a typed date/timestamp
     literal's text); a :class:`ValidationError` for anything else."""
     try:
@@ -163,7 +163,7 @@ class _Translator:
         self.owns = owns
         self.utc = utc
 
-    def column(self, node: exp.Expression) -> NestedField:
+    def column(self, node: exp.Expr) -> NestedField:
         while isinstance(node, exp.Paren):
             node = node.this
         if not isinstance(node, exp.Column) or node.args.get("db") or not self.owns(node):
@@ -175,7 +175,7 @@ class _Translator:
             raise _NoPush
         return found
 
-    def value(self, f: NestedField, node: exp.Expression) -> Any:
+    def value(self, f: NestedField, node: exp.Expr) -> Any:
         value, kind = _literal(node)
         if not _accepts(f.field_type, value, kind, self.utc):
             raise _NoPush
@@ -200,7 +200,7 @@ class _Translator:
             kind = flipped.get(kind, kind)
         return ops[kind](col(f.name), self.value(f, right))
 
-    def __call__(self, node: exp.Expression) -> BooleanExpression:
+    def __call__(self, node: exp.Expr) -> BooleanExpression:
         while isinstance(node, exp.Paren):
             node = node.this
         if isinstance(node, exp.And):
@@ -250,7 +250,7 @@ class _Translator:
 
 
 def to_filter(
-    conjuncts: list[exp.Expression],
+    conjuncts: list[exp.Expr],
     schema: Schema,
     owns: Callable[[exp.Column], bool],
     utc: bool,

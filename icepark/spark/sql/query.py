@@ -58,7 +58,7 @@ def table_parts(node: exp.Table) -> list[str]:
     return parts + tail
 
 
-def _time_travel(ctx: SqlContext, version: exp.Expression | None, resolved: Resolved) -> TimeTravel:
+def _time_travel(ctx: SqlContext, version: exp.Expr | None, resolved: Resolved) -> TimeTravel:
     snapshot_id: int | None = None
     as_of: int | None = None
     ref = resolved.ref
@@ -126,7 +126,8 @@ def _table_frame(ctx: SqlContext, node: exp.Table, resolved: Resolved) -> DataFr
         scan = scan.filter(filt)
     tasks = scan.plan_files()
     snap = scan.snapshot
-    total = int(snap.summary.get("total-data-files", len(tasks))) if snap is not None else 0
+    summary = snap.summary if snap is not None else None
+    total = int(summary.get("total-data-files", len(tasks))) if summary is not None else 0
     planned = len({t.file.file_path for t in tasks})
     pushed = " AND ".join(texts) if texts else "none"
     at = f" at snapshot {snap.snapshot_id}" if snap is not None else " (no snapshot)"
@@ -137,7 +138,7 @@ def _table_frame(ctx: SqlContext, node: exp.Table, resolved: Resolved) -> DataFr
     return read_tasks(ctx.spark, scan, tasks)
 
 
-def _strip_qualifiers(tree: exp.Expression, parts: Sequence[str]) -> None:
+def _strip_qualifiers(tree: exp.Expr, parts: Sequence[str]) -> None:
     """``db.t.col`` -> ``t.col`` for table ``db.t`` read without an alias."""
     if len(parts) < 2:
         return
@@ -150,9 +151,7 @@ def _strip_qualifiers(tree: exp.Expression, parts: Sequence[str]) -> None:
                 column.set("catalog", None)
 
 
-def _view_subquery(
-    ctx: SqlContext, node: exp.Table, resolved: Resolved, depth: int
-) -> exp.Expression:
+def _view_subquery(ctx: SqlContext, node: exp.Table, resolved: Resolved, depth: int) -> exp.Expr:
     if node.args.get("version") is not None:
         raise ValidationError(f"Cannot time travel view {resolved.name}")
     view = resolved.view
@@ -181,11 +180,11 @@ def _view_subquery(
 
 def prepare_query(
     ctx: SqlContext,
-    tree: exp.Expression,
+    tree: exp.Expr,
     *,
     namespace: Sequence[str] = (),
     depth: int = 0,
-) -> exp.Expression:
+) -> exp.Expr:
     """``tree`` with every icepark table and view replaced (see the module docstring)."""
     if depth > _MAX_VIEW_DEPTH:
         raise ValidationError("Views nest too deep (a view that reads itself?)")
@@ -216,7 +215,7 @@ def prepare_query(
     return tree
 
 
-def run_query(ctx: SqlContext, tree: exp.Expression) -> DataFrame:
+def run_query(ctx: SqlContext, tree: exp.Expr) -> DataFrame:
     """The rows of a query (see the module docstring)."""
     prepared = prepare_query(ctx, tree)
     try:
@@ -225,7 +224,7 @@ def run_query(ctx: SqlContext, tree: exp.Expression) -> DataFrame:
         ctx.drop_views()
 
 
-def explain_query(ctx: SqlContext, tree: exp.Expression, mode: str = "") -> DataFrame:
+def explain_query(ctx: SqlContext, tree: exp.Expr, mode: str = "") -> DataFrame:
     """``EXPLAIN [mode] query``: icepark's scan report, then Spark's plan, in one ``plan``
     row as Java's Spark returns it."""
     prepared = prepare_query(ctx, tree)

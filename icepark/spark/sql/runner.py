@@ -34,7 +34,7 @@ def empty_result(ctx: SqlContext) -> DataFrame:
     return ctx.spark.createDataFrame([], StructType([]))
 
 
-def parse_statement(stmt: Statement) -> exp.Expression:
+def parse_statement(stmt: Statement) -> exp.Expr:
     """sqlglot's tree of one statement; a parse error placed in the script."""
     try:
         trees = [t for t in sqlglot.parse(stmt.text, read="spark") if t is not None]
@@ -119,7 +119,7 @@ def run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
     return _dispatch(ctx, stmt, tree)
 
 
-def _dispatch(ctx: SqlContext, stmt: Statement, tree: exp.Expression) -> DataFrame:
+def _dispatch(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame:
     if isinstance(tree, exp.Query):
         return run_query(ctx, tree)
     if isinstance(tree, exp.Insert | exp.Delete | exp.Update | exp.Merge):
@@ -174,5 +174,3 @@ def run_script(ctx: SqlContext, text: str) -> DataFrame:
             ctx.report.clear()
     assert isinstance(result, DataFrame)
     return result
-
-

@@ -529,7 +529,9 @@ def merge(
         if assigned is None:
             raise ValidationError(f"Cannot merge: {name} gives no values")
         if c.action == "insert":
-            missing = [f.name for f in target.schema.fields if f.required and f.name not in assigned]
+            missing = [
+                f.name for f in target.schema.fields if f.required and f.name not in assigned
+            ]
             if missing:
                 raise ValidationError(
                     f"Cannot merge into table {target.table.name}: {name} gives "
