@@ -22,7 +22,7 @@ from pyspark.sql import types as T
 from sqlglot import exp
 
 from icepark.arrow.schema import DOC_KEY
-from icepark.errors import ValidationError
+from icepark.errors import NoSuchViewError, ValidationError
 from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.ddl import table_ident
 from icepark.spark.sql.errors import UnsupportedSqlError
@@ -54,6 +54,11 @@ def run_view(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame:
         return _create_view(ctx, tree)
     if isinstance(tree, exp.Drop):
         for node in tree.args.get("tables") or [tree.this]:
+            parts = table_parts(node) if isinstance(node, exp.Table) else []
+            if len(parts) == 1:  # a temporary view: Spark's
+                if not ctx.spark.catalog.dropTempView(parts[0]) and not tree.args.get("exists"):
+                    raise NoSuchViewError(f"View does not exist: {parts[0]}")
+                continue
             ident = _ident(ctx, node)
             if tree.args.get("exists") and not ctx.catalog.view_exists(ident):
                 continue
@@ -70,7 +75,37 @@ def run_view(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame:
     raise UnsupportedSqlError(f"view statement {type(tree).__name__}", stmt.text)
 
 
+def _temporary(tree: exp.Create) -> bool:
+    props = tree.args.get("properties")
+    items = props.expressions if isinstance(props, exp.Properties) else []
+    return any(isinstance(p, exp.TemporaryProperty) for p in items)
+
+
+def _create_temporary_view(ctx: SqlContext, tree: exp.Create) -> DataFrame:
+    """``CREATE [OR REPLACE] TEMPORARY VIEW v AS query``: Spark's own temporary view over
+    the query's DataFrame (icepark tables in it read as they are now)."""
+    node = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    query = tree.args.get("expression")
+    if not isinstance(node, exp.Table) or not isinstance(query, exp.Query):
+        raise UnsupportedSqlError("CREATE TEMPORARY VIEW without a name and a query")
+    name = table_parts(node)[-1]
+    prepared = prepare_query(ctx, query)
+    df = ctx.spark.sql(prepared.sql(dialect="spark"))
+    if isinstance(tree.this, exp.Schema):
+        df = df.toDF(*[c.name for c in tree.this.expressions])
+    if tree.args.get("replace"):
+        df.createOrReplaceTempView(name)
+    elif tree.args.get("exists"):
+        if not ctx.spark.catalog.tableExists(name):
+            df.createTempView(name)
+    else:
+        df.createTempView(name)
+    return _empty(ctx)
+
+
 def _create_view(ctx: SqlContext, tree: exp.Create) -> DataFrame:
+    if _temporary(tree):
+        return _create_temporary_view(ctx, tree)
     ident = _ident(ctx, tree.this)
     query = tree.args.get("expression")
     if not isinstance(query, exp.Query):
