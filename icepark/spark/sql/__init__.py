@@ -24,10 +24,23 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from icepark.spark.sql.context import SqlContext, load_sql_catalog
-from icepark.spark.sql.errors import SqlError, SqlParseError, SqlScriptError, UnsupportedSqlError
+from icepark.spark.sql.errors import (
+    SqlAnalysisError,
+    SqlError,
+    SqlParseError,
+    SqlScriptError,
+    UnsupportedSqlError,
+)
 from icepark.spark.sql.runner import run_script
 
-__all__ = ["sql", "SqlError", "SqlParseError", "SqlScriptError", "UnsupportedSqlError"]
+__all__ = [
+    "sql",
+    "SqlError",
+    "SqlAnalysisError",
+    "SqlParseError",
+    "SqlScriptError",
+    "UnsupportedSqlError",
+]
 
 
 def sql(spark: SparkSession, text: str, catalog: Any = None) -> DataFrame:

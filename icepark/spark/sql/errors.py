@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from icepark.errors import IceparkError, UnsupportedOperationError, ValidationError
 
-__all__ = ["SqlError", "SqlParseError", "UnsupportedSqlError", "SqlScriptError"]
+__all__ = [
+    "SqlError",
+    "SqlParseError",
+    "SqlAnalysisError",
+    "UnsupportedSqlError",
+    "SqlScriptError",
+]
 
 
 def _shorten(statement: str, limit: int = 120) -> str:
@@ -36,6 +42,15 @@ class SqlParseError(SqlError, ValidationError):
         self.line = line
         self.column = column
         super().__init__(f"{message} (line {line}, column {column})", statement)
+
+
+class SqlAnalysisError(SqlError, ValidationError):
+    """A statement Spark's analyzer refused: an unknown column or function, a type mismatch
+    (Spark's message, which names it, is kept; ``error_class`` is Spark's error class)."""
+
+    def __init__(self, message: str, statement: str = "", error_class: str | None = None) -> None:
+        self.error_class = error_class
+        super().__init__(message, statement)
 
 
 class UnsupportedSqlError(SqlError, UnsupportedOperationError):

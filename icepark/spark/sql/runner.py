@@ -17,13 +17,24 @@ from pyspark.sql import DataFrame
 from sqlglot import exp
 
 from icepark.spark.sql.context import SqlContext
-from icepark.spark.sql.errors import SqlParseError, SqlScriptError, UnsupportedSqlError
+from icepark.spark.sql.errors import (
+    SqlAnalysisError,
+    SqlParseError,
+    SqlScriptError,
+    UnsupportedSqlError,
+)
 from icepark.spark.sql.query import explain_query, run_query
 from icepark.spark.sql.script import Statement, first_words, parse_error, split_statements
 
 __all__ = ["run_script", "run_statement", "parse_statement", "empty_result"]
 
 _EXPLAIN_MODES = ("EXTENDED", "CODEGEN", "COST", "FORMATTED")
+# the words a Spark SQL statement can start with: any other first word is a syntax error there
+_STARTS = frozenset(
+    "SELECT WITH VALUES FROM TABLE INSERT DELETE UPDATE MERGE CREATE DROP ALTER SHOW DESCRIBE "
+    "DESC EXPLAIN SET RESET USE CALL REPLACE CACHE UNCACHE CLEAR REFRESH MSCK ANALYZE GRANT "
+    "REVOKE TRUNCATE LOAD ADD LIST COMMENT DECLARE EXECUTE".split()
+)
 _AT = re.compile(r" \(line \d+, column \d+\)$")
 
 
@@ -85,7 +96,19 @@ def _extension(ctx: SqlContext, stmt: Statement) -> DataFrame | None:
 
 
 def run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
-    """Run one statement and return its result as Java's Spark does."""
+    """Run one statement and return its result as Java's Spark does; Spark's analysis
+    errors become :class:`SqlAnalysisError`."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        return _run_statement(ctx, stmt)
+    except AnalysisException as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+        error_class = exc.getCondition() if hasattr(exc, "getCondition") else None
+        raise SqlAnalysisError(first, stmt.text, error_class) from exc
+
+
+def _run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
     ctx.statement = stmt.text
     words = first_words(stmt.text, 3)
     head = words[0] if words else ""
@@ -115,6 +138,9 @@ def run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
         from icepark.spark.sql.ddl import replace_table
 
         return replace_table(ctx, stmt)
+    if head not in _STARTS and not stmt.text.lstrip().startswith("("):
+        word = head or stmt.text.split(None, 1)[0]
+        raise stmt.error(f"Syntax error at or near {word!r}", _skip_words(stmt.text, 0))
     tree = parse_statement(stmt)
     return _dispatch(ctx, stmt, tree)
 
