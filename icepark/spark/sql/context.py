@@ -70,6 +70,12 @@ class SqlContext:
         self.report.append(line)
         LOG.info("%s", line)
 
+    def empty(self) -> DataFrame:
+        """What DDL returns: no columns, no rows."""
+        from pyspark.sql.types import StructType
+
+        return self.spark.createDataFrame([], StructType([]))
+
     def drop_views(self) -> None:
         """Drop this statement's temporary views (the DataFrames built over them keep their
         analyzed plans, as pyspark's own ``spark.sql(..., df=...)`` does)."""

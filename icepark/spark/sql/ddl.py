@@ -34,7 +34,7 @@ from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
 from icepark.spark.sql.identifiers import SPARK_CATALOG
 from icepark.spark.sql.query import prepare_query, table_parts
-from icepark.spark.sql.script import Statement
+from icepark.spark.sql.script import Statement, parse_statement
 from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
 from icepark.spec.snapshots import MAIN_BRANCH
 
@@ -44,9 +44,7 @@ _NAMESPACE_KINDS = ("NAMESPACE", "DATABASE", "SCHEMA")
 
 
 def _empty(ctx: SqlContext) -> DataFrame:
-    from icepark.spark.sql.runner import empty_result
-
-    return empty_result(ctx)
+    return ctx.empty()
 
 
 def table_ident(ctx: SqlContext, parts: Sequence[str]) -> tuple[str, ...] | None:
@@ -165,8 +163,6 @@ def _properties(tree: exp.Create) -> dict[str, Any]:
 
 def replace_table(ctx: SqlContext, stmt: Statement) -> DataFrame:
     """``REPLACE TABLE ...`` (sqlglot parses only ``CREATE OR REPLACE``): read as that."""
-    from icepark.spark.sql.runner import parse_statement
-
     offset = stmt.text.upper().index("REPLACE")
     text = stmt.text[:offset] + "CREATE OR " + stmt.text[offset:]
     tree = parse_statement(Statement(text, stmt.line, stmt.column))

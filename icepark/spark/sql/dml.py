@@ -66,8 +66,6 @@ def _frame(ctx: SqlContext, query: exp.Expr) -> DataFrame:
 
 
 def run_write(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame:
-    from icepark.spark.sql.runner import empty_result
-
     target = tree.this
     table_node, resolved = _target(ctx, target)
     if resolved.kind == "spark":
@@ -83,7 +81,7 @@ def run_write(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame:
     else:
         assert isinstance(tree, exp.Merge)
         _merge(ctx, tree, table_node, resolved)
-    return empty_result(ctx)
+    return ctx.empty()
 
 
 # -- insert ------------------------------------------------------------------------------------

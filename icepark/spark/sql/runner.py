@@ -9,10 +9,10 @@ writes to :mod:`~icepark.spark.sql.dml`, views to :mod:`~icepark.spark.sql.views
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import Any
 
-import sqlglot
 from pyspark.sql import DataFrame
 from sqlglot import exp
 
@@ -24,9 +24,9 @@ from icepark.spark.sql.errors import (
     UnsupportedSqlError,
 )
 from icepark.spark.sql.query import explain_query, run_query
-from icepark.spark.sql.script import Statement, first_words, parse_error, split_statements
+from icepark.spark.sql.script import Statement, first_words, parse_statement, split_statements
 
-__all__ = ["run_script", "run_statement", "parse_statement", "empty_result"]
+__all__ = ["run_script", "run_statement"]
 
 _EXPLAIN_MODES = ("EXTENDED", "CODEGEN", "COST", "FORMATTED")
 # the words a Spark SQL statement can start with: any other first word is a syntax error there
@@ -36,26 +36,6 @@ _STARTS = frozenset(
     "REVOKE TRUNCATE LOAD ADD LIST COMMENT DECLARE EXECUTE".split()
 )
 _AT = re.compile(r" \(line \d+, column \d+\)$")
-
-
-def empty_result(ctx: SqlContext) -> DataFrame:
-    """What DDL returns: no columns, no rows."""
-    from pyspark.sql.types import StructType
-
-    return ctx.spark.createDataFrame([], StructType([]))
-
-
-def parse_statement(stmt: Statement) -> exp.Expr:
-    """sqlglot's tree of one statement; a parse error placed in the script."""
-    try:
-        trees = [t for t in sqlglot.parse(stmt.text, read="spark") if t is not None]
-    except sqlglot.errors.ParseError as exc:
-        raise parse_error(exc, stmt) from None
-    except sqlglot.errors.TokenError as exc:
-        raise stmt.error(f"cannot read the statement: {exc}", 0) from None
-    if len(trees) != 1:
-        raise stmt.error("expected one statement", 0)
-    return trees[0]
 
 
 def _skip_words(text: str, count: int) -> int:
@@ -77,8 +57,8 @@ def _sub(stmt: Statement, offset: int) -> Statement:
 
 
 def _extension(ctx: SqlContext, stmt: Statement) -> DataFrame | None:
-    try:
-        from icepark.spark.sql import extensions  # type: ignore[attr-defined]
+    try:  # the Iceberg extensions' parser and runner (ALTER TABLE, CALL): a module of its own
+        extensions: Any = importlib.import_module("icepark.spark.sql.extensions")
     except ImportError:
         raise UnsupportedSqlError(
             "ALTER TABLE and CALL (the Iceberg extensions' parser is not installed)",

@@ -12,9 +12,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sqlglot
+from sqlglot import exp
+
 from icepark.spark.sql.errors import SqlParseError
 
-__all__ = ["Statement", "split_statements", "parse_error", "first_words"]
+__all__ = [
+    "Statement",
+    "split_statements",
+    "parse_error",
+    "parse_statement",
+    "first_words",
+]
 
 
 @dataclass(frozen=True)
@@ -142,3 +151,16 @@ def parse_error(exc: Exception, statement: Statement) -> SqlParseError:
     near = f" near {token!r}" if token else ""
     script_line, script_col = statement.position(line, column)
     return SqlParseError(f"{message}{near}", statement.text, script_line, script_col)
+
+
+def parse_statement(stmt: Statement) -> exp.Expr:
+    """sqlglot's tree of one statement; a parse error placed in the script."""
+    try:
+        trees = [t for t in sqlglot.parse(stmt.text, read="spark") if t is not None]
+    except sqlglot.errors.ParseError as exc:
+        raise parse_error(exc, stmt) from None
+    except sqlglot.errors.TokenError as exc:
+        raise stmt.error(f"cannot read the statement: {exc}", 0) from None
+    if len(trees) != 1:
+        raise stmt.error("expected one statement", 0)
+    return trees[0]

@@ -34,9 +34,7 @@ __all__ = ["run_view", "alter_view"]
 
 
 def _empty(ctx: SqlContext) -> DataFrame:
-    from icepark.spark.sql.runner import empty_result
-
-    return empty_result(ctx)
+    return ctx.empty()
 
 
 def _ident(ctx: SqlContext, node: exp.Expr) -> tuple[str, ...]:
