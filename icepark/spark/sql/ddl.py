@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import getpass
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -35,7 +36,7 @@ from icepark.spark.sql.errors import UnsupportedSqlError
 from icepark.spark.sql.identifiers import SPARK_CATALOG
 from icepark.spark.sql.query import prepare_query, table_parts
 from icepark.spark.sql.script import Statement, parse_statement
-from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
+from icepark.spark.types import spark_schema_to_arrow, to_spark_schema, to_spark_type
 from icepark.spec.snapshots import MAIN_BRANCH
 
 __all__ = ["run_ddl", "show", "replace_table", "namespace_of", "table_ident"]
@@ -208,12 +209,13 @@ def _create_table(
         )
     else:
         raise ValidationError(f"CREATE TABLE {name} needs columns or AS SELECT")
+    properties = {"owner": getpass.getuser(), **opts["properties"]}  # Spark sets the owner
     staged = ctx.catalog.create_table_transaction(
         ident,
         _arrow_schema(spark_schema),
         partition_by=opts["partition_by"],
         location=opts["location"],
-        properties=opts["properties"],
+        properties=properties,
     )
     if df is None:
         staged.commit_transaction()
@@ -331,7 +333,8 @@ def show(ctx: SqlContext, stmt: Statement) -> DataFrame:
         props = _shown_properties(table)
         if pm["key"] is not None:
             key = pm["key"]
-            value = props.get(key, f"Table {table.name} does not have property: {key}")
+            missing = f"Table {ctx.catalog_name}.{table.name} does not have property: {key}"
+            value = props.get(key, missing)
             return ctx.spark.createDataFrame([(key, value)], "key string, value string")
         return ctx.spark.createDataFrame(sorted(props.items()), "key string, value string")
     if what == "CREATE":
@@ -352,11 +355,15 @@ def _load(ctx: SqlContext, parts: Sequence[str]) -> Any:
     return ctx.catalog.load_table(ident)
 
 
+# Spark's reserved table properties: its DESCRIBE and SHOW TBLPROPERTIES leave them out
+_RESERVED = frozenset({"comment", "owner", "location", "provider", "external"})
+
+
 def _shown_properties(table: Any) -> dict[str, str]:
     """What Java's ``SHOW TBLPROPERTIES`` lists: the table's properties and the ones its
     Spark table adds (``format``, ``format-version``, ``current-snapshot-id``)."""
     md = table.metadata
-    props = {k: v for k, v in md.properties.items() if k != "comment"}
+    props = {k: v for k, v in md.properties.items() if k not in _RESERVED}
     fmt = md.properties.get("write.format.default", "parquet").lower()
     snap = md.current_snapshot_id
     props.update(
@@ -370,6 +377,8 @@ def _shown_properties(table: Any) -> dict[str, str]:
 
 
 def _create_statement(ctx: SqlContext, table: Any) -> str:
+    """Java's ``SHOW CREATE TABLE`` text (bucket fields as ``CLUSTERED BY ... INTO n BUCKETS``,
+    as Spark prints a bucket transform)."""
     schema = to_spark_schema(table.schema(), with_ids=False)
     cols = []
     for f, ice in zip(schema.fields, table.schema().fields, strict=True):
@@ -379,16 +388,17 @@ def _create_statement(ctx: SqlContext, table: Any) -> str:
         if ice.doc:
             line += f" COMMENT '{ice.doc}'"
         cols.append(line)
-    parts = [
-        f"CREATE TABLE {ctx.catalog_name}.{table.name} (",
-        ",\n".join(cols),
-        ")",
-        "USING iceberg",
-    ]
+    parts = [f"CREATE TABLE {ctx.catalog_name}.{table.name} (", ",\n".join(cols) + ")"]
+    parts.append("USING iceberg")
     spec = table.metadata.spec()
-    if spec.fields:
-        terms = ", ".join(_describe_term(table, f) for f in spec.fields)
-        parts.append(f"PARTITIONED BY ({terms})")
+    buckets = [f for f in spec.fields if str(f.transform).startswith("bucket[")]
+    others = [f for f in spec.fields if f not in buckets]
+    if others:
+        parts.append(f"PARTITIONED BY ({', '.join(_describe_term(table, f) for f in others)})")
+    for f in buckets:
+        n = str(f.transform)[len("bucket[") : -1]
+        source = table.schema().find_column_name(f.source_id)
+        parts += [f"CLUSTERED BY ({source})", f"INTO {n} BUCKETS"]
     comment = table.metadata.properties.get("comment")
     if comment:
         parts.append(f"COMMENT '{comment}'")
@@ -426,28 +436,30 @@ def _describe(ctx: SqlContext, tree: exp.Describe) -> DataFrame:
         for f, ice in zip(schema.fields, table.schema().fields, strict=True)
     ]
     spec = table.metadata.spec()
-    rows.append(("", "", ""))
-    rows.append(("# Partitioning", "", ""))
-    if spec.fields:
+    if spec.fields:  # Java's Spark shows the section for a partitioned table only
+        rows += [("", "", ""), ("# Partitioning", "", "")]
         rows += [(f"Part {i}", _describe_term(table, f), "") for i, f in enumerate(spec.fields)]
-    else:
-        rows.append(("Not partitioned", "", ""))
     if str(tree.args.get("style") or "").upper() == "EXTENDED":
         props = ",".join(f"{k}={v}" for k, v in sorted(_shown_properties(table).items()))
+        partition = to_spark_type(table.scan().partition_type, with_ids=False)
+        owner = table.metadata.properties.get("owner")
         rows += [
             ("", "", ""),
             ("# Metadata Columns", "", ""),
             ("_spec_id", "int", ""),
-            ("_partition", "struct<...>", ""),
+            ("_partition", partition.simpleString(), ""),
             ("_file", "string", ""),
             ("_pos", "bigint", ""),
             ("_deleted", "boolean", ""),
+            ("_row_id", "bigint", ""),
+            ("_last_updated_sequence_number", "bigint", ""),
             ("", "", ""),
             ("# Detailed Table Information", "", ""),
             ("Name", f"{ctx.catalog_name}.{table.name}", ""),
             ("Type", "MANAGED", ""),
             ("Location", table.metadata.location, ""),
             ("Provider", "iceberg", ""),
+            *([("Owner", owner, "")] if owner else []),
             ("Table Properties", f"[{props}]", ""),
         ]
     return ctx.spark.createDataFrame(rows, "col_name string, data_type string, comment string")
