@@ -8,8 +8,9 @@
 - ``CREATE TABLE ... AS SELECT``: one create transaction
   (:meth:`~icepark.catalog.Catalog.create_table_transaction`) holding the write, so the table
   appears with its rows or not at all; columns optional, as Spark's CTAS makes them.
-- ``CREATE OR REPLACE TABLE`` / ``REPLACE TABLE``: creates the table when it does not exist;
-  replacing an existing table is refused (icepark has no replace transaction yet).
+- ``CREATE OR REPLACE TABLE`` / ``REPLACE TABLE [AS SELECT]``: creates the table when it does
+  not exist (``CREATE OR REPLACE``), else one replace commit
+  (:mod:`~icepark.spark.sql.replace_table`).
 - ``DROP TABLE [IF EXISTS] t [PURGE]``, ``CREATE NAMESPACE|DATABASE|SCHEMA [IF NOT EXISTS]``,
   ``DROP NAMESPACE ... [IF EXISTS] [CASCADE]``.
 - ``SHOW NAMESPACES|DATABASES|SCHEMAS [IN ns]``, ``SHOW TABLES [IN ns]``, ``SHOW VIEWS``
@@ -186,11 +187,8 @@ def _create_table(
     exists = ctx.catalog.table_exists(ident)
     if replace_only and not exists:
         raise NoSuchTableError(f"Cannot replace table {name}: it does not exist")
-    if exists and tree.args.get("replace"):
-        raise UnsupportedSqlError(
-            f"replacing existing table {name}", stmt.text, "icepark has no replace transaction"
-        )
-    if exists and tree.args.get("exists"):
+    replacing = exists and bool(tree.args.get("replace"))
+    if exists and not replacing and tree.args.get("exists"):
         return _empty(ctx)
     opts = _properties(tree)
     query = tree.args.get("expression")
@@ -210,6 +208,13 @@ def _create_table(
     else:
         raise ValidationError(f"CREATE TABLE {name} needs columns or AS SELECT")
     properties = {"owner": getpass.getuser(), **opts["properties"]}  # Spark sets the owner
+    if replacing:
+        from icepark.spark.sql.replace_table import replace_table
+
+        table = ctx.catalog.load_table(ident)
+        schema = _arrow_schema(spark_schema)
+        replace_table(table, schema, opts["partition_by"], opts["location"], properties, df)
+        return _empty(ctx)
     staged = ctx.catalog.create_table_transaction(
         ident,
         _arrow_schema(spark_schema),
@@ -223,9 +228,9 @@ def _create_table(
     from icepark.expressions import AlwaysTrue
     from icepark.spark.write.writer import write_action, write_files
 
-    table: Any = staged
-    files = write_files(df.select(*[df[c] for c in df.columns]), table)
-    action = write_action(table, files, "append", AlwaysTrue(), MAIN_BRANCH, {}, True)
+    staged_table: Any = staged
+    files = write_files(df.select(*[df[c] for c in df.columns]), staged_table)
+    action = write_action(staged_table, files, "append", AlwaysTrue(), MAIN_BRANCH, {}, True)
     try:
         staged.transaction().add_action(action)
     except BaseException:

@@ -58,6 +58,12 @@ CREATE TABLE db.mor (id int, v string) USING iceberg
 INSERT INTO db.mor VALUES (1, 'a'), (2, 'b'), (3, 'c');
 DELETE FROM db.mor WHERE id = 1;
 UPDATE db.mor SET v = 'z' WHERE id = 2;
+CREATE TABLE db.rep USING iceberg PARTITIONED BY (a) AS SELECT 1 AS a, 'x' AS b;
+REPLACE TABLE db.rep USING iceberg PARTITIONED BY (bucket(2, c)) AS SELECT 'y' AS b, 2 AS c;
+CREATE OR REPLACE TABLE db.rep2 (id bigint, c2 string) USING iceberg;
+INSERT INTO db.rep2 VALUES (1, 'a');
+CREATE OR REPLACE TABLE db.rep2 (id bigint, cat string) USING iceberg PARTITIONED BY (cat)
+  TBLPROPERTIES ('team' = 'x');
 CREATE NAMESPACE db2;
 CREATE TABLE db2.x (a int) USING iceberg;
 DROP TABLE db2.x;
@@ -90,6 +96,7 @@ QUERIES = [
     "SELECT id, label FROM db.ctas.branch_main WHERE id > 1",
     "SELECT * FROM db.dyn",
     "SELECT * FROM db.mor",
+    "SELECT * FROM db.rep",
     "DESCRIBE db.events",
     "DESCRIBE TABLE db.dims",
     "SHOW TABLES IN db",
@@ -141,6 +148,9 @@ def _table_facts(table: Any) -> dict[str, Any]:
         "spec": [(f.source_id, f.field_id, str(f.transform), f.name) for f in md.spec().fields],
         "props": {k: md.properties.get(k) for k in ("team", "write.delete.mode", "comment")},
         "operations": [str(s.operation) for s in md.snapshots],
+        "parents": [s.parent_snapshot_id is None for s in md.snapshots],
+        "ids": (md.current_schema_id, md.default_spec_id, md.last_column_id, md.last_partition_id),
+        "refs": sorted(md.refs),
     }
 
 
@@ -162,7 +172,16 @@ def test_script_queries_and_metadata_match_java(
     _java(refspark, java, _split(SETUP))
     ispark.sql(spark, SETUP, ours)
 
-    for name in ("db.events", "db.dims", "db.ctas", "db.parts", "db.dyn", "db.mor"):
+    for name in (
+        "db.events",
+        "db.dims",
+        "db.ctas",
+        "db.parts",
+        "db.dyn",
+        "db.mor",
+        "db.rep",
+        "db.rep2",
+    ):
         assert _table_facts(ours.load_table(name)) == _table_facts(theirs.load_table(name)), name
 
     # time travel by snapshot id: each engine its own table's first snapshot
