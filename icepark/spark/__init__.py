@@ -76,17 +76,20 @@ from icepark.spark.maintenance.rewrite_position_delete_files import rewrite_posi
 from icepark.spark.read.reader import ReadPath, choose_path, read, read_scan
 from icepark.spark.session import session
 from icepark.spark.setup import SparkSetupError, prepare_session
+
+# Importing the package icepark.spark.sql binds this module's attribute ``sql`` to the
+# package; this import then rebinds it to the function, so ``ispark.sql(spark, "...")`` runs
+# SQL, while ``from icepark.spark.sql.errors import ...`` (and ``from icepark.spark.sql import
+# errors``) still find the package in sys.modules. Only ``import icepark.spark.sql.errors as
+# e`` and attribute chains like ``icepark.spark.sql.errors`` go through the function: use the
+# ``from`` forms.
+from icepark.spark.sql import sql
 from icepark.spark.streaming.queries import read_stream, write_stream
 from icepark.spark.tables import resolve_table
 from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
 from icepark.spark.write.row_level import delete, merge, update
 from icepark.spark.write.writer import WriteMode, WritePath, choose_write_path, write
 from icepark.table import Table
-
-# Imported last: importing the package icepark.spark.sql binds this module's attribute ``sql``
-# to the package; this rebinds it to the function, so ``ispark.sql(spark, "...")`` runs SQL
-# while ``import icepark.spark.sql.errors`` still finds the package in sys.modules.
-from icepark.spark.sql import sql  # noqa: E402  (after the subpackage import on purpose)
 
 __all__ = [
     "IcebergDataSource",
