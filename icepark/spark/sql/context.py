@@ -13,7 +13,11 @@ from pyspark.sql import DataFrame, SparkSession
 
 from icepark.spark.sql.identifiers import Resolved, resolve_name
 
-__all__ = ["SqlContext", "load_sql_catalog", "LOG"]
+__all__ = ["SqlContext", "load_sql_catalog", "LOG", "NAMESPACE_CONF"]
+
+#: the session setting (one per catalog name) holding the namespace ``USE`` chose
+NAMESPACE_CONF = "spark.icepark.sql.current-namespace"
+_SEP = "\x1f"
 
 LOG = logging.getLogger("icepark.spark.sql")
 
@@ -40,6 +44,23 @@ class SqlContext:
     def catalog_name(self) -> str:
         return str(getattr(self.catalog, "name", "") or "")
 
+    @property
+    def _namespace_key(self) -> str:
+        return f"{NAMESPACE_CONF}.{self.catalog_name or 'default'}"
+
+    @property
+    def current_namespace(self) -> tuple[str, ...]:
+        """The namespace ``USE`` set for this catalog in this session (single-part names
+        resolve there), or ``()``."""
+        value = self.spark.conf.get(self._namespace_key, "") or ""
+        return tuple(value.split(_SEP)) if value else ()
+
+    def use_namespace(self, namespace: Sequence[str]) -> None:
+        if namespace:
+            self.spark.conf.set(self._namespace_key, _SEP.join(namespace))
+        else:
+            self.spark.conf.unset(self._namespace_key)
+
     def resolve(
         self,
         parts: Sequence[str],
@@ -53,7 +74,7 @@ class SqlContext:
             self.catalog,
             self.catalog_name,
             parts,
-            namespace=namespace,
+            namespace=namespace or self.current_namespace,
             views=views,
             for_write=for_write,
         )

@@ -40,7 +40,7 @@ from icepark.spark.sql.script import Statement, parse_statement
 from icepark.spark.types import spark_schema_to_arrow, to_spark_schema, to_spark_type
 from icepark.spec.snapshots import MAIN_BRANCH
 
-__all__ = ["run_ddl", "show", "replace_table", "namespace_of", "table_ident"]
+__all__ = ["run_ddl", "show", "use", "replace_table", "namespace_of", "table_ident"]
 
 _NAMESPACE_KINDS = ("NAMESPACE", "DATABASE", "SCHEMA")
 
@@ -56,6 +56,8 @@ def table_ident(ctx: SqlContext, parts: Sequence[str]) -> tuple[str, ...] | None
         return None
     if len(parts) >= 3 and parts[0] == ctx.catalog_name:
         return tuple(parts[1:])
+    if len(parts) == 1 and ctx.current_namespace:
+        return (*ctx.current_namespace, parts[0])
     if len(parts) < 2:
         raise ValidationError(
             f"Table name {'.'.join(parts)!r} needs a namespace (<namespace>.<table>)"
@@ -318,10 +320,14 @@ def show(ctx: SqlContext, stmt: Statement) -> DataFrame:
         return ctx.spark.createDataFrame(rows, "namespace string")
     if what in ("TABLES", "VIEWS"):
         found = _IN.match(rest)
-        if found is None:
-            raise UnsupportedSqlError(f"SHOW {what} without IN <namespace>", stmt.text)
-        ns = namespace_of(ctx, _names(found["ns"]))
-        match = _like(found["like"])
+        bare = re.match(r"^\s*(?:LIKE\s+'(?P<like>[^']*)')?\s*$", rest, re.I)
+        if found is None and (bare is None or not ctx.current_namespace):
+            raise UnsupportedSqlError(
+                f"SHOW {what} without IN <namespace> (and no USE <namespace> before)", stmt.text
+            )
+        ns = namespace_of(ctx, _names(found["ns"])) if found else ctx.current_namespace
+        chosen = found or bare
+        match = _like(chosen["like"] if chosen is not None else None)
         if what == "TABLES":
             idents = ctx.catalog.list_tables(ns)
             schema = "namespace string, tableName string, isTemporary boolean"
@@ -351,6 +357,26 @@ def show(ctx: SqlContext, stmt: Statement) -> DataFrame:
             [(_create_statement(ctx, table),)], "createtab_stmt string"
         )
     raise UnsupportedSqlError(f"SHOW {what}", stmt.text)
+
+
+def use(ctx: SqlContext, stmt: Statement) -> DataFrame:
+    """``USE [NAMESPACE|DATABASE|SCHEMA] ns``: single-part names then resolve in ``ns`` (kept
+    in the session, per catalog). ``USE <catalog name>`` clears it; ``USE spark_catalog...``
+    is Spark's own."""
+    m = re.match(
+        r"\s*USE\s+(?:(?:NAMESPACE|DATABASE|SCHEMA)\s+)?(?P<n>[`\w.]+)\s*$", stmt.text, re.I
+    )
+    if m is None:
+        raise stmt.error("cannot read USE <namespace>", 0)
+    parts = _names(m["n"])
+    if parts[0].lower() == SPARK_CATALOG:
+        ctx.use_namespace(())
+        return ctx.spark.sql(stmt.text)
+    ns = namespace_of(ctx, parts) if parts != [ctx.catalog_name] else ()
+    if ns and not ctx.catalog.namespace_exists(ns):
+        raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ns)}")
+    ctx.use_namespace(ns)
+    return _empty(ctx)
 
 
 def _load(ctx: SqlContext, parts: Sequence[str]) -> Any:
@@ -435,6 +461,14 @@ def _describe(ctx: SqlContext, tree: exp.Describe) -> DataFrame:
         return ctx.spark.sql(f"DESCRIBE {tree.args.get('style') or ''} {node.sql('spark')}")
     table = resolved.table
     assert table is not None
+    if resolved.metadata is not None:  # a metadata table: its columns
+        from icepark.spark.read.metadata_tables import metadata_spark_schema
+
+        meta = metadata_spark_schema(table, resolved.metadata)
+        return ctx.spark.createDataFrame(
+            [(f.name, f.dataType.simpleString(), None) for f in meta.fields],
+            "col_name string, data_type string, comment string",
+        )
     schema = to_spark_schema(table.schema(), with_ids=False)
     rows = [
         (f.name, f.dataType.simpleString(), ice.doc)

@@ -112,6 +112,10 @@ def _run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
         from icepark.spark.sql.ddl import show
 
         return show(ctx, stmt)
+    if head == "USE":
+        from icepark.spark.sql.ddl import use
+
+        return use(ctx, stmt)
     if head in ("SET", "RESET"):
         return ctx.spark.sql(stmt.text)
     if words[:2] == ["REPLACE", "TABLE"]:

@@ -116,6 +116,20 @@ def test_explain_shows_pruned_files(spark: Any, catalog: Any, events: Any) -> No
     assert [r[0] for r in rows] == [20, 21]
 
 
+def test_use_namespace(spark: Any, catalog: Any, events: Any) -> None:
+    try:
+        ispark.sql(spark, "USE db", catalog)
+        assert ispark.sql(spark, "SELECT count(*) FROM events", catalog).first()[0] == 6
+        shown = ispark.sql(spark, "SHOW TABLES", catalog).collect()
+        assert [tuple(r) for r in shown] == [("db", "events", False)]
+        described = ispark.sql(spark, "DESCRIBE db.events.snapshots", catalog).collect()
+        assert described[0][:2] == ("committed_at", "timestamp")
+    finally:
+        ispark.sql(spark, f"USE {catalog.name}", catalog)
+    with pytest.raises(NoSuchTableError, match="events"):
+        ispark.sql(spark, "SELECT * FROM events", catalog)
+
+
 def test_branches_wap_and_tags(spark: Any, catalog: Any, events: Any) -> None:
     events.set_properties({"write.wap.enabled": "true"})
     events.create_tag("t1", events.refresh().metadata.current_snapshot_id)
