@@ -96,8 +96,7 @@ def resolve_name(
 ) -> Resolved:
     """What ``parts`` names (see the module docstring); ``namespace`` is the default for a
     single-part name (a view's default namespace), ``views`` whether a view may answer;
-    ``for_write`` lets ``branch_<b>`` name a branch that does not exist yet (a write creates
-    it, as in Java)."""
+    ``for_write`` marks a write's target (a branch must exist, as in Java)."""
     given = display_name(parts)
     ident = _strip_catalog(parts, catalog_name)
     if ident is None:
@@ -129,9 +128,7 @@ def resolve_name(
                 assert ref is not None
                 kind, ref_name = ref
                 found = table.metadata.refs.get(ref_name)
-                if (found is None and not for_write) or (
-                    found is not None and found.type.value != kind
-                ):
+                if found is None or found.type.value != kind:
                     raise ValidationError(
                         f"Table {display_name(base)} has no {kind} {ref_name!r} (named by {given})"
                     )

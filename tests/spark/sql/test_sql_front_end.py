@@ -133,12 +133,14 @@ def test_use_namespace(spark: Any, catalog: Any, events: Any) -> None:
 def test_branches_wap_and_tags(spark: Any, catalog: Any, events: Any) -> None:
     events.set_properties({"write.wap.enabled": "true"})
     events.create_tag("t1", events.refresh().metadata.current_snapshot_id)
-    ispark.sql(
-        spark, "INSERT INTO db.events.branch_dev VALUES (7, DATE '2024-01-09', 'd')", catalog
-    )
+    write_dev = "INSERT INTO db.events.branch_dev VALUES (7, DATE '2024-01-09', 'd')"
+    with pytest.raises(ValidationError, match="no branch 'dev'"):  # as in Java: make it first
+        ispark.sql(spark, write_dev, catalog)
+    events.create_branch("dev", events.metadata.snapshots[0].snapshot_id)
+    ispark.sql(spark, write_dev, catalog)
     dev = ispark.sql(spark, "SELECT count(*) FROM db.events.branch_dev", catalog).first()[0]
     main = ispark.sql(spark, "SELECT count(*) FROM db.events", catalog).first()[0]
-    assert (dev, main) == (1, 6)  # a new branch holds the write only, as in Java
+    assert (dev, main) == (3, 6)  # the first snapshot's two rows and the new one
     with pytest.raises(ValidationError, match="tag"):
         ispark.sql(
             spark, "INSERT INTO db.events.tag_t1 VALUES (8, DATE '2024-01-09', 'd')", catalog

@@ -97,6 +97,8 @@ QUERIES = [
     "SELECT * FROM db.dyn",
     "SELECT * FROM db.mor",
     "SELECT * FROM db.rep",
+    "SELECT * FROM db.dims.branch_b1",
+    "SELECT count(*) FROM db.dims VERSION AS OF 'b1'",
     "DESCRIBE db.events",
     "DESCRIBE TABLE db.dims",
     "SHOW TABLES IN db",
@@ -169,8 +171,13 @@ def test_script_queries_and_metadata_match_java(
     theirs_catalog = theirs
     java = refspark.catalog_for(theirs.properties["warehouse"])
     ice_for_java = refspark.catalog_for(ours.properties["warehouse"])
-    _java(refspark, java, _split(SETUP))
+    # a write to a branch: the branch made by Java's ALTER TABLE there, by the Table API here
+    # (ALTER TABLE ... CREATE BRANCH is the extensions module's)
+    branch_write = "INSERT INTO db.dims.branch_b1 VALUES ('yy', 'on a branch')"
+    _java(refspark, java, [*_split(SETUP), "ALTER TABLE db.dims CREATE BRANCH b1", branch_write])
     ispark.sql(spark, SETUP, ours)
+    ours.load_table("db.dims").create_branch("b1")
+    ispark.sql(spark, branch_write, ours)
 
     for name in (
         "db.events",
