@@ -40,7 +40,15 @@ from icepark.spark.sql.script import Statement, parse_statement
 from icepark.spark.types import spark_schema_to_arrow, to_spark_schema, to_spark_type
 from icepark.spec.snapshots import MAIN_BRANCH
 
-__all__ = ["run_ddl", "show", "use", "replace_table", "namespace_of", "table_ident"]
+__all__ = [
+    "run_ddl",
+    "show",
+    "use",
+    "create_namespace",
+    "replace_table",
+    "namespace_of",
+    "table_ident",
+]
 
 _NAMESPACE_KINDS = ("NAMESPACE", "DATABASE", "SCHEMA")
 
@@ -77,15 +85,6 @@ def run_ddl(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame:
         return _describe(ctx, tree)
     if isinstance(tree, exp.Create) and kind == "TABLE":
         return _create_table(ctx, stmt, tree, replace_only=False)
-    if isinstance(tree, exp.Create) and kind in _NAMESPACE_KINDS:
-        parts = table_parts(tree.this) if isinstance(tree.this, exp.Table) else []
-        if isinstance(tree.this, exp.Table) and not parts and tree.this.args.get("db"):
-            parts = [tree.this.args["db"].name]
-        ns = namespace_of(ctx, parts)
-        if tree.args.get("exists") and ctx.catalog.namespace_exists(ns):
-            return _empty(ctx)
-        ctx.catalog.create_namespace(ns)
-        return _empty(ctx)
     if isinstance(tree, exp.Drop) and kind in _NAMESPACE_KINDS:
         return _drop_namespace(ctx, tree)
     if isinstance(tree, exp.Drop) and kind == "TABLE":
@@ -314,7 +313,8 @@ def show(ctx: SqlContext, stmt: Statement) -> DataFrame:
             like = found["like"]
         match = _like(like)
         rows: list[tuple[Any, ...]] = [
-            (".".join(ns[len(parent) :]),) for ns in ctx.catalog.list_namespaces(parent)
+            (".".join(ns),)
+            for ns in ctx.catalog.list_namespaces(parent)  # full names, as Java
         ]
         rows = [r for r in rows if match(r[0])]
         return ctx.spark.createDataFrame(rows, "namespace string")
@@ -357,6 +357,49 @@ def show(ctx: SqlContext, stmt: Statement) -> DataFrame:
             [(_create_statement(ctx, table),)], "createtab_stmt string"
         )
     raise UnsupportedSqlError(f"SHOW {what}", stmt.text)
+
+
+_CREATE_NS = re.compile(
+    r"\s*CREATE\s+(?:NAMESPACE|DATABASE|SCHEMA)\s+(?P<ine>IF\s+NOT\s+EXISTS\s+)?"
+    r"(?P<n>[`\w.]+)(?P<rest>.*)$",
+    re.I | re.S,
+)
+_NS_CLAUSE = re.compile(
+    r"\s*(?:COMMENT\s+'(?P<comment>[^']*)'|LOCATION\s+'(?P<location>[^']*)'"
+    r"|WITH\s+(?:DB)?PROPERTIES\s*\((?P<props>[^)]*)\))",
+    re.I,
+)
+_KV = re.compile(r"\s*'(?P<k>[^']*)'\s*=\s*'(?P<v>[^']*)'\s*(?:,|$)")
+
+
+def create_namespace(ctx: SqlContext, stmt: Statement) -> DataFrame:
+    """``CREATE NAMESPACE|DATABASE|SCHEMA [IF NOT EXISTS] ns [COMMENT c] [LOCATION l]
+    [WITH DBPROPERTIES (...)]``: the comment and location as properties ``comment`` and
+    ``location``, as Java's Spark passes them to the catalog."""
+    m = _CREATE_NS.match(stmt.text)
+    if m is None:
+        raise stmt.error("cannot read CREATE NAMESPACE", 0)
+    props: dict[str, str] = {}
+    rest, at = m["rest"], m.start("rest")
+    while rest.strip():
+        clause = _NS_CLAUSE.match(rest)
+        if clause is None:
+            raise stmt.error(
+                f"unexpected {rest.strip()[:20]!r}", at + len(rest) - len(rest.lstrip())
+            )
+        if clause["comment"] is not None:
+            props["comment"] = clause["comment"]
+        elif clause["location"] is not None:
+            props["location"] = clause["location"]
+        else:
+            props.update({x["k"]: x["v"] for x in _KV.finditer(clause["props"]) if x.group(0)})
+        at += clause.end()
+        rest = rest[clause.end() :]
+    ns = namespace_of(ctx, _names(m["n"]))
+    if m["ine"] and ctx.catalog.namespace_exists(ns):
+        return _empty(ctx)
+    ctx.catalog.create_namespace(ns, props or None)
+    return _empty(ctx)
 
 
 def use(ctx: SqlContext, stmt: Statement) -> DataFrame:

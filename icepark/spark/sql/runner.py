@@ -112,6 +112,10 @@ def _run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
         from icepark.spark.sql.ddl import show
 
         return show(ctx, stmt)
+    if head == "CREATE" and len(words) > 1 and words[1] in ("NAMESPACE", "DATABASE", "SCHEMA"):
+        from icepark.spark.sql.ddl import create_namespace
+
+        return create_namespace(ctx, stmt)
     if head == "USE":
         from icepark.spark.sql.ddl import use
 

@@ -168,7 +168,7 @@ def test_views_on_a_sql_catalog(spark: Any, tmp_path: Path, catalog: Any) -> Non
     ispark.sql(
         spark,
         """
-        CREATE NAMESPACE db;
+        CREATE NAMESPACE db COMMENT 'views here' WITH DBPROPERTIES ('team' = 'a', 'b' = 'c');
         CREATE TABLE db.t (id bigint, cat string) USING iceberg;
         INSERT INTO db.t VALUES (1, 'a'), (2, 'b'), (3, 'a');
         CREATE VIEW db.v (k COMMENT 'the key', c) COMMENT 'a view'
@@ -177,6 +177,8 @@ def test_views_on_a_sql_catalog(spark: Any, tmp_path: Path, catalog: Any) -> Non
         """,
         cat,
     )
+    ns_props = cat.load_namespace_properties("db")
+    assert (ns_props["comment"], ns_props["team"], ns_props["b"]) == ("views here", "a", "c")
     rows = ispark.sql(spark, "SELECT k, c FROM db.v ORDER BY k", cat).collect()
     assert [tuple(r) for r in rows] == [(1, "a"), (3, "a")]
     assert ispark.sql(spark, "SELECT n FROM sqlviews.db.vv", cat).first()[0] == 2

@@ -64,6 +64,7 @@ CREATE OR REPLACE TABLE db.rep2 (id bigint, c2 string) USING iceberg;
 INSERT INTO db.rep2 VALUES (1, 'a');
 CREATE OR REPLACE TABLE db.rep2 (id bigint, cat string) USING iceberg PARTITIONED BY (cat)
   TBLPROPERTIES ('team' = 'x');
+CREATE NAMESPACE db.sub;
 CREATE NAMESPACE db2;
 CREATE TABLE db2.x (a int) USING iceberg;
 DROP TABLE db2.x;
@@ -103,6 +104,7 @@ QUERIES = [
     "DESCRIBE TABLE db.dims",
     "SHOW TABLES IN db",
     "SHOW NAMESPACES",
+    "SHOW NAMESPACES IN db",
     "SHOW TBLPROPERTIES db.events ('team')",
 ]
 
