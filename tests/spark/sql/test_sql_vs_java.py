@@ -109,6 +109,19 @@ QUERIES = [
 ]
 
 
+# icepark's tables Java reads back (position deletes, replaced tables and branches included)
+READ_BACK = (
+    "db.events",
+    "db.dims",
+    "db.dims.branch_b1",
+    "db.ctas",
+    "db.parts",
+    "db.dyn",
+    "db.mor",
+    "db.rep",
+)
+
+
 def _norm(value: Any) -> Any:
     if isinstance(value, Decimal):
         return str(value)
@@ -204,20 +217,20 @@ def test_script_queries_and_metadata_match_java(
     our_queries = QUERIES + [q.format(s=first_ours) for q in travel]
     # Java also reads icepark's tables
     shown = "SHOW CREATE TABLE db.events"
-    cross = [shown] + [
-        f"SELECT * FROM {ice_for_java}.{n}" for n in ("db.events", "db.ctas", "db.parts")
-    ]
+    cross = [shown] + [f"SELECT * FROM {ice_for_java}.{n}" for n in READ_BACK]
     results = _java(refspark, java, java_queries + cross)
     for query, ours_q, theirs in zip(QUERIES + travel, our_queries, results, strict=False):
         mine = _rows(ispark.sql(spark, ours_q, ours).collect())
         assert mine == _rows(theirs["rows"]), query
     # SHOW CREATE TABLE: the same text but for the catalog's name, location and snapshot id
-    java_text = _normal(results[-4]["rows"][0][0], java, theirs_catalog.load_table("db.events"))
+    java_text = _normal(
+        results[-1 - len(READ_BACK)]["rows"][0][0], java, theirs_catalog.load_table("db.events")
+    )
     our_text = _normal(
         ispark.sql(spark, shown, ours).first()[0], ours.name, ours.load_table("db.events")
     )
     assert our_text == java_text
-    for name, theirs in zip(("db.events", "db.ctas", "db.parts"), results[-3:], strict=True):
+    for name, theirs in zip(READ_BACK, results[-len(READ_BACK) :], strict=True):
         assert _rows(theirs["rows"]) == _rows(
             ispark.sql(spark, f"SELECT * FROM {name}", ours).collect()
         )
