@@ -54,6 +54,7 @@ from icepark.spark.filters import quote_column, to_spark_column
 from icepark.spark.paths import spark_reported_path
 from icepark.spark.read.reader import read_resolved, resolve_path
 from icepark.spark.tables import resolve_table
+from icepark.spark.write.merge_clauses import ACTIONS, Assignments, MergeClause, legacy_clauses
 from icepark.spark.write.writer import write_files
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
@@ -67,9 +68,9 @@ from icepark.table.write.row_delta import COPY_ON_WRITE, RowLevelAction, RowLeve
 __all__ = ["delete", "update", "merge", "MergeClause", "Condition", "Assignments"]
 
 Condition = str | BooleanExpression | Column
-Assignments = Mapping[str, str | Column]
 
 _FILE, _POS = "_file", "_pos"
+_SOURCE_ROW = "__icepark_source_row__"
 _ACTION = "__icepark_action__"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -433,47 +434,6 @@ def _clause(
     return _assignments(value, target.schema, target.case_sensitive, f"merge ({clause})")
 
 
-MergeMatch = Literal["matched", "not_matched", "not_matched_by_source"]
-MergeAction = Literal["update", "delete", "insert"]
-_ACTIONS: dict[str, tuple[str, ...]] = {
-    "matched": ("update", "delete"),
-    "not_matched": ("insert",),
-    "not_matched_by_source": ("update", "delete"),
-}
-_SOURCE_ROW = "__icepark_source_row__"
-
-
-@dataclass(frozen=True)
-class MergeClause:
-    """One ``WHEN`` clause of ``MERGE INTO``: ``match`` says which rows it is for (target
-    rows matched by a source row, source rows matching no target row, target rows matched by
-    no source row), ``action`` what it does, ``condition`` (over ``t`` and ``s``; None: any
-    row) narrows it, ``values`` are an update's or insert's assignments (a mapping of column
-    -> expression, or ``"*"``). A row is changed by the first clause whose match and
-    condition apply, as in SQL."""
-
-    match: MergeMatch
-    action: MergeAction
-    condition: str | Column | None = None
-    values: Assignments | str | None = None
-
-
-def _legacy_clauses(
-    when_matched_update: Assignments | str | None,
-    when_matched_delete: bool | str | Column | None,
-    when_not_matched_insert: Assignments | str | None,
-) -> list[MergeClause]:
-    out: list[MergeClause] = []
-    if when_matched_delete is not None and when_matched_delete is not False:
-        cond = None if when_matched_delete is True else when_matched_delete
-        out.append(MergeClause("matched", "delete", cond))
-    if when_matched_update is not None:
-        out.append(MergeClause("matched", "update", None, when_matched_update))
-    if when_not_matched_insert:
-        out.append(MergeClause("not_matched", "insert", None, when_not_matched_insert))
-    return out
-
-
 def merge(
     spark: SparkSession,
     table: Table | str,
@@ -509,7 +469,7 @@ def merge(
     for target rows matched by no source row, the target is planned with the source's key
     range (one small aggregate over the source), so files outside it are not read."""
     if clauses is None:
-        clauses = _legacy_clauses(when_matched_update, when_matched_delete, when_not_matched_insert)
+        clauses = legacy_clauses(when_matched_update, when_matched_delete, when_not_matched_insert)
     elif when_matched_update is not None or when_matched_delete or when_not_matched_insert:
         raise ValidationError("Cannot merge: give clauses or the when_* arguments, not both")
     if not clauses:
@@ -517,7 +477,7 @@ def merge(
     target = _target(table, catalog, branch, "merge", case_sensitive)
     values: list[dict[str, Column] | None] = []
     for i, c in enumerate(clauses):
-        if c.action not in _ACTIONS.get(c.match, ()):
+        if c.action not in ACTIONS.get(c.match, ()):
             raise ValidationError(
                 f"Cannot merge into table {target.table.name}: WHEN {c.match} cannot {c.action}"
             )
