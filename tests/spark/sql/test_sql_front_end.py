@@ -85,6 +85,17 @@ def test_bad_inserts_leave_the_table_unchanged(spark: Any, catalog: Any, events:
         ispark.sql(spark, "INSERT INTO db.events VALUES ('x', DATE '2024-01-01', 'a')", catalog)
     with pytest.raises(ValidationError, match="2 columns, the table expects 3"):
         ispark.sql(spark, "INSERT INTO db.events VALUES (1, 'a')", catalog)
+    with pytest.raises(SqlAnalysisError, match="nope"):
+        ispark.sql(spark, "DELETE FROM db.events WHERE nope = 1", catalog)
+    with pytest.raises(ValidationError, match="no column 'nope'"):
+        ispark.sql(spark, "UPDATE db.events SET nope = 1 WHERE id = 10", catalog)
+    with pytest.raises(SqlAnalysisError, match="nope"):
+        ispark.sql(
+            spark,
+            "MERGE INTO db.events t USING db.events s ON t.id = s.nope WHEN MATCHED THEN DELETE",
+            catalog,
+        )
+    assert len(events.refresh().metadata.snapshots) == before
     script = (
         "INSERT INTO db.events VALUES (99, DATE '2024-02-01', 'z');\n"
         "DELETE FROM db.nope WHERE id = 1;\n"
