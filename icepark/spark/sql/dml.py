@@ -16,8 +16,8 @@ existing operations (one path: :func:`icepark.spark.write.writer.write` and
   :class:`~icepark.spark.write.row_level.MergeClause` (qualifiers rewritten to ``t`` and
   ``s``).
 - ``t`` may be ``db.t.branch_b`` (the write goes to branch ``b``); with ``spark.wap.id``
-  set, an insert into a table with ``write.wap.enabled=true`` is staged under that id as Java
-  stages it.
+  set, a write (insert, delete, update, merge) to a table with ``write.wap.enabled=true`` is
+  staged under that id as Java stages it (and the id is ignored otherwise, as in Java).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from icepark.spec.snapshots import MAIN_BRANCH
 __all__ = ["run_write"]
 
 _WAP_ID = "spark.wap.id"
+_WAP_ENABLED = "write.wap.enabled"
 
 
 def _target(ctx: SqlContext, node: exp.Expr) -> tuple[exp.Table, Resolved]:
@@ -179,7 +180,7 @@ def _insert(ctx: SqlContext, tree: exp.Insert, node: exp.Table, resolved: Resolv
             mode = "overwrite"
         else:
             mode = "overwrite-partitions" if dynamic else "overwrite"
-    wap_id = ctx.spark.conf.get(_WAP_ID, None) or None
+    wap_id = _wap_id(ctx, resolved)
     write(
         df,
         resolved.table,  # type: ignore[arg-type]
@@ -228,26 +229,26 @@ def _condition(
     return F.expr(cond.sql(dialect="spark"))
 
 
-def _no_wap(ctx: SqlContext, what: str) -> None:
-    if ctx.spark.conf.get(_WAP_ID, None):
-        raise UnsupportedSqlError(
-            f"{what} with {_WAP_ID} set (staged row-level changes)", ctx.statement
-        )
+def _wap_id(ctx: SqlContext, resolved: Resolved) -> str | None:
+    """The session's ``spark.wap.id`` when the table enables WAP (Java ignores it otherwise)."""
+    assert resolved.table is not None
+    wap_id = ctx.spark.conf.get(_WAP_ID, None) or None
+    enabled = resolved.table.metadata.properties.get(_WAP_ENABLED, "false").lower() == "true"
+    return wap_id if enabled else None
 
 
 def _delete(ctx: SqlContext, tree: exp.Delete, node: exp.Table, resolved: Resolved) -> None:
     from icepark.spark.write.row_level import delete
 
-    _no_wap(ctx, "DELETE")
     where = _condition(ctx, tree.args.get("where"), resolved, _qualifiers(node))
     assert resolved.table is not None
-    delete(ctx.spark, resolved.table, where, branch=_branch(resolved))
+    wap_id = _wap_id(ctx, resolved)
+    delete(ctx.spark, resolved.table, where, branch=_branch(resolved), wap_id=wap_id)
 
 
 def _update(ctx: SqlContext, tree: exp.Update, node: exp.Table, resolved: Resolved) -> None:
     from icepark.spark.write.row_level import update
 
-    _no_wap(ctx, "UPDATE")
     quals = _qualifiers(node)
     values: dict[str, str | Column] = {}
     for item in tree.expressions:
@@ -256,7 +257,15 @@ def _update(ctx: SqlContext, tree: exp.Update, node: exp.Table, resolved: Resolv
         values[item.this.name] = _unqualified(item.expression, quals).sql(dialect="spark")
     where = _condition(ctx, tree.args.get("where"), resolved, quals)
     assert resolved.table is not None
-    update(ctx.spark, resolved.table, values, where, branch=_branch(resolved), case_sensitive=False)
+    update(
+        ctx.spark,
+        resolved.table,
+        values,
+        where,
+        branch=_branch(resolved),
+        case_sensitive=False,
+        wap_id=_wap_id(ctx, resolved),
+    )
 
 
 # -- merge -------------------------------------------------------------------------------------
@@ -276,7 +285,6 @@ def _renamed(expr: exp.Expr, names: dict[str, str]) -> exp.Expr:
 def _merge(ctx: SqlContext, tree: exp.Merge, node: exp.Table, resolved: Resolved) -> None:
     from icepark.spark.write.row_level import MergeClause, merge
 
-    _no_wap(ctx, "MERGE")
     using = tree.args.get("using")
     if isinstance(using, exp.Table):
         source_alias = using.alias_or_name
@@ -340,4 +348,5 @@ def _merge(ctx: SqlContext, tree: exp.Merge, node: exp.Table, resolved: Resolved
         clauses=clauses,
         branch=_branch(resolved),
         case_sensitive=False,
+        wap_id=_wap_id(ctx, resolved),
     )

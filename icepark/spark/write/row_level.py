@@ -19,6 +19,9 @@ can evaluate (a ``Column``, or a string icepark cannot parse, such as
 ``"lower(name) = 'x'"``); only the first two prune files. Nulls follow SQL: a row whose
 condition is null (unknown) is not changed.
 
+With ``wap_id`` (and ``write.wap.enabled=true``) the change's snapshot is staged, not made
+current (:mod:`icepark.table.update.wap`), as Java stages it under ``spark.wap.id``.
+
 Concurrent commits are checked as :mod:`icepark.table.write.row_delta` says, per
 ``write.<operation>.isolation-level`` (``serializable`` by default, or ``snapshot``): a
 commit that removed or added deletes to a file this change touched fails it; under
@@ -62,6 +65,7 @@ from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.spec.types import DateType, DecimalType, IntegerType, LongType, StringType
 from icepark.table import Table
 from icepark.table.scan import DataScan
+from icepark.table.update.wap import staged, with_wap_id
 from icepark.table.write.changes import isolation_level, row_level_mode
 from icepark.table.write.row_delta import COPY_ON_WRITE, RowLevelAction, RowLevelChange
 
@@ -129,9 +133,11 @@ class _Target:
         change: RowLevelChange,
         conflict_filter: BooleanExpression,
         snapshot_properties: Mapping[str, str] | None,
+        wap_id: str | None = None,
     ) -> Table:
         if change.is_empty:
             return self.table
+        props = with_wap_id(self.metadata, snapshot_properties, wap_id, self.table.name)
         action = RowLevelAction(
             self.table.io,
             change,
@@ -140,11 +146,11 @@ class _Target:
             isolation_level(self.metadata, self.operation),
             self.operation,
             self.case_sensitive,
-            dict(snapshot_properties or {}),
+            props,
         )
         tx = self.table.transaction()
         try:
-            tx.add_action(action)
+            tx.add_action(staged(action, wap_id))
         except BaseException:
             change.discard(self.table.io)
             raise
@@ -264,6 +270,7 @@ def delete(
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
     case_sensitive: bool = True,
+    wap_id: str | None = None,
 ) -> Table:
     """Delete the rows matching ``where`` (all rows when None) as one snapshot; see the
     module docstring. Returns the table (unchanged, with no new snapshot, when no row
@@ -280,7 +287,7 @@ def delete(
     if partial:
         rows = target.read(spark, partial)
         _apply(spark, target, change, partial, rows.filter(_is_true(condition)), None)
-    return target.commit(change, prune, snapshot_properties)
+    return target.commit(change, prune, snapshot_properties, wap_id)
 
 
 # -- update ------------------------------------------------------------------------------------
@@ -312,6 +319,7 @@ def update(
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
     case_sensitive: bool = True,
+    wap_id: str | None = None,
 ) -> Table:
     """``UPDATE table SET col = expr, ... WHERE where`` as one snapshot: ``set`` maps column
     names to Spark SQL expressions (strings, evaluated on the row's current values) or
@@ -333,7 +341,7 @@ def update(
         matched = matched.localCheckpoint()  # one evaluation for the deletes and new rows
         new_rows = matched.drop(_FILE, _POS)
         _apply(spark, target, change, tasks, matched, new_rows)
-    return target.commit(change, prune, snapshot_properties)
+    return target.commit(change, prune, snapshot_properties, wap_id)
 
 
 # -- merge -------------------------------------------------------------------------------------
@@ -448,6 +456,7 @@ def merge(
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
     case_sensitive: bool = True,
+    wap_id: str | None = None,
 ) -> Table:
     """``MERGE INTO table t USING source s ON on`` as one snapshot.
 
@@ -548,7 +557,7 @@ def merge(
         changed = planned.filter(F.lit(False))
     _apply(spark, target, change, tasks, changed, new_rows if added else None)
     # new data outside the source's key range cannot match: it does not conflict
-    return target.commit(change, key_range, snapshot_properties)
+    return target.commit(change, key_range, snapshot_properties, wap_id)
 
 
 def _check_cardinality(planned: DataFrame, target: _Target) -> None:

@@ -160,12 +160,18 @@ def test_branches_wap_and_tags(spark: Any, catalog: Any, events: Any) -> None:
     try:
         ispark.sql(spark, "SET spark.wap.id = w1", catalog)
         ispark.sql(spark, "INSERT INTO db.events VALUES (8, DATE '2024-01-09', 'w')", catalog)
+        ispark.sql(spark, "SET spark.wap.id = w2; DELETE FROM db.events WHERE id = 10", catalog)
+        # a table without write.wap.enabled ignores the id, as in Java
+        ispark.sql(spark, "CREATE TABLE db.plain (a int) USING iceberg", catalog)
+        ispark.sql(spark, "INSERT INTO db.plain VALUES (1)", catalog)
     finally:
         spark.conf.unset("spark.wap.id")
     table = events.refresh()
     assert table.metadata.current_snapshot_id == current  # staged, not published
-    staged = [s for s in table.metadata.snapshots if s.summary.get("wap.id") == "w1"]
-    assert len(staged) == 1
+    staged = [s.summary.get("wap.id") for s in table.metadata.snapshots]
+    assert [w for w in staged if w] == ["w1", "w2"]
+    assert ispark.sql(spark, "SELECT count(*) FROM db.events", catalog).first()[0] == 6
+    assert ispark.sql(spark, "SELECT * FROM db.plain", catalog).first()[0] == 1
     tagged = ispark.sql(spark, "SELECT count(*) FROM db.events.tag_t1", catalog).first()[0]
     assert tagged == 6
 
