@@ -67,7 +67,6 @@ class SqlContext:
         *,
         namespace: Sequence[str] = (),
         views: bool = True,
-        for_write: bool = False,
     ) -> Resolved:
         return resolve_name(
             self.spark,
@@ -76,7 +75,6 @@ class SqlContext:
             parts,
             namespace=namespace or self.current_namespace,
             views=views,
-            for_write=for_write,
         )
 
     def register(self, df: DataFrame, hint: str) -> str:

@@ -51,7 +51,7 @@ def _target(ctx: SqlContext, node: exp.Expr) -> tuple[exp.Table, Resolved]:
     table = node.this if isinstance(node, exp.Schema) else node
     if not isinstance(table, exp.Table):
         raise UnsupportedSqlError(f"write target {node.sql('spark')}", ctx.statement)
-    resolved = ctx.resolve(table_parts(table), views=False, for_write=True)
+    resolved = ctx.resolve(table_parts(table), views=False)
     return table, resolved
 
 

@@ -92,11 +92,10 @@ def resolve_name(
     *,
     namespace: Sequence[str] = (),
     views: bool = True,
-    for_write: bool = False,
 ) -> Resolved:
     """What ``parts`` names (see the module docstring); ``namespace`` is the default for a
-    single-part name (a view's default namespace), ``views`` whether a view may answer;
-    ``for_write`` marks a write's target (a branch must exist, as in Java)."""
+    single-part name (a view's default namespace), ``views`` whether a view may answer. A
+    ``branch_<b>`` name must name an existing branch, for reads and writes alike (as Java)."""
     given = display_name(parts)
     ident = _strip_catalog(parts, catalog_name)
     if ident is None:
