@@ -4,6 +4,7 @@ table metadata after the DDL and DML, and Java reads icepark's tables with the s
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,8 @@ QUERIES = [
 ]
 
 
+TABLES = ("db.events", "db.dims", "db.ctas", "db.parts", "db.dyn", "db.mor", "db.rep", "db.rep2")
+
 # icepark's tables Java reads back (position deletes, replaced tables and branches included)
 READ_BACK = (
     "db.events",
@@ -183,54 +186,49 @@ def test_script_queries_and_metadata_match_java(
     spark: Any, refspark: Any, warehouses: tuple[Any, Any]
 ) -> None:
     ours, theirs = warehouses
-    theirs_catalog = theirs
     java = refspark.catalog_for(theirs.properties["warehouse"])
     ice_for_java = refspark.catalog_for(ours.properties["warehouse"])
     # a write to a branch: the branch made by Java's ALTER TABLE there, by the Table API here
     # (ALTER TABLE ... CREATE BRANCH is the extensions module's)
     branch_write = "INSERT INTO db.dims.branch_b1 VALUES ('yy', 'on a branch')"
-    _java(refspark, java, [*_split(SETUP), "ALTER TABLE db.dims CREATE BRANCH b1", branch_write])
-    ispark.sql(spark, SETUP, ours)
-    ours.load_table("db.dims").create_branch("b1")
-    ispark.sql(spark, branch_write, ours)
+    java_setup = [*_split(SETUP), "ALTER TABLE db.dims CREATE BRANCH b1", branch_write]
+    # each engine runs while the other does: two JVMs, one Java round trip at a time
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        java_done = pool.submit(_java, refspark, java, java_setup)
+        ispark.sql(spark, SETUP, ours)
+        ours.load_table("db.dims").create_branch("b1")
+        ispark.sql(spark, branch_write, ours)
+        java_done.result()
 
-    for name in (
-        "db.events",
-        "db.dims",
-        "db.ctas",
-        "db.parts",
-        "db.dyn",
-        "db.mor",
-        "db.rep",
-        "db.rep2",
-    ):
-        assert _table_facts(ours.load_table(name)) == _table_facts(theirs.load_table(name)), name
+        for name in TABLES:
+            mine, java_facts = ours.load_table(name), theirs.load_table(name)
+            assert _table_facts(mine) == _table_facts(java_facts), name
 
-    # time travel by snapshot id: each engine its own table's first snapshot
-    first_ours = ours.load_table("db.events").metadata.snapshots[0].snapshot_id
-    first_theirs = theirs.load_table("db.events").metadata.snapshots[0].snapshot_id
-    travel = [
-        "SELECT * FROM db.events VERSION AS OF {s}",
-        "SELECT sum(record_count) FROM db.events.files FOR VERSION AS OF {s}",
-    ]
-    java_queries = QUERIES + [q.format(s=first_theirs) for q in travel]
-    our_queries = QUERIES + [q.format(s=first_ours) for q in travel]
-    # Java also reads icepark's tables
-    shown = "SHOW CREATE TABLE db.events"
-    cross = [shown] + [f"SELECT * FROM {ice_for_java}.{n}" for n in READ_BACK]
-    results = _java(refspark, java, java_queries + cross)
-    for query, ours_q, theirs in zip(QUERIES + travel, our_queries, results, strict=False):
-        mine = _rows(ispark.sql(spark, ours_q, ours).collect())
-        assert mine == _rows(theirs["rows"]), query
+        # time travel by snapshot id: each engine its own table's first snapshot
+        first_ours = ours.load_table("db.events").metadata.snapshots[0].snapshot_id
+        first_theirs = theirs.load_table("db.events").metadata.snapshots[0].snapshot_id
+        travel = [
+            "SELECT * FROM db.events VERSION AS OF {s}",
+            "SELECT sum(record_count) FROM db.events.files FOR VERSION AS OF {s}",
+        ]
+        java_queries = QUERIES + [q.format(s=first_theirs) for q in travel]
+        our_queries = QUERIES + [q.format(s=first_ours) for q in travel]
+        # Java also reads icepark's tables
+        shown = "SHOW CREATE TABLE db.events"
+        cross = [shown] + [f"SELECT * FROM {ice_for_java}.{n}" for n in READ_BACK]
+        java_answers = pool.submit(_java, refspark, java, java_queries + cross)
+        mine_rows = [_rows(ispark.sql(spark, q, ours).collect()) for q in our_queries]
+        our_shown = ispark.sql(spark, shown, ours).first()[0]
+        read_back = [
+            _rows(ispark.sql(spark, f"SELECT * FROM {n}", ours).collect()) for n in READ_BACK
+        ]
+        results = java_answers.result()
+    for query, mine, answer in zip(QUERIES + travel, mine_rows, results, strict=False):
+        assert mine == _rows(answer["rows"]), query
     # SHOW CREATE TABLE: the same text but for the catalog's name, location and snapshot id
-    java_text = _normal(
-        results[-1 - len(READ_BACK)]["rows"][0][0], java, theirs_catalog.load_table("db.events")
-    )
-    our_text = _normal(
-        ispark.sql(spark, shown, ours).first()[0], ours.name, ours.load_table("db.events")
-    )
+    java_text = results[-1 - len(READ_BACK)]["rows"][0][0]
+    java_text = _normal(java_text, java, theirs.load_table("db.events"))
+    our_text = _normal(our_shown, ours.name, ours.load_table("db.events"))
     assert our_text == java_text
-    for name, theirs in zip(READ_BACK, results[-len(READ_BACK) :], strict=True):
-        assert _rows(theirs["rows"]) == _rows(
-            ispark.sql(spark, f"SELECT * FROM {name}", ours).collect()
-        )
+    for name, answer, mine in zip(READ_BACK, results[-len(READ_BACK) :], read_back, strict=True):
+        assert _rows(answer["rows"]) == mine, name
