@@ -7,9 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from click.testing import CliRunner
 
 from icepark.cli.main import cli
+
+pytestmark = pytest.mark.spark
 
 
 def test_sql_statement_file_and_shell(spark: Any, tmp_path: Path) -> None:

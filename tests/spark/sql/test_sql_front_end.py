@@ -21,6 +21,8 @@ from icepark.spark.sql.errors import (
 )
 from icepark.spark.sql.script import split_statements
 
+pytestmark = pytest.mark.spark
+
 
 @pytest.fixture
 def events(catalog: Any) -> Any:

@@ -14,6 +14,8 @@ import pytest
 from icepark import spark as ispark
 from icepark.catalog import load_catalog
 
+pytestmark = [pytest.mark.spark, pytest.mark.interop]
+
 SETUP = """
 CREATE NAMESPACE IF NOT EXISTS db;
 CREATE TABLE db.events (
