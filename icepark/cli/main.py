@@ -20,6 +20,7 @@ from icepark.cli.commands_files import avro_command, metadata_command
 from icepark.cli.commands_inspect import inspect_command
 from icepark.cli.commands_scan import scan_command
 from icepark.cli.commands_serve import serve_command
+from icepark.cli.commands_sql import sql_command
 from icepark.cli.commands_stream import changes_command, follow_command
 from icepark.cli.commands_table import describe_command, snapshots_command
 from icepark.cli.commands_ui import ui_command
@@ -106,6 +107,7 @@ for _command in (
     follow_command,
     serve_command,
     ui_command,
+    sql_command,
 ):
     cli.add_command(_command)
 

@@ -7,6 +7,10 @@ DataFrame API::
     ispark.write(df, "db.events", mode="append")        # or "overwrite", "overwrite-partitions"
     ispark.create_table_from(spark, df, "db.copy", partition_by=["day(ts)"], sort_by=["id"])
 
+Iceberg SQL without JVM extensions (see :mod:`icepark.spark.sql`)::
+
+    ispark.sql(spark, "SELECT * FROM db.events FOR VERSION AS OF 'audit' WHERE id = 5")
+
 Row-level changes (``write.delete.mode`` / ``write.update.mode`` / ``write.merge.mode``:
 copy-on-write or merge-on-read; see :mod:`icepark.spark.write.row_level`)::
 
@@ -74,6 +78,14 @@ from icepark.spark.maintenance.rewrite_position_delete_files import rewrite_posi
 from icepark.spark.read.reader import ReadPath, choose_path, read, read_scan
 from icepark.spark.session import session
 from icepark.spark.setup import SparkSetupError, prepare_session
+
+# Importing the package icepark.spark.sql binds this module's attribute ``sql`` to the
+# package; this import then rebinds it to the function, so ``ispark.sql(spark, "...")`` runs
+# SQL, while ``from icepark.spark.sql.errors import ...`` (and ``from icepark.spark.sql import
+# errors``) still find the package in sys.modules. Only ``import icepark.spark.sql.errors as
+# e`` and attribute chains like ``icepark.spark.sql.errors`` go through the function: use the
+# ``from`` forms.
+from icepark.spark.sql import sql
 from icepark.spark.streaming.queries import read_stream, write_stream
 from icepark.spark.tables import resolve_table
 from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
@@ -95,6 +107,7 @@ __all__ = [
     "merge",
     "prepare_session",
     "session",
+    "sql",
     "SparkSetupError",
     "read",
     "read_scan",

@@ -14,6 +14,7 @@ from icepark.errors import IceparkError, UnsupportedOperationError, ValidationEr
 __all__ = [
     "SqlError",
     "SqlParseError",
+    "SqlAnalysisError",
     "UnsupportedSqlError",
     "SqlScriptError",
     "UnknownProcedureError",
@@ -43,6 +44,15 @@ class SqlParseError(SqlError, ValidationError):
         self.line = line
         self.column = column
         super().__init__(f"{message} (line {line}, column {column})", statement)
+
+
+class SqlAnalysisError(SqlError, ValidationError):
+    """A statement Spark's analyzer refused: an unknown column or function, a type mismatch
+    (Spark's message, which names it, is kept; ``error_class`` is Spark's error class)."""
+
+    def __init__(self, message: str, statement: str = "", error_class: str | None = None) -> None:
+        self.error_class = error_class
+        super().__init__(message, statement)
 
 
 class UnsupportedSqlError(SqlError, UnsupportedOperationError):

@@ -19,6 +19,9 @@ can evaluate (a ``Column``, or a string icepark cannot parse, such as
 ``"lower(name) = 'x'"``); only the first two prune files. Nulls follow SQL: a row whose
 condition is null (unknown) is not changed.
 
+With ``wap_id`` (and ``write.wap.enabled=true``) the change's snapshot is staged, not made
+current (:mod:`icepark.table.update.wap`), as Java stages it under ``spark.wap.id``.
+
 Concurrent commits are checked as :mod:`icepark.table.write.row_delta` says, per
 ``write.<operation>.isolation-level`` (``serializable`` by default, or ``snapshot``): a
 commit that removed or added deletes to a file this change touched fails it; under
@@ -54,6 +57,7 @@ from icepark.spark.filters import quote_column, to_spark_column
 from icepark.spark.paths import spark_reported_path
 from icepark.spark.read.reader import read_resolved, resolve_path
 from icepark.spark.tables import resolve_table
+from icepark.spark.write.merge_clauses import ACTIONS, Assignments, MergeClause, legacy_clauses
 from icepark.spark.write.writer import write_files
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
@@ -61,15 +65,16 @@ from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.spec.types import DateType, DecimalType, IntegerType, LongType, StringType
 from icepark.table import Table
 from icepark.table.scan import DataScan
+from icepark.table.update.wap import staged, with_wap_id
 from icepark.table.write.changes import isolation_level, row_level_mode
 from icepark.table.write.row_delta import COPY_ON_WRITE, RowLevelAction, RowLevelChange
 
-__all__ = ["delete", "update", "merge", "Condition", "Assignments"]
+__all__ = ["delete", "update", "merge", "MergeClause", "Condition", "Assignments"]
 
 Condition = str | BooleanExpression | Column
-Assignments = Mapping[str, str | Column]
 
 _FILE, _POS = "_file", "_pos"
+_SOURCE_ROW = "__icepark_source_row__"
 _ACTION = "__icepark_action__"
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -128,9 +133,11 @@ class _Target:
         change: RowLevelChange,
         conflict_filter: BooleanExpression,
         snapshot_properties: Mapping[str, str] | None,
+        wap_id: str | None = None,
     ) -> Table:
         if change.is_empty:
             return self.table
+        props = with_wap_id(self.metadata, snapshot_properties, wap_id, self.table.name)
         action = RowLevelAction(
             self.table.io,
             change,
@@ -139,11 +146,11 @@ class _Target:
             isolation_level(self.metadata, self.operation),
             self.operation,
             self.case_sensitive,
-            dict(snapshot_properties or {}),
+            props,
         )
         tx = self.table.transaction()
         try:
-            tx.add_action(action)
+            tx.add_action(staged(action, wap_id))
         except BaseException:
             change.discard(self.table.io)
             raise
@@ -263,6 +270,7 @@ def delete(
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
     case_sensitive: bool = True,
+    wap_id: str | None = None,
 ) -> Table:
     """Delete the rows matching ``where`` (all rows when None) as one snapshot; see the
     module docstring. Returns the table (unchanged, with no new snapshot, when no row
@@ -279,7 +287,7 @@ def delete(
     if partial:
         rows = target.read(spark, partial)
         _apply(spark, target, change, partial, rows.filter(_is_true(condition)), None)
-    return target.commit(change, prune, snapshot_properties)
+    return target.commit(change, prune, snapshot_properties, wap_id)
 
 
 # -- update ------------------------------------------------------------------------------------
@@ -311,6 +319,7 @@ def update(
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
     case_sensitive: bool = True,
+    wap_id: str | None = None,
 ) -> Table:
     """``UPDATE table SET col = expr, ... WHERE where`` as one snapshot: ``set`` maps column
     names to Spark SQL expressions (strings, evaluated on the row's current values) or
@@ -332,7 +341,7 @@ def update(
         matched = matched.localCheckpoint()  # one evaluation for the deletes and new rows
         new_rows = matched.drop(_FILE, _POS)
         _apply(spark, target, change, tasks, matched, new_rows)
-    return target.commit(change, prune, snapshot_properties)
+    return target.commit(change, prune, snapshot_properties, wap_id)
 
 
 # -- merge -------------------------------------------------------------------------------------
@@ -442,10 +451,12 @@ def merge(
     when_matched_delete: bool | str | Column | None = None,
     when_not_matched_insert: Assignments | str | None = None,
     *,
+    clauses: Sequence[MergeClause] | None = None,
     catalog: Any = None,
     branch: str = MAIN_BRANCH,
     snapshot_properties: Mapping[str, str] | None = None,
     case_sensitive: bool = True,
+    wap_id: str | None = None,
 ) -> Table:
     """``MERGE INTO table t USING source s ON on`` as one snapshot.
 
@@ -457,66 +468,96 @@ def merge(
     column of the same name; other columns keep their value); a matched row is changed by
     the first clause that applies, delete before update. A source row matching no target
     row is inserted by ``when_not_matched_insert`` (a mapping, columns not given are null,
-    or ``"*"``). As in Iceberg's Spark SQL, a target row matched by more than one source row
-    fails the merge (when a matched clause is given) and nothing is committed.
+    or ``"*"``). ``clauses`` instead gives every ``WHEN`` clause in order
+    (:class:`MergeClause`: several conditional clauses of each kind, and ``WHEN NOT MATCHED
+    BY SOURCE`` updates and deletes). As in Iceberg's Spark SQL, a target row matched by
+    more than one source row fails the merge (when a matched clause is given) and nothing is
+    committed.
 
-    When ``on`` names key columns of int, long, string, date or decimal type, the target is
-    planned with the source's key range (one small aggregate over the source), so files
-    outside it are not read."""
-    if when_matched_update is None and not when_matched_delete and not when_not_matched_insert:
+    When ``on`` names key columns of int, long, string, date or decimal type and no clause is
+    for target rows matched by no source row, the target is planned with the source's key
+    range (one small aggregate over the source), so files outside it are not read."""
+    if clauses is None:
+        clauses = legacy_clauses(when_matched_update, when_matched_delete, when_not_matched_insert)
+    elif when_matched_update is not None or when_matched_delete or when_not_matched_insert:
+        raise ValidationError("Cannot merge: give clauses or the when_* arguments, not both")
+    if not clauses:
         raise ValidationError("Cannot merge: no WHEN clause given")
     target = _target(table, catalog, branch, "merge", case_sensitive)
-    updates = _clause(when_matched_update, target, source, "when_matched_update")
-    inserts = _clause(when_not_matched_insert, target, source, "when_not_matched_insert")
-    if inserts is not None:
-        missing = [f.name for f in target.schema.fields if f.required and f.name not in inserts]
-        if missing:
+    values: list[dict[str, Column] | None] = []
+    for i, c in enumerate(clauses):
+        if c.action not in ACTIONS.get(c.match, ()):
             raise ValidationError(
-                f"Cannot merge into table {target.table.name}: when_not_matched_insert gives "
-                f"no value for required columns {missing}"
+                f"Cannot merge into table {target.table.name}: WHEN {c.match} cannot {c.action}"
             )
+        name = f"when_{c.match}_{c.action} (clause {i + 1})"
+        if c.action == "delete":
+            values.append(None)
+            continue
+        assigned = _clause(c.values, target, source, name)
+        if assigned is None:
+            raise ValidationError(f"Cannot merge: {name} gives no values")
+        if c.action == "insert":
+            missing = [
+                f.name for f in target.schema.fields if f.required and f.name not in assigned
+            ]
+            if missing:
+                raise ValidationError(
+                    f"Cannot merge into table {target.table.name}: {name} gives "
+                    f"no value for required columns {missing}"
+                )
+        values.append(assigned)
+    matches = {c.match for c in clauses}
     pairs = _merge_keys(on, target, source)
     change = RowLevelChange(target.head_id())
-    key_range = AlwaysTrue() if pairs is None else _key_range(pairs, target, source)
+    by_source = "not_matched_by_source" in matches
+    key_range = AlwaysTrue() if pairs is None or by_source else _key_range(pairs, target, source)
     tasks = target.plan(key_range)
-    s = source.alias("s")
+    s = source.withColumn(_SOURCE_ROW, F.lit(True)).alias("s")
     t = target.read(spark, tasks).alias("t")
-    joined = s.join(t, _join_condition(on, pairs), "left" if inserts is not None else "inner")
-    is_matched = F.col(f"t.{_FILE}").isNotNull()
-    if when_matched_delete is True:
-        delete_if = is_matched
-    elif when_matched_delete:
-        cond = when_matched_delete
-        delete_if = is_matched & _is_true(F.expr(cond) if isinstance(cond, str) else cond)
-    else:
-        delete_if = F.lit(False)
-    action = F.when(delete_if, F.lit("D"))
-    if updates is not None:
-        action = action.when(is_matched, F.lit("U"))
-    if inserts is not None:
-        action = action.when(~is_matched, F.lit("I"))
-    values = []
-    for c in target.columns:
-        value: Column | None = None
-        if updates is not None:
-            value = F.when(action == "U", updates.get(c, F.col(f"t.{quote_column(c)}")))
-        if inserts is not None and c in inserts:
-            when_inserted = (F if value is None else value).when(action == "I", inserts[c])
-            value = when_inserted
-        values.append((F.lit(None) if value is None else value).alias(c))
+    how = {(False, False): "inner", (True, False): "left", (False, True): "right"}.get(
+        ("not_matched" in matches, by_source), "full"
+    )
+    joined = s.join(t, _join_condition(on, pairs), how)
+    has_t = F.col(f"t.{_FILE}").isNotNull()
+    has_s = F.col(f"s.{_SOURCE_ROW}").isNotNull()
+    scope = {"matched": has_t & has_s, "not_matched": has_s & ~has_t}
+    scope["not_matched_by_source"] = has_t & ~has_s
+    action: Any = F
+    for i, c in enumerate(clauses):
+        applies = scope[c.match]
+        if c.condition is not None:
+            cond = F.expr(c.condition) if isinstance(c.condition, str) else c.condition
+            applies = applies & _is_true(cond)
+        action = action.when(applies, F.lit(i))
+    action_col: Column = action
+    removed = [i for i, c in enumerate(clauses) if c.action in ("update", "delete")]
+    added = [i for i, c in enumerate(clauses) if c.action in ("update", "insert")]
+    columns = []
+    for c_name in target.columns:
+        value: Any = F
+        for i, c in enumerate(clauses):
+            assigned = values[i]
+            if assigned is None:
+                continue
+            keep = F.col(f"t.{quote_column(c_name)}") if c.action == "update" else F.lit(None)
+            value = value.when(action_col == i, assigned.get(c_name, keep))
+        columns.append((F.lit(None) if value is F else value).alias(c_name))
     planned = joined.select(
         F.col(f"t.{_FILE}").alias(_FILE),
         F.col(f"t.{_POS}").alias(_POS),
-        action.alias(_ACTION),
-        *values,
+        action_col.alias(_ACTION),
+        *columns,
     ).localCheckpoint()  # one evaluation of the join for the checks, deletes and new rows
-    if updates is not None or when_matched_delete:
-        _check_cardinality(planned, target)
-    changed = planned.filter(F.col(_ACTION).isin("D", "U"))
-    new_rows = planned.filter(F.col(_ACTION).isin("U", "I")).select(*target.columns)
-    _apply(spark, target, change, tasks, changed, new_rows)
+    if "matched" in matches:
+        _check_cardinality(planned.filter(F.col(_ACTION).isNotNull() | F.lit(True)), target)
+    changed = planned.filter(F.col(_ACTION).isin(*removed)) if removed else None
+    new_rows = planned.filter(F.col(_ACTION).isin(*added)).select(*target.columns)
+    if changed is None:
+        changed = planned.filter(F.lit(False))
+    _apply(spark, target, change, tasks, changed, new_rows if added else None)
     # new data outside the source's key range cannot match: it does not conflict
-    return target.commit(change, key_range, snapshot_properties)
+    return target.commit(change, key_range, snapshot_properties, wap_id)
 
 
 def _check_cardinality(planned: DataFrame, target: _Target) -> None:

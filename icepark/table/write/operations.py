@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from icepark.errors import ValidationError
-from icepark.expressions import AlwaysTrue, BooleanExpression
+from icepark.expressions import AlwaysFalse, AlwaysTrue, BooleanExpression
 from icepark.io import FileIO
 from icepark.manifest import DataFile, FileFormat, ManifestContent, ManifestEntryStatus
 from icepark.planning.matching import FileMatcher
@@ -258,9 +258,15 @@ class OverwriteAction(_SnapshotAction):
             if path not in self._rewrites:  # a retry reuses the rewrite
                 self._rewrites[path] = self.rewrite(task, base, self.row_filter)
             rewritten.extend(self._rewrites[path])
-        operation = Operation.OVERWRITE if doomed else Operation.APPEND
-        if doomed and not self.files and not rewritten:
+        # as Java's BaseOverwriteFiles: an overwrite by a filter deletes (by intent) even
+        # when no file matches it, so it is an "overwrite" (or a "delete" adding nothing)
+        deletes = bool(doomed) or not isinstance(self.row_filter, AlwaysFalse)
+        adds = bool(self.files or rewritten)
+        operation = Operation.OVERWRITE
+        if deletes and not adds:
             operation = Operation.DELETE
+        elif adds and not deletes:
+            operation = Operation.APPEND
 
         producer = self._producer or SnapshotProducer(
             self.io, operation, branch=self.branch, snapshot_properties=self.snapshot_properties
