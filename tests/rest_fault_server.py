@@ -35,7 +35,9 @@ from icepark.spec.updates import table_requirement_from_json, table_update_from_
 @dataclass
 class Rule:
     """Answer ``status`` (or ``action``: ``drop``, ``apply-then-drop``, ``delay``) to the next ``times``
-    requests whose method is ``method`` and whose path contains ``path``."""
+    requests whose method is ``method`` and whose path contains ``path`` (a table's metrics
+    reports, which a client sends from a thread of its own, only when ``path`` names
+    ``/metrics``: a rule for the table's commits must not catch them)."""
 
     method: str
     path: str
@@ -116,7 +118,10 @@ class FaultServer:
                 (
                     r
                     for r in self.rules
-                    if r.times > 0 and r.method == h.command and r.path in url.path
+                    if r.times > 0
+                    and r.method == h.command
+                    and r.path in url.path
+                    and ("/metrics" in r.path or not url.path.endswith("/metrics"))
                 ),
                 None,
             )

@@ -34,6 +34,12 @@ FAST = {"rest.client.base-retry-wait-ms": "1", "rest.client.max-retry-wait-ms": 
 SCHEMA = icepark.schema(("id", "long", True), ("v", "string"))
 
 
+def _commits(fault: FaultServer) -> list[object]:
+    """The commit requests of table db.t (its metrics reports, sent from a thread of their
+    own after scans and commits, are not commits)."""
+    return [s for s in fault.requests_to("POST", "/tables/t") if s.path.endswith("/tables/t")]
+
+
 def _catalog(fault: FaultServer, **props: str) -> RestCatalog:
     return RestCatalog("rc", {"uri": fault.uri, **FAST, **props})
 
@@ -80,7 +86,7 @@ def test_500_on_commit_is_unknown_state_and_keeps_the_written_files(
     assert any(p.suffix == ".parquet" for p in written), written
     assert any(p.name.startswith("snap-") for p in written), written
     assert all(p.exists() for p in written)
-    assert len(fault.requests_to("POST", "/tables/t")) == 1  # never retried
+    assert len(_commits(fault)) == 1  # never retried
 
 
 def test_503_on_commit_is_not_retried(fault: FaultServer) -> None:
@@ -88,7 +94,7 @@ def test_503_on_commit_is_not_retried(fault: FaultServer) -> None:
     fault.add(Rule("POST", "/tables/t", 503, {"Retry-After": "0"}, times=1))
     with pytest.raises(CommitStateUnknownError):
         table.append(pa.table({"id": [1], "v": ["a"]}))
-    assert len(fault.requests_to("POST", "/tables/t")) == 1
+    assert len(_commits(fault)) == 1
 
 
 def test_connection_dropped_after_the_commit_landed(fault: FaultServer, tmp_path: Path) -> None:
@@ -106,7 +112,7 @@ def test_connection_dropped_after_the_commit_landed(fault: FaultServer, tmp_path
     assert Path(snapshot.manifest_list.removeprefix("file:")).exists()
     assert any(p.suffix == ".parquet" for p in written)
     assert fresh.scan().to_arrow().num_rows == 3
-    assert len(fault.requests_to("POST", "/tables/t")) == 1
+    assert len(_commits(fault)) == 1
 
 
 def test_a_dropped_read_is_retried(fault: FaultServer) -> None:

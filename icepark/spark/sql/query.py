@@ -33,7 +33,16 @@ from icepark.spark.sql.errors import UnsupportedSqlError
 from icepark.spark.sql.identifiers import Resolved
 from icepark.spark.sql.pushdown import conjuncts_for, to_filter
 
-__all__ = ["prepare_query", "run_query", "explain_query", "table_parts", "TimeTravel"]
+__all__ = [
+    "prepare_query",
+    "run_query",
+    "explain_query",
+    "table_parts",
+    "time_travel",
+    "owned_columns",
+    "session_is_utc",
+    "TimeTravel",
+]
 
 TimeTravel = tuple[int | None, int | None, str | None]  # snapshot id, as-of ms, ref
 
@@ -58,7 +67,7 @@ def table_parts(node: exp.Table) -> list[str]:
     return parts + tail
 
 
-def _time_travel(ctx: SqlContext, version: exp.Expr | None, resolved: Resolved) -> TimeTravel:
+def time_travel(ctx: SqlContext, version: exp.Expr | None, resolved: Resolved) -> TimeTravel:
     snapshot_id: int | None = None
     as_of: int | None = None
     ref = resolved.ref
@@ -93,7 +102,10 @@ def _time_travel(ctx: SqlContext, version: exp.Expr | None, resolved: Resolved) 
     return snapshot_id, as_of, ref
 
 
-def _owns(qualifier: str, only: bool) -> Any:
+def owned_columns(qualifier: str, only: bool) -> Any:
+    """Whether a column belongs to the table read as ``qualifier`` (``only``: the query's only
+    source, so unqualified columns are its own)."""
+
     def owns(column: exp.Column) -> bool:
         table = column.args.get("table")
         if table is None:
@@ -103,7 +115,7 @@ def _owns(qualifier: str, only: bool) -> Any:
     return owns
 
 
-def _utc(ctx: SqlContext) -> bool:
+def session_is_utc(ctx: SqlContext) -> bool:
     zone = (ctx.spark.conf.get("spark.sql.session.timeZone") or "").upper()
     return zone in ("UTC", "Z", "GMT", "ETC/UTC", "+00:00")
 
@@ -111,7 +123,7 @@ def _utc(ctx: SqlContext) -> bool:
 def _table_frame(ctx: SqlContext, node: exp.Table, resolved: Resolved) -> DataFrame:
     table = resolved.table
     assert table is not None
-    snapshot_id, as_of, ref = _time_travel(ctx, node.args.get("version"), resolved)
+    snapshot_id, as_of, ref = time_travel(ctx, node.args.get("version"), resolved)
     if resolved.kind == "metadata":
         assert resolved.metadata is not None
         return read_metadata_table(
@@ -120,7 +132,7 @@ def _table_frame(ctx: SqlContext, node: exp.Table, resolved: Resolved) -> DataFr
     scan = table.scan(None, None, snapshot_id, as_of, ref)
     conjuncts, only = conjuncts_for(node)
     filt, texts = to_filter(
-        conjuncts, scan.schema, _owns(node.alias_or_name.lower(), only), _utc(ctx)
+        conjuncts, scan.schema, owned_columns(node.alias_or_name.lower(), only), session_is_utc(ctx)
     )
     if filt is not None:
         scan = scan.filter(filt)

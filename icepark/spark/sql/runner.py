@@ -135,7 +135,10 @@ def _run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
 
 def _dispatch(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame:
     if isinstance(tree, exp.Query):
-        return run_query(ctx, tree)
+        from icepark.spark.sql.aggregates import answer_from_metadata
+
+        answered = answer_from_metadata(ctx, tree)
+        return answered if answered is not None else run_query(ctx, tree)
     if isinstance(tree, exp.Insert | exp.Delete | exp.Update | exp.Merge):
         from icepark.spark.sql import dml
 
