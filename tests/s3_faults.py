@@ -112,7 +112,8 @@ class FaultyS3Proxy:
             fail = (rule is not None and rule(method, path)) or self._random.random() < self.share
             if not fail:
                 return None
-            kind = self.kinds[self._random.randrange(len(self.kinds))]
+            # (one kind draws nothing: a seed picks the same requests as before kinds existed)
+            kind = self.kinds[0] if len(self.kinds) == 1 else self._random.choice(self.kinds)
             self.served[kind] += 1
             if kind != "slow":
                 self.served_errors += 1

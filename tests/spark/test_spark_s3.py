@@ -251,6 +251,7 @@ def test_throttled_s3_writes_and_commits_succeed_or_fail_cleanly(
         data_before = {e.location for e in before.io.list_prefix(before.location + "/data")}
         props_strict = {**props, "s3.retry.num-retries": "2"}
         strict = load_catalog(scenarios.CATALOG_NAME, properties=props_strict).load_table("db.t")
+        proxy.share = 0.0  # only the metadata writes fail now, every time
         proxy.fail_when = lambda method, path: method in ("PUT", "POST") and "/metadata/" in path
         with pytest.raises(StorageError, match=proxy.endpoint):
             ispark.write(scenarios._source(spark, 400, 500), strict)
