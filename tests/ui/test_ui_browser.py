@@ -11,6 +11,7 @@ source) or Selenium is missing.
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -68,13 +69,23 @@ def site(demo_catalog: Catalog) -> Iterator[str]:
         yield url
 
 
-def _visible(driver: Any, css: str) -> Any:
+def _visible(driver: Any, css: str, timeout: float = 15.0) -> Any:
+    """The elements ``css`` finds once one of them is displayed (a click that submits a form
+    or follows a link loads the next page while this looks: it waits for it)."""
     from selenium.webdriver.common.by import By
 
-    found = driver.find_elements(By.CSS_SELECTOR, css)
-    assert found, f"no {css} on {driver.current_url}"
-    assert any(e.is_displayed() for e in found), f"{css} not displayed on {driver.current_url}"
-    return found
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            found = driver.find_elements(By.CSS_SELECTOR, css)
+            if found and any(e.is_displayed() for e in found):
+                return found
+        except Exception:  # the page changed under the lookup (stale element): look again
+            found = []
+        if time.monotonic() > deadline:
+            assert found, f"no {css} on {driver.current_url}"
+            raise AssertionError(f"{css} not displayed on {driver.current_url}")
+        time.sleep(0.1)
 
 
 def _shot(driver: Any, name: str) -> None:
