@@ -3,12 +3,8 @@ on a free loopback port in a thread (:func:`serving`)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import socket
 import subprocess
-import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -22,6 +18,7 @@ pytest.importorskip("fastapi")
 uvicorn = pytest.importorskip("uvicorn")
 
 from rest_fault_server import FaultServer  # noqa: E402
+from services import free_port, serving  # noqa: E402,F401  (the tests import them from here)
 
 import icepark  # noqa: E402
 from icepark.catalog.base import Catalog  # noqa: E402
@@ -30,33 +27,6 @@ from icepark.rest.catalog import RestCatalog  # noqa: E402
 # Java's JDBC catalog needs a JDBC driver the reference engine lacks: H2's, from the local
 # Maven repository (Derby, which Spark ships, does not speak the catalog's LIMIT queries)
 H2_JARS = sorted(Path.home().glob(".m2/repository/com/h2database/h2/*/h2-*.jar"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-@contextlib.contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """Runs ``app`` on 127.0.0.1 in a thread; yields its base URL."""
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @pytest.fixture
