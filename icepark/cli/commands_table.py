@@ -27,7 +27,7 @@ from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema, schema_to_json
 from icepark.spec.snapshots import Snapshot
 from icepark.spec.sorting import SortOrder
-from icepark.spec.types import IcebergType, ListType, MapType, NestedField, StructType
+from icepark.spec.types import ListType, MapType, NestedField, StructType, type_label
 from icepark.table import Table
 
 __all__ = ["describe_command", "snapshots_command", "open_table", "snapshot_to_dict"]
@@ -58,16 +58,6 @@ def open_table(cli: CliContext, name: str) -> Table:
 
 
 # -- rendering helpers ---------------------------------------------------------------------------
-
-
-def _type_label(t: IcebergType) -> str:
-    if isinstance(t, StructType):
-        return "struct"
-    if isinstance(t, ListType):
-        return "list"
-    if isinstance(t, MapType):
-        return "map"
-    return str(t)
 
 
 def _schema_rows(
@@ -173,7 +163,7 @@ def _print_schema(console: Console, schema: Schema) -> None:
     for depth, f in _schema_rows(schema.fields):
         nullability = "required" if f.required else "optional"
         add_row(
-            grid, f.field_id, "  " * depth + f.name, _type_label(f.field_type), nullability, f.doc
+            grid, f.field_id, "  " * depth + f.name, type_label(f.field_type), nullability, f.doc
         )
     console.print(grid)
     if schema.identifier_field_ids:

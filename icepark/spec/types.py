@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from icepark.errors import InvalidSchemaError
 
 __all__ = [
+    "type_label",
     "IcebergType",
     "PrimitiveType",
     "NestedType",
@@ -88,6 +89,18 @@ class PrimitiveType(IcebergType):
 
     def __hash__(self) -> int:
         return hash(type(self))
+
+
+def type_label(t: IcebergType) -> str:
+    """A type as a schema tree shows it: ``struct``, ``list`` or ``map`` for a nested type
+    (its fields are rows of their own), else the primitive's name."""
+    if isinstance(t, StructType):
+        return "struct"
+    if isinstance(t, ListType):
+        return "list"
+    if isinstance(t, MapType):
+        return "map"
+    return str(t)
 
 
 def required_format_version(t: IcebergType) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from icepark.spec.schema import Schema, walk_fields
-from icepark.spec.types import ListType, MapType, NestedField, StructType
+from icepark.spec.types import NestedField, type_label
 from icepark.table.table import Table
 from icepark.ui.history import when
 
@@ -55,14 +55,7 @@ class SchemaVersion:
 
 
 def _type_text(f: NestedField) -> str:
-    t = f.field_type
-    if isinstance(t, StructType):
-        return "struct"
-    if isinstance(t, ListType):
-        return "list"
-    if isinstance(t, MapType):
-        return "map"
-    return str(t)
+    return type_label(f.field_type)
 
 
 def _depth(schema: Schema, field_id: int) -> int:
