@@ -32,8 +32,9 @@ import pyarrow.parquet as pq
 
 from icepark.arrow._parquet_thrift import check_statistics
 from icepark.arrow.metrics_config import MetricsConfig, MetricsMode, truncate_bounds
+from icepark.arrow.read_errors import unreadable
 from icepark.arrow.schema import apply_name_mapping, field_id_of
-from icepark.errors import ValidationError
+from icepark.errors import IceparkError, ValidationError
 from icepark.io import FileIO
 from icepark.spec.conversions import to_bytes
 from icepark.spec.manifests import DataFile, FileContent, FileFormat
@@ -273,19 +274,17 @@ def data_file_from_footer(
     its columns matched to ``schema`` by field id (or through ``name_mapping`` for columns
     without one). Partition values come from ``partition_values`` (by partition field id)
     where given, else from the statistics of their source columns; see the module docstring.
-    A footer that cannot be read (corrupt, truncated, not Parquet) is a ValidationError naming
-    the file."""
+    A footer that cannot be read is an error naming the file (see
+    :mod:`icepark.arrow.read_errors`: a ValidationError when corrupt, truncated or not
+    Parquet)."""
     try:
         return _from_footer(
             io, location, size, schema, spec, sort_order, config, name_mapping, partition_values
         )
+    except IceparkError:
+        raise
     except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
-        if isinstance(exc, ValidationError | FileNotFoundError):  # (ours, or no file at all)
-            raise
-        raise ValidationError(
-            f"Cannot read the footer of Parquet file {location}: {type(exc).__name__}: "
-            f"{str(exc).strip()}"
-        ) from exc
+        raise unreadable(io, location, "the footer of Parquet file", exc) from exc
 
 
 def _from_footer(

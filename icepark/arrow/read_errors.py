@@ -1,5 +1,6 @@
 """What a data file read raises when the file or the storage fails: one translation for every
-format's reader (:func:`~icepark.arrow.reader.read_data_file`).
+format's reader (:func:`~icepark.arrow.reader.read_data_file`) and for the Parquet footers
+``add_files`` reads (:func:`~icepark.arrow.footer.data_file_from_footer`).
 
 A corrupt or truncated file (Arrow's C++ readers raise ``ArrowException`` or an ``OSError``
 without errno; a footer whose names are not UTF-8 a ``UnicodeDecodeError``) is a
@@ -31,26 +32,24 @@ def typed_read_errors(
     except IceparkError:
         raise
     except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
-        raise unreadable(io, data_file, exc) from exc
+        what = f"{data_file.file_format.value} data file"
+        raise unreadable(io, data_file.file_path, what, exc) from exc
 
 
-def unreadable(io: FileIO, data_file: DataFile, exc: Exception) -> IceparkError:
-    """The icepark error for ``exc``, raised while reading ``data_file``."""
-    location = data_file.file_path
+def unreadable(io: FileIO, location: str, what: str, exc: Exception) -> IceparkError:
+    """The icepark error for ``exc``, raised while reading ``what`` (``"PARQUET data file"``)
+    at ``location``."""
     scheme, _, rest = location.partition("://")
     if isinstance(exc, OSError) and scheme in ("s3", "s3a", "s3n"):
         translated = storage_error(exc, location, rest.split("/", 1)[0], io.properties)
         if translated is not None:
             return translated
     if isinstance(exc, FileNotFoundError):
-        return NoSuchFileError(f"Data file not found: {location}")
+        return NoSuchFileError(f"{what[:1].upper()}{what[1:]} not found: {location}")
     if isinstance(exc, OSError) and exc.errno is not None:
         error = StorageError(
-            f"Cannot read data file {location}: {exc.strerror or exc} (errno {exc.errno})"
+            f"Cannot read {what} {location}: {exc.strerror or exc} (errno {exc.errno})"
         )
         error.errno = exc.errno
         return error
-    return ValidationError(
-        f"Cannot read {data_file.file_format.value} data file {location}: "
-        f"{type(exc).__name__}: {str(exc).strip()}"
-    )
+    return ValidationError(f"Cannot read {what} {location}: {type(exc).__name__}: {str(exc).strip()}")
