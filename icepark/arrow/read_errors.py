@@ -52,4 +52,5 @@ def unreadable(io: FileIO, location: str, what: str, exc: Exception) -> IceparkE
         )
         error.errno = exc.errno
         return error
-    return ValidationError(f"Cannot read {what} {location}: {type(exc).__name__}: {str(exc).strip()}")
+    reason = f"{type(exc).__name__}: {str(exc).strip()}"
+    return ValidationError(f"Cannot read {what} {location}: {reason}")
