@@ -18,12 +18,11 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from icepark.expressions.json import expression_to_json
-from icepark.planning.planner import FileScanTask
-from icepark.planning.scan_metrics import scan_metrics
+from icepark.planning.scan_metrics import PlanCounts, scan_metrics
 from icepark.rest.http import RestClient, client_version
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import index_by_id
@@ -42,6 +41,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 _IDLE_SECONDS = 1.0  # a reporting thread with nothing to send for this long ends
+_Body = dict[str, Any] | Callable[[], dict[str, Any] | None]
 
 #: the client property that turns reports off (Java's name and default: true)
 REPORTING_ENABLED = "rest-metrics-reporting-enabled"
@@ -139,11 +139,13 @@ class Reports:
 
     def __init__(self, client: RestClient, limit: int = 1000) -> None:
         self._client = client
-        self._queue: queue.Queue[tuple[str, str, dict[str, Any]] | None] = queue.Queue(limit)
+        self._queue: queue.Queue[tuple[str, str, _Body] | None] = queue.Queue(limit)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def submit(self, url: str, table_name: str, body: dict[str, Any]) -> None:
+    def submit(self, url: str, table_name: str, body: _Body) -> None:
+        """Queue ``body`` (or a function building it on the reporting thread; None: nothing
+        to send) for ``url``."""
         with self._lock:  # the thread ends when idle: start one when none is running
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -169,7 +171,9 @@ class Reports:
                 if item is None:
                     return
                 url, name, body = item
-                self._client.call("POST", url, f"report metrics of table {name}", body=body)
+                built = body() if callable(body) else body
+                if built is not None:
+                    self._client.call("POST", url, f"report metrics of table {name}", body=built)
             except Exception as exc:  # a report never fails anything
                 _log.warning("Cannot report metrics of table %s: %s", item[1] if item else "", exc)
             finally:
@@ -206,12 +210,12 @@ def _engine() -> dict[str, str]:
 def scan_report(
     table_name: str,
     scan: DataScan,
-    tasks: Sequence[FileScanTask],
+    counts: PlanCounts,
     duration_ns: int,
     engine: Mapping[str, str] | None = None,
 ) -> dict[str, Any] | None:
-    """The ``ReportMetricsRequest`` body for the plan ``tasks`` of ``scan``, or None for a
-    scan of a table without snapshots (Java reports none: nothing was planned)."""
+    """The ``ReportMetricsRequest`` body for the plan of ``scan`` that ``counts`` adds up, or
+    None for a scan of a table without snapshots (Java reports none: nothing was planned)."""
     snapshot = scan.snapshot
     if snapshot is None:
         return None
@@ -228,7 +232,7 @@ def scan_report(
         snapshot,
         scan.row_filter,
         scan.schema,
-        tasks,
+        counts,
         scan.case_sensitive,
     )
     metrics: dict[str, Any] = {
@@ -255,18 +259,15 @@ def scan_report(
 
 def scan_reporter(
     reports: Reports, url: str, table_name: str
-) -> Callable[[DataScan, Sequence[FileScanTask], int], None]:
-    """A table's ``scan_reporter``: queues each plan's scan report for ``url``; building or
-    sending one never fails the scan (it is logged)."""
+) -> Callable[[DataScan, PlanCounts, int], None]:
+    """A table's ``scan_reporter``: queues each plan's scan report for ``url``. The report is
+    built on the reporting thread (it reads the cached manifest list and judges manifests,
+    work the scan need not wait for); building or sending one never fails the scan."""
 
-    def report(scan: DataScan, tasks: Sequence[FileScanTask], duration_ns: int) -> None:
-        try:
-            body = scan_report(table_name, scan, tasks, duration_ns, _engine())
-        except Exception as exc:  # a report never fails a scan
-            _log.warning("Cannot report the scan of table %s: %s", table_name, exc)
-            return
-        if body is not None:
-            reports.submit(url, table_name, body)
+    def report(scan: DataScan, counts: PlanCounts, duration_ns: int) -> None:
+        reports.submit(
+            url, table_name, lambda: scan_report(table_name, scan, counts, duration_ns, _engine())
+        )
 
     return report
 

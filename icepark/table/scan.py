@@ -25,6 +25,7 @@ from icepark.planning.planner import (
     iter_plan_files,
     plan_tasks,
 )
+from icepark.planning.scan_metrics import PlanCounts
 from icepark.planning.walk import parallel_map
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
@@ -111,9 +112,9 @@ class DataScan:
     planner: Callable[[DataScan], Iterator[FileScanTask]] | None = field(
         default=None, compare=False, repr=False
     )
-    # told of each local plan once it is complete: the scan, its tasks and the planning time
-    # in nanoseconds (a REST catalog's scan report); it must not raise
-    reporter: Callable[[DataScan, Sequence[FileScanTask], int], None] | None = field(
+    # told of each local plan once it is complete: the scan, its tasks' totals and the
+    # planning time in nanoseconds (a REST catalog's scan report); it must not raise
+    reporter: Callable[[DataScan, PlanCounts, int], None] | None = field(
         default=None, compare=False, repr=False
     )
 
@@ -216,16 +217,16 @@ class DataScan:
     def _reported(
         self,
         tasks: Iterator[FileScanTask],
-        reporter: Callable[[DataScan, Sequence[FileScanTask], int], None],
+        reporter: Callable[[DataScan, PlanCounts, int], None],
     ) -> Iterator[FileScanTask]:
-        """``tasks`` passed through; once the last is out, the plan goes to ``reporter`` (a
-        reader that stops early ends planning without a report, as Java's does)."""
+        """``tasks`` passed through, added up; once the last is out, the totals go to
+        ``reporter`` (a reader that stops early ends planning without a report, as Java's)."""
         start = time.perf_counter_ns()
-        planned: list[FileScanTask] = []
+        counts = PlanCounts()
         for task in tasks:
-            planned.append(task)
+            counts.add(task)
             yield task
-        reporter(self, planned, time.perf_counter_ns() - start)
+        reporter(self, counts, time.perf_counter_ns() - start)
 
     def explain(self, table_name: str = "", *, time_planning: bool = True) -> ScanExplanation:
         """The pruning funnel of this scan: manifests and files kept by each step, delete

@@ -33,6 +33,7 @@ from icepark.table.scan import DataScan, table_scan
 
 if TYPE_CHECKING:
     from icepark.planning.planner import FileScanTask
+    from icepark.planning.scan_metrics import PlanCounts
     from icepark.table.incremental.append_scan import IncrementalAppendScan
     from icepark.table.incremental.changelog import ChangelogScan
     from icepark.table.incremental.follow import AppendedBatch
@@ -72,7 +73,7 @@ class Table:
         # plans scans instead of the local planner (a REST catalog's server-side planning)
         self.scan_planner: Callable[[DataScan], Iterator[FileScanTask]] | None = None
         # told of each local plan (a REST catalog's scan reports); see DataScan.reporter
-        self.scan_reporter: Callable[[DataScan, Sequence[FileScanTask], int], None] | None = None
+        self.scan_reporter: Callable[[DataScan, PlanCounts, int], None] | None = None
 
     @classmethod
     def from_metadata(cls, path: str, properties: dict[str, str] | None = None) -> Table:
