@@ -10,8 +10,8 @@ files' record counts and column metrics without reading a data file when:
 * no delete file applies to a planned file;
 * the metrics each aggregate needs are there and exact: value and null counts for
   ``count(col)``; lower and upper bounds for ``min``/``max`` of a column of a kind whose bounds
-  are its values (numbers without NaN, dates, timestamps, decimals, booleans, strings whose
-  bounds are shorter than the 16 characters a truncated bound has).
+  are its values (numbers without NaN, dates, timestamps, decimals, booleans; strings only
+  where the column's metrics mode is ``full``, as Java decides: a truncated bound is no value).
 
 Anything else (a ``GROUP BY``, a join, a delete file, a missing or truncated metric) runs as
 an ordinary query, with the same answer. The output columns are those Spark gives the
@@ -27,6 +27,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 from sqlglot import exp
 
+from icepark.arrow.metrics_config import MetricsConfig
 from icepark.arrow.schema import schema_to_arrow
 from icepark.expressions import AlwaysTrue
 from icepark.planning.planner import FileScanTask
@@ -35,6 +36,7 @@ from icepark.spark.sql.pushdown import split_and, to_filter
 from icepark.spark.sql.query import owned_columns, session_is_utc, table_parts, time_travel
 from icepark.spark.types import to_spark_schema
 from icepark.spec.conversions import from_bytes
+from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.types import (
     BinaryType,
@@ -52,7 +54,6 @@ __all__ = ["PUSH_DOWN_CONF", "answer_from_metadata"]
 
 #: Java's session setting (true unless set to false)
 PUSH_DOWN_CONF = "spark.sql.iceberg.aggregate-push-down.enabled"
-_TRUNCATED_LENGTH = 16  # a truncated string bound is this long (truncate(16), the default)
 
 
 class _Fallback(Exception):
@@ -125,11 +126,19 @@ def _bound(tasks: list[FileScanTask], field: NestedField, smallest: bool) -> Any
         if raw is None:
             raise _Fallback
         value = from_bytes(t_type, raw)
-        if isinstance(t_type, StringType) and len(value) >= _TRUNCATED_LENGTH:
-            raise _Fallback  # may be a truncated bound, not a value
         if best is None or (value < best if smallest else value > best):
             best = value
     return best
+
+
+def _exact_bounds(aggregates: list[_Aggregate], metadata: TableMetadata, schema: Schema) -> None:
+    """Java's rule: min/max of a string column only when its metrics mode keeps whole values."""
+    config = MetricsConfig.from_properties(metadata.properties, schema, metadata.sort_order())
+    for a in aggregates:
+        if a.kind in ("min", "max") and a.field is not None:
+            if isinstance(a.field.field_type, StringType):
+                if config.mode_for(a.field.field_id, schema).kind != "full":
+                    raise _Fallback
 
 
 def _values(aggregates: list[_Aggregate], tasks: list[FileScanTask]) -> list[Any]:
@@ -183,6 +192,7 @@ def answer_from_metadata(ctx: SqlContext, tree: exp.Expr) -> DataFrame | None:
         snapshot_id, as_of, ref = time_travel(ctx, node.args.get("version"), resolved)
         scan = resolved.table.scan(None, None, snapshot_id, as_of, ref)
         aggregates = [_aggregate(e, scan.schema) for e in tree.expressions]
+        _exact_bounds(aggregates, scan.metadata, scan.schema)
         where = tree.args.get("where")
         conjuncts = split_and(where.this if isinstance(where, exp.Where) else None)
         owns = owned_columns(node.alias_or_name.lower(), True)

@@ -92,7 +92,13 @@ def _answers(spark: Any, refspark: Any, catalog: Any, table: Any, where: str) ->
 
 def test_aggregates_from_metadata(spark: Any, refspark: Any, catalog: Any) -> None:
     schema = _rows(1, 1, 0).schema
-    table = catalog.create_table("db.agg", schema, partition_by=["part"])
+    # string bounds are values only where the column keeps them whole (Java's rule)
+    table = catalog.create_table(
+        "db.agg",
+        schema,
+        partition_by=["part"],
+        properties={"write.metadata.metrics.column.name": "full"},
+    )
     table.append(_rows(0, 20, 0))
     table.append(_rows(20, 20, 1))
     table.append(_rows(40, 10, 1))
@@ -112,12 +118,23 @@ def test_aggregates_from_metadata(spark: Any, refspark: Any, catalog: Any) -> No
     ).collect()
     assert tuple(rows[0]) == (20, 19)
 
-    # a NaN in a double column and bounds that may be truncated: the query runs
-    table.append(_rows(50, 5, 2, long_names=True, nan=True))
+    # names of 20 characters written under truncate(4): their upper bound "nnno" is no value,
+    # so max(name) is not taken from metrics (Java's rule); and a NaN in a double column
+    table.set_properties({"write.metadata.metrics.column.name": "truncate(4)"})
+    table.refresh().append(_rows(50, 5, 2, long_names=True, nan=True))
+    # (the mode stays truncate(4): Java decides by the mode at read time too, and set back to
+    # full it takes the truncated "nnno" for max(name))
+    table = table.refresh()
+    rows = ispark.sql(spark, "SELECT max(name), count(*) FROM db.agg", catalog).collect()
+    assert tuple(rows[0]) == ("n" * 20, 55)
     answer, answered = _answers(spark, refspark, catalog, table, "")
-    assert not answered and answer[0] == 55
+    assert not answered and answer[0] == 55 and answer[5] == "n" * 20
     answer, answered = _answers(spark, refspark, catalog, table, "WHERE part < 2")
-    assert answered and answer[0] == 50
+    assert not answered and answer[0] == 50
+    rows = ispark.sql(
+        spark, "SELECT count(*), min(id), max(ts) FROM db.agg WHERE part < 2", catalog
+    )
+    assert tuple(rows.collect()[0])[:2] == (50, 0)
 
     # a delete file applies: the query runs (merge-on-read)
     table.set_properties({"write.delete.mode": "merge-on-read"})
