@@ -40,6 +40,7 @@ from icepark.avro.file import (
     _write_long,
     _writer_schema,
     read_exactly,
+    read_long,
 )
 from icepark.avro.schema import named_avro_types, strip_logical_types
 from icepark.errors import InvalidAvroFileError
@@ -67,23 +68,6 @@ Skipper = Callable[[bytes, int], int]
 
 class UnsupportedAvroError(Exception):
     """The fast path cannot handle this file; use the plain reader instead."""
-
-
-def read_long(data: bytes, pos: int) -> tuple[int, int]:
-    """The Avro (zig-zag varint) int or long at ``pos`` and the position after it."""
-    b = data[pos]
-    pos += 1
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos
-    n = b & 0x7F
-    shift = 7
-    while True:
-        b = data[pos]
-        pos += 1
-        n |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (n >> 1) ^ -(n & 1), pos
-        shift += 7
 
 
 def _skip_varint(data: bytes, pos: int) -> int:

@@ -34,6 +34,7 @@ __all__ = [
     "normalize_codec",
     "read_avro_file",
     "read_avro_metadata",
+    "read_long",
     "FASTAVRO_CODECS",
     "WRITE_CODECS",
 ]
@@ -346,18 +347,25 @@ def _writer_schema(location: str, meta: Mapping[str, bytes]) -> Any:
         ) from exc
 
 
-def _read_long(data: bytes, pos: int) -> tuple[int, int]:
-    """An Avro (zig-zag varint) long at ``pos`` and the position after it."""
-    result = shift = 0
+def read_long(data: bytes, pos: int) -> tuple[int, int]:
+    """The Avro (zig-zag varint) int or long at ``pos`` and the position after it. A varint
+    longer than a long's 10 bytes is corruption (``ValueError``; an unbounded one would build
+    an ever larger int, quadratic in its length); past the end is an ``IndexError``."""
+    b = data[pos]
+    pos += 1
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos
+    n = b & 0x7F
+    shift = 7
     while True:
-        if pos >= len(data):
-            raise EOFError("unexpected end of a block header")
-        byte = data[pos]
+        b = data[pos]
         pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (n >> 1) ^ -(n & 1), pos
         shift += 7
+        if shift > 63:
+            raise ValueError("an Avro long longer than 10 bytes")
 
 
 def _write_long(value: int) -> bytes:
@@ -414,8 +422,8 @@ def _decompress_blocks(location: str, blocks: bytes, sync: bytes, codec: str) ->
     pos = 0
     try:
         while pos < len(blocks):
-            count, pos = _read_long(blocks, pos)
-            size, pos = _read_long(blocks, pos)
+            count, pos = read_long(blocks, pos)
+            size, pos = read_long(blocks, pos)
             if size < 0 or pos + size + len(sync) > len(blocks):
                 raise EOFError("block runs past the end of the file")
             raw = decompress(blocks[pos : pos + size])

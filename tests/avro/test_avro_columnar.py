@@ -208,3 +208,13 @@ def test_unions_of_several_types_are_refused() -> None:
 def test_decode_varints(values: list[int]) -> None:
     data = np.frombuffer(b"".join(_zigzag(v) for v in values), dtype=np.uint8)
     assert decode_varints(data).tolist() == values
+
+
+def test_a_long_is_at_most_ten_bytes() -> None:
+    """A varint that never ends (hostile block headers) is refused at its 11th byte, not
+    decoded into an ever larger int (quadratic in its length)."""
+    from icepark.avro.file import read_long
+
+    assert read_long(b"\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01", 0) == (2**63 - 1, 10)
+    with pytest.raises(ValueError, match="longer than 10 bytes"):
+        read_long(b"\xff" * 300_000, 0)
