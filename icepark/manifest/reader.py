@@ -93,7 +93,10 @@ _FILE_KINDS: dict[int, tuple[str, ...]] = {
     143: ("string",),
     144: _INTEGER,
     145: _INTEGER,
+    131: ("bytes",),
 }
+# maps (Avro arrays of key/value records) whose values are read as decoded binary
+_BYTES_MAPS = (125, 128)
 
 
 def _avro_kind(avro: Any) -> str | None:
@@ -118,6 +121,37 @@ def check_field_kinds(
             raise InvalidAvroFileError(
                 f"Invalid manifest metadata in {location}: field {f.get('name')!r} "
                 f"(id {fid}) has Avro type {shown}, expected {' or '.join(allowed)}"
+            )
+
+
+def _map_value_kind(avro: Any, named: dict[str, Any]) -> str | None:
+    """The primitive type of the values of an Iceberg int-keyed map written as Avro: an array
+    of ``{key, value}`` records (or an Avro map)."""
+    if isinstance(avro, list):
+        branches = [b for b in avro if b != "null"]
+        avro = branches[0] if len(branches) == 1 else None
+    if isinstance(avro, dict) and avro.get("type") == "map":
+        return _avro_kind(avro.get("values"))
+    items = avro.get("items") if isinstance(avro, dict) and avro.get("type") == "array" else None
+    record = _record_type(items, named)
+    if record is None:
+        return None
+    value = next((f for f in record.get("fields", []) if f.get("name") == "value"), None)
+    return None if value is None else _avro_kind(value.get("type"))
+
+
+def check_bytes_maps(
+    location: str, fields: dict[int, dict[str, Any]], named: dict[str, Any]
+) -> None:
+    """Refuse bounds maps whose values are not Avro bytes (checked once per file, so that
+    each value is taken as decoded)."""
+    for fid in _BYTES_MAPS:
+        f = fields.get(fid)
+        if f is not None and _map_value_kind(f.get("type"), named) != "bytes":
+            shown = json.dumps(f.get("type"))[:100]
+            raise InvalidAvroFileError(
+                f"Invalid manifest metadata in {location}: field {f.get('name')!r} "
+                f"(id {fid}) has Avro type {shown}, expected a map of bytes"
             )
 
 
@@ -195,8 +229,8 @@ def _int_map(value: Any) -> dict[int, Any] | None:
 
 
 def _bytes_map(value: Any) -> dict[int, bytes] | None:
-    m = _int_map(value)
-    return None if m is None else {k: as_bytes(v) for k, v in m.items()}
+    # (the values are bytes: check_bytes_maps refused any other Avro type for the file)
+    return _int_map(value)
 
 
 def read_manifest(
@@ -267,6 +301,7 @@ class EntryDecoder:
             )
         check_field_kinds(location, top_fields, _TOP_KINDS)
         check_field_kinds(location, file_fields, _FILE_KINDS)
+        check_bytes_maps(location, file_fields, named)
         try:
             format_version = int(metadata.get("format-version", "2" if 3 in top_fields else "1"))
         except ValueError:
@@ -347,7 +382,7 @@ def _entry(
     values["lower_bounds"] = _bytes_map(fget(125))
     values["upper_bounds"] = _bytes_map(fget(128))
     key_metadata = fget(131)
-    values["key_metadata"] = None if key_metadata is None else as_bytes(key_metadata)
+    values["key_metadata"] = key_metadata  # bytes or None (its Avro type is checked)
     split_offsets = fget(132)
     values["split_offsets"] = None if split_offsets is None else tuple(split_offsets)
     equality_ids = fget(135)
