@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import threading
 import uuid
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -75,6 +76,7 @@ def _strip_trailing_slash(location: str) -> str:
 
 _KNOWN = "_snapshots_known"
 _LOADER = "_snapshots_loader"
+_LOADING = threading.Lock()
 
 
 class _Snapshots:
@@ -255,10 +257,13 @@ class TableMetadata:
     def _load_snapshots(self) -> None:
         """Replace the refs' snapshots by the whole list (deferred snapshots only); snapshots
         newer than this metadata (a commit since) are left out, as Java leaves them out."""
-        loader = self.__dict__.get(_LOADER)
-        if loader is None:
-            return
-        loaded = tuple(loader())
+        with _LOADING:  # one load, whichever thread asks first (web page handlers share it)
+            loader = self.__dict__.get(_LOADER)
+            if loader is None:
+                return
+            self._take_snapshots(tuple(loader()))
+
+    def _take_snapshots(self, loaded: tuple[Snapshot, ...]) -> None:
         if self.format_version > 1:
             loaded = tuple(s for s in loaded if s.sequence_number <= self.last_sequence_number)
         ids = {s.snapshot_id for s in loaded}
@@ -266,6 +271,15 @@ class TableMetadata:
         self.__dict__[_KNOWN] = loaded + kept
         self.__dict__.pop("_snapshots_by_id", None)
         self.__dict__.pop(_LOADER, None)
+
+    def __repr__(self) -> str:
+        # short, and never loading a deferred snapshot list to print it
+        held = len(self.__dict__[_KNOWN])
+        return (
+            f"TableMetadata(format_version={self.format_version}, location={self.location!r}, "
+            f"table_uuid={self.table_uuid!r}, current_snapshot_id={self.current_snapshot_id}, "
+            f"snapshots={held}{' held, more deferred' if self.snapshots_deferred else ''})"
+        )
 
     @property
     def snapshots_deferred(self) -> bool:
