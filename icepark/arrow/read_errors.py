@@ -4,9 +4,8 @@ format's reader (:func:`~icepark.arrow.reader.read_data_file`) and for the Parqu
 
 A corrupt or truncated file (Arrow's C++ readers raise ``ArrowException`` or an ``OSError``
 without errno; a footer whose names are not UTF-8 a ``UnicodeDecodeError``) is a
-ValidationError naming the file; a missing file a NoSuchFileError; the system refusing the
-read (errno set: no permission, too many open files, an I/O error) a StorageError keeping
-errno; a failed S3 request the StorageError of :func:`icepark.io.s3.storage_error`.
+ValidationError naming the file; what the storage says (a missing file, a refused read with
+its errno, a failed S3 request) is translated by the FileIO's one translation.
 """
 
 from __future__ import annotations
@@ -15,9 +14,9 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from icepark.errors import IceparkError, NoSuchFileError, StorageError, ValidationError
+from icepark.errors import IceparkError, ValidationError
 from icepark.io import FileIO
-from icepark.io.s3 import storage_error
+from icepark.io.pyarrow_fileio import translate_errors
 from icepark.spec.manifests import DataFile
 
 __all__ = ["typed_read_errors", "unreadable"]
@@ -38,19 +37,15 @@ def typed_read_errors(
 
 def unreadable(io: FileIO, location: str, what: str, exc: Exception) -> IceparkError:
     """The icepark error for ``exc``, raised while reading ``what`` (``"PARQUET data file"``)
-    at ``location``."""
-    scheme, _, rest = location.partition("://")
-    if isinstance(exc, OSError) and scheme in ("s3", "s3a", "s3n"):
-        translated = storage_error(exc, location, rest.split("/", 1)[0], io.properties)
-        if translated is not None:
-            return translated
-    if isinstance(exc, FileNotFoundError):
-        return NoSuchFileError(f"{what[:1].upper()}{what[1:]} not found: {location}")
-    if isinstance(exc, OSError) and exc.errno is not None:
-        error = StorageError(
-            f"Cannot read {what} {location}: {exc.strerror or exc} (errno {exc.errno})"
-        )
-        error.errno = exc.errno
-        return error
+    at ``location``: the storage's errors as :func:`~icepark.io.pyarrow_fileio.translate_errors`
+    makes them (a missing file, a refused read, a failed S3 request), anything else a
+    ValidationError (a corrupt file)."""
+    try:
+        with translate_errors(location, io):
+            raise exc
+    except IceparkError as translated:
+        return translated
+    except Exception:  # not the storage's: the file itself is bad
+        pass
     reason = f"{type(exc).__name__}: {str(exc).strip()}"
     return ValidationError(f"Cannot read {what} {location}: {reason}")

@@ -56,6 +56,7 @@ __all__ = [
     "S3_SCHEMES",
     "PyArrowFileIO",
     "is_partial_write",
+    "translate_errors",
     "load_file_io",
 ]
 
@@ -129,10 +130,12 @@ def _split_scheme(location: str) -> tuple[str, str]:
 
 
 @contextlib.contextmanager
-def _translate_errors(location: str, fileio: FileIO | None = None) -> Iterator[None]:
+def translate_errors(location: str, fileio: FileIO | None = None) -> Iterator[None]:
     """Turn the file system's not-found / exists errors into icepark's, naming the location;
     on S3, refused and failed requests become :class:`StorageError` naming the bucket and
-    the endpoint (``fileio`` gives the endpoint)."""
+    the endpoint (``fileio`` gives the endpoint); a local refusal with an errno (full disk, no
+    permission) a StorageError keeping it. Anything else passes unchanged. The one
+    translation of storage errors, for writes and for reads (:mod:`icepark.arrow.read_errors`)."""
     try:
         yield
     except (NoSuchFileError, FileAlreadyExistsError, StorageError):
@@ -143,7 +146,7 @@ def _translate_errors(location: str, fileio: FileIO | None = None) -> Iterator[N
         raise FileAlreadyExistsError(f"file already exists: {location}") from None
     except OSError as exc:
         loc = _parse_location(location)
-        if loc.scheme == "s3":
+        if loc.scheme in S3_SCHEMES:
             props = fileio.properties if fileio is not None else {}
             translated = storage_error(exc, location, loc.netloc, props)
             if translated is not None:
@@ -189,7 +192,7 @@ class _PyArrowInputFile(InputFile):
 
     def _info(self) -> Any:
         fs = self._io._filesystem(self._loc)
-        with _translate_errors(self.location, self._io):
+        with translate_errors(self.location, self._io):
             return fs.get_file_info(self._loc.path)
 
     def exists(self) -> bool:
@@ -211,7 +214,7 @@ class _PyArrowInputFile(InputFile):
 
     def open(self) -> BinaryIO:
         fs = self._io._filesystem(self._loc)
-        with _translate_errors(self.location, self._io):
+        with translate_errors(self.location, self._io):
             if self._loc.scheme == "file" and os.path.isdir(self._loc.path):
                 raise NoSuchFileError(f"not a file: {self.location}")
             stream: BinaryIO = fs.open_input_file(self._loc.path)
@@ -263,18 +266,18 @@ class _LocalAtomicStream(OutputStream):
         folder, name = os.path.split(target)
         self._temp = os.path.join(folder, _partial_write_name(name))
         self._file: IO[bytes] | None = None
-        with _translate_errors(location):
+        with translate_errors(location):
             os.makedirs(folder, exist_ok=True)
             self._file = open(self._temp, "xb")
 
     def _write(self, data: memoryview) -> None:
         assert self._file is not None
-        with _translate_errors(self.location):
+        with translate_errors(self.location):
             self._file.write(data)
 
     def _flush(self) -> None:
         if self._file is not None:
-            with _translate_errors(self.location):
+            with translate_errors(self.location):
                 self._file.flush()
 
     def _close_temp(self) -> None:
@@ -283,7 +286,7 @@ class _LocalAtomicStream(OutputStream):
             file.close()
 
     def _publish(self) -> None:
-        with _translate_errors(self.location):
+        with translate_errors(self.location):
             self._publish_temp()
 
     def _publish_temp(self) -> None:
@@ -350,12 +353,12 @@ class _SpooledUploadStream(OutputStream):
             # Best effort only: another writer may still slip in between this check and the PUT.
             from pyarrow.fs import FileType
 
-            with _translate_errors(self.location, self._io):
+            with translate_errors(self.location, self._io):
                 if fs.get_file_info(self._loc.path).type != FileType.NotFound:
                     raise FileAlreadyExistsError(f"file already exists: {self.location}")
         spool.seek(0)
         with (
-            _translate_errors(self.location, self._io),
+            translate_errors(self.location, self._io),
             fs.open_output_stream(self._loc.path, compression=None) as out,
         ):
             while chunk := spool.read(_COPY_CHUNK):
@@ -400,7 +403,7 @@ class PyArrowFileIO(FileIO):
     def delete(self, location: str) -> None:
         loc = _parse_location(location)
         fs = self._filesystem(loc)
-        with _translate_errors(location, self):
+        with translate_errors(location, self):
             if loc.scheme == "file" and os.path.isdir(loc.path):
                 raise NoSuchFileError(f"not a file: {location}")
             fs.delete_file(loc.path)
@@ -411,7 +414,7 @@ class PyArrowFileIO(FileIO):
         loc = _parse_location(location)
         fs = self._filesystem(loc)
         selector = FileSelector(loc.path, recursive=True, allow_not_found=True)
-        with _translate_errors(location, self):
+        with translate_errors(location, self):
             infos = fs.get_file_info(selector)
         entries = []
         for info in infos:
@@ -433,7 +436,7 @@ class PyArrowFileIO(FileIO):
         fs = self._filesystem(loc)
         if loc.scheme == "file" and os.path.dirname(loc.path) == loc.path:
             raise ValidationError(f"refusing to delete the root folder: {location}")
-        with _translate_errors(location, self):
+        with translate_errors(location, self):
             try:
                 if loc.scheme == "s3" and "/" not in loc.path:
                     # A bare bucket: empty it, never delete the bucket itself.
@@ -483,7 +486,7 @@ class PyArrowFileIO(FileIO):
         from pyarrow.fs import FileType
 
         fs = self._filesystem(loc)
-        with _translate_errors(location, self):
+        with translate_errors(location, self):
             info = fs.get_file_info(loc.netloc)
         if info.type == FileType.NotFound:
             raise StorageError(
