@@ -3,10 +3,15 @@ name, served by uvicorn (:func:`icepark.ui.create_ui_app`); ``icepark ui TABLE``
 table exists and prints the address of its page.
 
 It binds to loopback by default; another address needs ``--allow-remote``, since the page
-shows every table's schema, properties and file paths to whoever reaches the port.
+shows every table's schema, properties and file paths to whoever reaches the port. The page
+answers only the ``Host`` names it is served on (loopback names, plus ``--host`` when remote;
+a wildcard bind such as ``0.0.0.0`` answers any name), which keeps a hostile site that rebinds
+its name to 127.0.0.1 from reading it.
 """
 
 from __future__ import annotations
+
+import ipaddress
 
 import click
 
@@ -17,6 +22,17 @@ from icepark.ui.urls import DEFAULT_PORT, page_url
 __all__ = ["ui_command"]
 
 MISSING_EXTRA = "The web page needs FastAPI, uvicorn and Jinja2: pip install 'icepark[server]'"
+
+
+def _allowed_hosts(host: str, loopback: tuple[str, ...]) -> list[str]:
+    """The ``Host`` names the page answers when bound to ``host``."""
+    try:
+        if ipaddress.ip_address(host).is_unspecified:  # every interface: any name reaches it
+            return ["*"]
+    except ValueError:
+        pass
+    shown = f"[{host}]" if ":" in host else host
+    return list(loopback) + ([shown] if shown not in loopback else [])
 
 
 @click.command("ui")
@@ -49,6 +65,7 @@ def ui_command(
         import uvicorn
 
         from icepark.ui import create_ui_app
+        from icepark.ui.app import LOOPBACK_HOSTS
     except ImportError as exc:
         raise click.ClickException(MISSING_EXTRA) from exc
     cli: CliContext = ctx.find_object(CliContext) or CliContext()
@@ -65,7 +82,7 @@ def ui_command(
         from icepark.catalog.identifiers import to_identifier
 
         catalog.load_table(to_identifier(table_name))  # a typed error when it is not there
-    app = create_ui_app(catalog)
+    app = create_ui_app(catalog, allowed_hosts=_allowed_hosts(host, LOOPBACK_HOSTS))
     click.echo(
         f"icepark ui: {page_url(host, port, table_name)}  (read-only; Ctrl+C stops)", err=True
     )

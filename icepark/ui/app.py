@@ -21,16 +21,21 @@ untrusted: templates autoescape, the SVG charts escape their text, and every ans
 Content-Security-Policy that runs no inline script, so an injected ``<script>`` neither shows
 as markup nor runs. An error is a page with the message: 404 for an unknown table or
 snapshot, 400 for a filter that does not parse, 500 for a table that cannot be read.
+A request whose ``Host`` header is not the address the page is served on (by default only
+loopback names) gets a 400, so a hostile site that rebinds its name to 127.0.0.1 cannot read
+the pages.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from icepark.catalog.base import Catalog
 from icepark.catalog.identifiers import to_identifier
@@ -52,7 +57,11 @@ from icepark.ui.pages import badge_of, catalog_rows, query_page
 from icepark.ui.svg import badge_svg, human_bytes
 from icepark.ui.urls import table_path
 
-__all__ = ["create_ui_app"]
+__all__ = ["LOOPBACK_HOSTS", "create_ui_app"]
+
+LOOPBACK_HOSTS: tuple[str, ...] = ("127.0.0.1", "localhost", "[::1]")
+"""The ``Host`` headers the page answers by default: a page another site reaches by
+rebinding its own name to 127.0.0.1 (DNS rebinding) sends that name and gets a 400."""
 
 _HERE = Path(__file__).parent
 _SECURITY_HEADERS = {
@@ -99,10 +108,19 @@ def _environment() -> Environment:
     return env
 
 
-def create_ui_app(catalog: Catalog, *, title: str | None = None) -> FastAPI:
-    """The read-only web page over ``catalog`` (see the module docstring)."""
+def create_ui_app(
+    catalog: Catalog,
+    *,
+    title: str | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+) -> FastAPI:
+    """The read-only web page over ``catalog`` (see the module docstring); it answers only
+    requests whose ``Host`` is one of ``allowed_hosts`` (default :data:`LOOPBACK_HOSTS`),
+    others get a 400."""
     env = _environment()
     app = FastAPI(title="icepark ui", docs_url=None, redoc_url=None, openapi_url=None)
+    hosts = list(LOOPBACK_HOSTS if allowed_hosts is None else allowed_hosts)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts)
     heading = title or f"catalog {catalog.name}"
 
     def render(template: str, status: int = 200, **context: Any) -> HTMLResponse:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from ui_support import BIG_FILES, BIG_TABLE, DEMO_TABLE
+from ui_support import BIG_FILES, BIG_TABLE, DEMO_TABLE, LOCAL
 
 from icepark.catalog.base import Catalog
 from icepark.table.maintenance.doctor import diagnose
@@ -20,7 +20,7 @@ from icepark.ui.urls import table_path
 
 @pytest.fixture(scope="module")
 def demo(demo_catalog: Catalog) -> TestClient:
-    return TestClient(create_ui_app(demo_catalog))
+    return TestClient(create_ui_app(demo_catalog), base_url=LOCAL)
 
 
 def _ok(client: TestClient, url: str) -> str:
@@ -49,6 +49,21 @@ def test_catalog_page_lists_namespaces_tables_and_totals(
     assert table_path(DEMO_TABLE, "badge.svg") in row
     empty = html.split(f'href="{table_path("other.empty")}"', 1)[1].split("</tr>", 1)[0]
     assert "never" in empty
+
+
+def test_only_loopback_host_names_are_answered(demo_catalog: Catalog) -> None:
+    """DNS rebinding: a hostile site whose name now resolves to 127.0.0.1 sends its own name
+    as ``Host`` and gets a 400, not the page."""
+    app = create_ui_app(demo_catalog)
+    for base in ("http://127.0.0.1:8765", "http://localhost", "http://[::1]:8765"):
+        assert TestClient(app, base_url=base).get("/").status_code == 200, base
+    for base in ("http://evil.example", "http://evil.example:8765", "http://127.0.0.1.evil"):
+        evil = TestClient(app, base_url=base)
+        assert evil.get("/").status_code == 400, base
+        assert evil.get(table_path(DEMO_TABLE)).status_code == 400, base
+    remote = create_ui_app(demo_catalog, allowed_hosts=["10.1.2.3"])
+    assert TestClient(remote, base_url="http://10.1.2.3").get("/").status_code == 200
+    assert TestClient(remote, base_url="http://127.0.0.1").get("/").status_code == 400
 
 
 def test_health_badge_is_the_doctors_verdict(demo: TestClient, demo_catalog: Catalog) -> None:
@@ -262,7 +277,7 @@ def test_pages_render_for_a_10000_file_table_in_under_a_second(big_catalog: Cata
     assert data_files >= BIG_FILES
     last = table.current_snapshot()
     assert last is not None
-    client = TestClient(create_ui_app(big_catalog))
+    client = TestClient(create_ui_app(big_catalog), base_url=LOCAL)
     urls = [
         "/",
         table_path(BIG_TABLE),
@@ -303,7 +318,7 @@ def test_a_table_that_cannot_be_read_is_an_error_page(tmp_path: Any) -> None:
     catalog.create_table("db.fine", icepark.schema(("id", "long", True)))
     for manifest in broken.inspect.manifests().column("path").to_pylist():
         os.remove(manifest)
-    client = TestClient(create_ui_app(catalog), raise_server_exceptions=False)
+    client = TestClient(create_ui_app(catalog), base_url=LOCAL, raise_server_exceptions=False)
     files = client.get(table_path("db.broken", "files"))
     assert files.status_code == 500 and "NoSuchFileError" in files.text
     assert "<html" in files.text and "content-security-policy" in files.headers
