@@ -38,7 +38,6 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from icepark.catalog.base import Catalog
-from icepark.catalog.identifiers import to_identifier
 from icepark.errors import (
     IceparkError,
     InvalidAvroFileError,
@@ -55,7 +54,7 @@ from icepark.ui.history import history_graph, history_rows, snapshot_detail, whe
 from icepark.ui.overview import schema_history, schema_rows, sort_rows, spec_rows
 from icepark.ui.pages import badge_of, catalog_rows, query_page
 from icepark.ui.svg import badge_svg, human_bytes
-from icepark.ui.urls import table_path
+from icepark.ui.urls import identifier_of, table_path
 
 __all__ = ["LOOPBACK_HOSTS", "create_ui_app"]
 
@@ -128,7 +127,7 @@ def create_ui_app(
         return HTMLResponse(html, status_code=status)
 
     def load(name: str) -> Table:
-        return catalog.load_table(to_identifier(name))
+        return catalog.load_table(identifier_of(name))
 
     @app.middleware("http")
     async def _headers(request: Request, call_next: Any) -> Response:
@@ -197,7 +196,7 @@ def create_ui_app(
             table=table,
             page="history",
             rows=rows,
-            graph=history_graph(rows, table_path(table.name, "history"), snapshot),
+            graph=history_graph(rows, table_path(table.identifier, "history"), snapshot),
             refs=sorted(table.metadata.refs.items()),
             detail=detail,
         )

@@ -33,8 +33,10 @@ MAX_NAMESPACE_DEPTH = 8
 
 @dataclass(frozen=True)
 class TableRow:
-    """One table on the catalog page (``error`` set when it could not be loaded)."""
+    """One table on the catalog page (``error`` set when it could not be loaded); ``name``
+    is shown, ``identifier`` makes its links."""
 
+    identifier: Identifier
     name: str
     namespace: str
     records: int | None = None
@@ -84,6 +86,7 @@ def table_row(table: Table, namespace: str) -> TableRow:
     """A table's row on the catalog page."""
     snap = table.current_snapshot()
     return TableRow(
+        identifier=table.identifier,
         name=table.name,
         namespace=namespace,
         records=_summary_int(table, "total-records"),
@@ -108,7 +111,12 @@ def catalog_rows(catalog: Catalog) -> tuple[list[str], list[TableRow]]:
                 rows.append(table_row(catalog.load_table(ident), label))
             except Exception as exc:  # one broken table must not hide the others
                 rows.append(
-                    TableRow(name=name, namespace=label, error=f"{type(exc).__name__}: {exc}")
+                    TableRow(
+                        identifier=ident,
+                        name=name,
+                        namespace=label,
+                        error=f"{type(exc).__name__}: {exc}",
+                    )
                 )
     return namespaces, rows
 

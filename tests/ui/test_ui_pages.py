@@ -324,3 +324,34 @@ def test_a_table_that_cannot_be_read_is_an_error_page(tmp_path: Any) -> None:
     assert "<html" in files.text and "content-security-policy" in files.headers
     assert client.get(table_path("db.broken")).status_code == 200  # metadata alone: fine
     assert "db.fine" in client.get("/").text
+
+
+def test_each_table_link_opens_its_own_table(tmp_path: Any) -> None:
+    """Names holding ``.`` and ``/``: table ``a.b`` beside namespace ``a`` holding table ``b``,
+    and table ``x/y``: each catalog page link (and every tab of it) opens its own table."""
+    import icepark
+
+    catalog = icepark.load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path))
+    catalog.create_namespace("db")
+    catalog.create_namespace(("db", "a"))
+    tables = {
+        ("db", "a.b"): "col_dotted",
+        ("db", "a", "b"): "col_nested",
+        ("db", "x/y"): "col_slash",
+    }
+    for ident, column in tables.items():
+        catalog.create_table(ident, icepark.schema((column, "long")))
+    client = TestClient(create_ui_app(catalog), base_url=LOCAL)
+    html = _ok(client, "/")
+    for ident, column in tables.items():
+        path = table_path(ident)
+        assert f'href="{path}"' in html, path
+        for page in ("", "history", "files", "health"):
+            shown = _ok(client, f"{path}/{page}" if page else path)
+            assert f'href="{path}/files"' in shown, (ident, page)  # its tabs stay on it
+            if page == "":
+                others = [c for c in tables.values() if c != column]
+                assert column in shown and not any(c in shown for c in others), (ident, page)
+        assert client.get(table_path(ident, "badge.svg")).status_code == 200
+    assert len({table_path(i) for i in tables}) == 3
+    assert client.get("/t/db.a~zz").status_code == 400  # a broken address: a typed error
