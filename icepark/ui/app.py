@@ -129,6 +129,13 @@ def create_ui_app(
     def load(name: str) -> Table:
         return catalog.load_table(identifier_of(name))
 
+    def table_page(table: Table, page: str, **context: Any) -> HTMLResponse:
+        """One of a table's tabs (``page`` a slug of ``_PAGES``): its template, title and
+        tab bar."""
+        label = dict(_PAGES)[page]
+        title = f"{table.name}: {label}" if page else table.name
+        return render(f"{label}.html", title=title, table=table, page=page, **context)
+
     @app.middleware("http")
     async def _headers(request: Request, call_next: Any) -> Response:
         response: Response = await call_next(request)
@@ -162,11 +169,9 @@ def create_ui_app(
         table = load(name)
         md = table.metadata
         snap = md.current_snapshot()
-        return render(
-            "overview.html",
-            title=table.name,
-            table=table,
-            page="",
+        return table_page(
+            table,
+            "",
             fields=schema_rows(md.schema()),
             schemas=schema_history(table),
             specs=spec_rows(table),
@@ -190,11 +195,9 @@ def create_ui_app(
         if snapshot is not None and detail is None:
             message = f"Table {table.name} has no snapshot {snapshot}"
             return error_page(404, "unknown snapshot", message)
-        return render(
-            "history.html",
-            title=f"{table.name}: history",
-            table=table,
-            page="history",
+        return table_page(
+            table,
+            "history",
             rows=rows,
             graph=history_graph(rows, table_path(table.identifier, "history"), snapshot),
             refs=sorted(table.metadata.refs.items()),
@@ -204,22 +207,14 @@ def create_ui_app(
     @app.get("/t/{name}/files", response_class=HTMLResponse)
     def files(name: str) -> HTMLResponse:
         table = load(name)
-        return render(
-            "files.html",
-            title=f"{table.name}: files",
-            table=table,
-            page="files",
-            data=files_page(table),
-        )
+        return table_page(table, "files", data=files_page(table))
 
     @app.get("/t/{name}/query", response_class=HTMLResponse)
     def query(name: str, filter: str | None = None, ref: str = "", timed: int = 0) -> HTMLResponse:
         table = load(name)
-        return render(
-            "query.html",
-            title=f"{table.name}: query",
-            table=table,
-            page="query",
+        return table_page(
+            table,
+            "query",
             filter=filter or "",
             ref=ref,
             refs=sorted(table.metadata.refs),
@@ -241,11 +236,9 @@ def create_ui_app(
         table = load(name)
         report = diagnose(table, orphans=bool(orphans))
         badge, badge_text = badge_of(report)
-        return render(
-            "health.html",
-            title=f"{table.name}: health",
-            table=table,
-            page="health",
+        return table_page(
+            table,
+            "health",
             report=report,
             badge=badge,
             badge_text=badge_text,
