@@ -13,7 +13,9 @@ Pages (all ``GET``; the app has no route that changes anything, so other methods
                                 ``timed`` also times a real planning run, as long again)
     /t/{table}/health           the doctor's findings and fix commands (?orphans=1 lists storage)
     /t/{table}/badge.svg        the doctor's verdict as a badge (the catalog page's images, so
-                                the page shows at once and each table's doctor runs apart)
+                                the page shows at once and each table's doctor runs apart;
+                                no storage listing, kept per metadata file and hour, with an
+                                ETag from both, so an unchanged table costs a catalog lookup)
     /ui.js                      the one script: copy buttons (same origin, allowed by the CSP)
 
 Everything a page shows from storage (names, properties, paths, partition values) is
@@ -28,6 +30,10 @@ the pages.
 
 from __future__ import annotations
 
+import hashlib
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -72,6 +78,8 @@ _SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
+_BADGE_CACHE_SIZE = 512
+"""Health badges kept (one per table and metadata file): a catalog page's worth and more."""
 _PAGES = (
     ("", "overview"),
     ("history", "history"),
@@ -226,10 +234,34 @@ def create_ui_app(
             ),
         )
 
+    badges: OrderedDict[tuple[str, int], tuple[str, str]] = OrderedDict()
+    badges_lock = threading.Lock()
+
+    def badge_for(table: Table, hour: int) -> tuple[str, str]:
+        """The doctor's verdict without listing storage, kept per metadata file (a commit
+        writes a new one) and hour (snapshots age into the retention's reach)."""
+        key = (table.metadata_location, hour)
+        with badges_lock:
+            if key in badges:
+                badges.move_to_end(key)
+                return badges[key]
+        verdict = badge_of(diagnose(table, orphans=False, listing=False))
+        with badges_lock:
+            badges[key] = verdict
+            while len(badges) > _BADGE_CACHE_SIZE:
+                badges.popitem(last=False)
+        return verdict
+
     @app.get("/t/{name}/badge.svg")
-    def badge(name: str) -> Response:
-        level, text = badge_of(diagnose(load(name), orphans=False))
-        return Response(badge_svg(level, text), media_type="image/svg+xml")
+    def badge(name: str, request: Request) -> Response:
+        table = load(name)
+        hour = int(time.time() // 3600)
+        digest = hashlib.sha256(f"{table.metadata_location}\n{hour}".encode()).hexdigest()
+        headers = {"ETag": f'"{digest[:32]}"', "Cache-Control": "no-cache"}
+        if request.headers.get("if-none-match") == headers["ETag"]:
+            return Response(status_code=304, headers=headers)
+        level, text = badge_for(table, hour)
+        return Response(badge_svg(level, text), media_type="image/svg+xml", headers=headers)
 
     @app.get("/t/{name}/health", response_class=HTMLResponse)
     def health(name: str, orphans: int = 0) -> HTMLResponse:

@@ -2,8 +2,9 @@
 
 * catalog: every namespace and its tables, with the current snapshot's summary totals
   (rows, bytes, files) and the last commit; each table's health badge is an image of its own
-  (``/t/{table}/badge.svg``: :func:`icepark.table.maintenance.doctor.diagnose` without the
-  storage listing), so the page does not wait for every table's doctor;
+  (``/t/{table}/badge.svg``: :func:`icepark.table.maintenance.doctor.diagnose` with
+  ``listing=False``, which lists nothing in storage), so the page does not wait for every
+  table's doctor;
 * query: :meth:`icepark.table.DataScan.explain` for the filter typed in, drawn as two
   funnels (manifests, then files) with the delete files attached, the bytes left and the
   residual filter per partition spec;

@@ -355,3 +355,37 @@ def test_each_table_link_opens_its_own_table(tmp_path: Any) -> None:
         assert client.get(table_path(ident, "badge.svg")).status_code == 200
     assert len({table_path(i) for i in tables}) == 3
     assert client.get("/t/db.a~zz").status_code == 400  # a broken address: a typed error
+
+
+def test_badges_are_kept_per_metadata_file(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A badge runs the doctor (without listing storage) once per metadata file: again on
+    the same table it is the kept verdict, and a browser holding it gets a 304 by ETag; a
+    commit writes a new metadata file, hence a new ETag and a fresh verdict."""
+    import pyarrow as pa
+
+    import icepark
+    import icepark.ui.app as ui_app
+
+    catalog = icepark.load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path))
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", icepark.schema(("id", "long")))
+    runs: list[dict[str, Any]] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        runs.append(kwargs)
+        return diagnose(*args, **kwargs)
+
+    monkeypatch.setattr(ui_app, "diagnose", counted)
+    client = TestClient(create_ui_app(catalog), base_url=LOCAL)
+    url = table_path("db.t", "badge.svg")
+    first = client.get(url)
+    assert first.status_code == 200 and "healthy" in first.text
+    assert "no-store" not in first.headers["cache-control"]
+    etag = first.headers["etag"]
+    assert client.get(url).text == first.text and len(runs) == 1
+    assert runs[0] == {"orphans": False, "listing": False}
+    again = client.get(url, headers={"If-None-Match": etag})
+    assert again.status_code == 304 and len(runs) == 1
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    fresh = client.get(url, headers={"If-None-Match": etag})
+    assert fresh.status_code == 200 and fresh.headers["etag"] != etag and len(runs) == 2

@@ -25,8 +25,10 @@ object per entry), so a 10,000-file table is diagnosed in well under a second.
 Fix commands quote the table name for a POSIX shell (names come from storage and may hold
 anything), so a fix copied from ``icepark ui`` runs on that table and nothing else.
 
-Nothing here writes: the report is read-only, and ``orphans=False`` skips the listing (the
-only step that lists storage).
+Nothing here writes: the report is read-only. Two steps list storage: the orphan candidates
+(``orphans=False`` skips them) and the metadata folder (``listing=False`` skips it, and with
+it every storage listing: the metadata files are then counted from the log alone and their
+finding is left out, which is what the web page's health badges use).
 """
 
 from __future__ import annotations
@@ -132,15 +134,24 @@ def _snapshots(table: TableLike, report: HealthReport, now_ms: int) -> None:
         )
 
 
-def _metadata_files(table: TableLike, report: HealthReport) -> None:
+def _metadata_files(table: TableLike, report: HealthReport, listing: bool) -> None:
     md = table.metadata
     folder = P.metadata_folder(md.location, md.properties)
+    keep = P.METADATA_PREVIOUS_VERSIONS_MAX.get(md.properties)
+    cleans = P.METADATA_DELETE_AFTER_COMMIT_ENABLED.get(md.properties)
+    if not listing:
+        report.metadata_files = {
+            "in_folder": None,
+            "bytes": None,
+            "in_log": len(md.metadata_log),
+            "previous_versions_max": keep,
+            "delete_after_commit": cleans,
+        }
+        return
     try:
         listed = [e for e in table.io.list_prefix(folder) if e.location.endswith(".metadata.json")]
     except Exception:  # storage that cannot be listed: the log alone
         listed = []
-    keep = P.METADATA_PREVIOUS_VERSIONS_MAX.get(md.properties)
-    cleans = P.METADATA_DELETE_AFTER_COMMIT_ENABLED.get(md.properties)
     report.metadata_files = {
         "in_folder": len(listed),
         "bytes": sum(e.size for e in listed),
@@ -304,18 +315,21 @@ def diagnose(
     table: TableLike,
     *,
     orphans: bool = True,
+    listing: bool = True,
     now_ms: int | None = None,
     orphans_older_than: int | None = None,
 ) -> HealthReport:
     """The health report of ``table`` (see the module docstring); read-only.
     ``orphans_older_than`` (epoch ms) lists orphan candidates younger than the 3 days
-    ``remove_orphan_files`` waits by default, e.g. what a crashed write left a minute ago."""
+    ``remove_orphan_files`` waits by default, e.g. what a crashed write left a minute ago.
+    ``listing=False`` lists nothing in storage (no orphans, no metadata folder): the report
+    then depends on the table's metadata and manifests alone."""
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     report = HealthReport(table.name, table.metadata.location)
     _snapshots(table, report, now)
-    _metadata_files(table, report)
+    _metadata_files(table, report, listing)
     _files(table, report)
-    if orphans:
+    if orphans and listing:
         _orphans(table, report, orphans_older_than)
     if not report.findings:
         report.findings.append(Finding("table", "ok", "nothing to fix"))
