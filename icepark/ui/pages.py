@@ -35,7 +35,9 @@ MAX_NAMESPACE_DEPTH = 8
 @dataclass(frozen=True)
 class TableRow:
     """One table on the catalog page (``error`` set when it could not be loaded); ``name``
-    is shown, ``identifier`` makes its links."""
+    is shown, ``identifier`` makes its links; ``snapshots`` is None while the metadata holds
+    only its refs' snapshots (a REST catalog's ``snapshot-loading-mode=refs``: counting
+    would fetch the whole history of every table)."""
 
     identifier: Identifier
     name: str
@@ -44,7 +46,7 @@ class TableRow:
     data_files: int | None = None
     bytes: int | None = None
     last_commit: str = ""
-    snapshots: int = 0
+    snapshots: int | None = None
     format_version: int | None = None
     error: str = ""
 
@@ -94,7 +96,7 @@ def table_row(table: Table, namespace: str) -> TableRow:
         data_files=_summary_int(table, "total-data-files"),
         bytes=_summary_int(table, "total-files-size"),
         last_commit=when(snap.timestamp_ms) if snap else "never",
-        snapshots=len(table.metadata.snapshots),
+        snapshots=None if table.metadata.snapshots_deferred else len(table.metadata.snapshots),
         format_version=table.format_version,
     )
 

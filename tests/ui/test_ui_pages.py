@@ -389,3 +389,29 @@ def test_badges_are_kept_per_metadata_file(tmp_path: Any, monkeypatch: pytest.Mo
     table.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
     fresh = client.get(url, headers={"If-None-Match": etag})
     assert fresh.status_code == 200 and fresh.headers["etag"] != etag and len(runs) == 2
+
+
+def test_catalog_row_does_not_load_deferred_snapshots(demo_catalog: Catalog) -> None:
+    """A REST catalog's ``snapshot-loading-mode=refs`` metadata holds only its refs'
+    snapshots: the catalog page leaves the count blank instead of fetching the history."""
+    import dataclasses
+
+    from icepark.spec.metadata import defer_snapshots
+    from icepark.table.table import Table
+    from icepark.ui.pages import table_row
+
+    table = demo_catalog.load_table(DEMO_TABLE)
+    held = {ref.snapshot_id for ref in table.metadata.refs.values()}
+    loads: list[int] = []
+
+    def loader() -> Any:
+        loads.append(1)
+        return table.metadata.snapshots
+
+    known = tuple(s for s in table.metadata.snapshots if s.snapshot_id in held)
+    metadata = defer_snapshots(dataclasses.replace(table.metadata, snapshots=known), loader)
+    deferred = Table(table.identifier, metadata, table.metadata_location, table.io)
+    row = table_row(deferred, "demo")
+    assert loads == [] and metadata.snapshots_deferred
+    assert row.snapshots is None and row.records == table_row(table, "demo").records
+    assert table_row(table, "demo").snapshots == len(table.metadata.snapshots)
