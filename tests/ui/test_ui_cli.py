@@ -99,6 +99,13 @@ def test_ui_on_a_file_system_catalog_named_in_the_config(
         assert client.get(table_path("fs.t", page)).status_code == 200, page
     query = client.get(table_path("fs.t", "query") + "?filter=id+%3E+1")
     assert query.status_code == 200 and "3 records" in query.text
+    captured.clear()
+    global_option = CliRunner().invoke(cli, ["--catalog", "lake", "ui", "fs.t"])
+    assert global_option.exit_code == 0, global_option.output
+    assert TestClient(captured["app"], base_url=LOCAL).get(table_path("fs.t")).status_code == 200
+    captured.clear()
+    path = CliRunner().invoke(cli, ["ui", "--catalog", "lake", table.metadata_location])
+    assert path.exit_code == 2 and "metadata file" in path.output and not captured
 
 
 def test_ui_over_a_rest_catalog(demo_catalog: Catalog) -> None:
