@@ -24,7 +24,7 @@ from icepark.errors import IceparkError
 from icepark.planning.explain import ScanExplanation
 from icepark.table.maintenance.doctor import HealthReport
 from icepark.table.table import Table
-from icepark.ui.history import when
+from icepark.ui.history import summary_int, when
 from icepark.ui.svg import Bar, bar_chart, funnel, human_bytes
 
 __all__ = ["TableRow", "catalog_rows", "QueryPage", "query_page", "badge_of"]
@@ -76,13 +76,7 @@ def _namespaces(catalog: Catalog, parent: Identifier = (), depth: int = 0) -> It
 
 def _summary_int(table: Table, key: str) -> int | None:
     snap = table.current_snapshot()
-    if snap is None:
-        return 0
-    value = snap.summary.get(key) if snap.summary else None
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
+    return 0 if snap is None else summary_int(snap.summary, key)
 
 
 def table_row(table: Table, namespace: str) -> TableRow:
@@ -160,12 +154,7 @@ def query_page(
         if name in steps
     ]
     snap = table.metadata.snapshot_by_id(ex.snapshot_id) if ex.snapshot_id is not None else None
-    total = None
-    if snap is not None and snap.summary is not None:
-        try:
-            total = int(snap.summary.get("total-files-size", ""))
-        except ValueError:
-            total = None
+    total = summary_int(snap.summary, "total-files-size") if snap is not None else None
     bars = [Bar("bytes left to read", ex.bytes_to_read, human_bytes(ex.bytes_to_read))]
     if total is not None:
         bars.insert(0, Bar("all files of the snapshot", total, human_bytes(total)))
