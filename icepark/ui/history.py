@@ -36,6 +36,7 @@ from icepark.table.update.wap import (
     SOURCE_SNAPSHOT_ID_PROP,
     STAGED_WAP_ID_PROP,
 )
+from icepark.ui.svg import svg_chart
 
 __all__ = [
     "SnapshotRow",
@@ -231,13 +232,7 @@ def history_graph(rows: list[SnapshotRow], link: str, selected: int | None = Non
             f'<tspan fill="#8a4ac2" font-weight="bold"> {escape(refs)}</tspan>'
             f'<tspan fill="#c24a7b"> {escape(kinds)}</tspan></text></a>'
         )
-    return Markup(
-        f'<svg class="chart graph" role="img" aria-label="snapshot ancestry" '
-        f'xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="system-ui, sans-serif" font-size="12">'
-        + "".join(body)
-        + "</svg>"
-    )
+    return svg_chart(width, height, body, "snapshot ancestry", "chart graph")
 
 
 @dataclass
