@@ -55,11 +55,12 @@ from icepark.errors import (
 )
 from icepark.table.maintenance.doctor import diagnose
 from icepark.table.table import Table
+from icepark.table.units import human_bytes
 from icepark.ui.files import files_page
 from icepark.ui.history import history_graph, history_rows, snapshot_detail, when
 from icepark.ui.overview import schema_history, schema_rows, sort_rows, spec_rows
 from icepark.ui.pages import badge_of, catalog_rows, query_page
-from icepark.ui.svg import badge_svg, human_bytes
+from icepark.ui.svg import badge_svg
 from icepark.ui.urls import identifier_of, table_path
 
 __all__ = ["LOOPBACK_HOSTS", "create_ui_app"]

@@ -23,8 +23,9 @@ from markupsafe import Markup
 
 from icepark.spec import properties as P
 from icepark.table.table import Table
+from icepark.table.units import human_bytes
 from icepark.ui.history import when
-from icepark.ui.svg import Bar, bar_chart, histogram, human_bytes
+from icepark.ui.svg import Bar, bar_chart, histogram
 
 __all__ = ["FilesPage", "PartitionRow", "files_page", "partition_label"]
 

@@ -24,8 +24,9 @@ from icepark.errors import IceparkError
 from icepark.planning.explain import ScanExplanation
 from icepark.table.maintenance.doctor import HealthReport
 from icepark.table.table import Table
+from icepark.table.units import human_bytes
 from icepark.ui.history import summary_int, when
-from icepark.ui.svg import Bar, bar_chart, funnel, human_bytes
+from icepark.ui.svg import Bar, bar_chart, funnel
 
 __all__ = ["TableRow", "catalog_rows", "QueryPage", "query_page", "badge_of"]
 

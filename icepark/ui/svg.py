@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-__all__ = ["Bar", "bar_chart", "histogram", "funnel", "human_bytes", "badge_svg", "svg_chart"]
+__all__ = ["Bar", "bar_chart", "histogram", "funnel", "badge_svg", "svg_chart"]
 
 _BADGE_COLORS = {"ok": "#3f9e6e", "info": "#2c7fc2", "warn": "#c27c2c"}
 
@@ -34,15 +34,6 @@ class Bar:
     value: float
     text: str = ""
     tip: str = ""
-
-
-def human_bytes(n: float) -> str:
-    """``1536`` -> ``"1.5 KB"`` (binary units)."""
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1024 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"  # pragma: no cover
 
 
 def svg_chart(width: int, height: int, body: list[str], label: str, css_class: str) -> Markup:

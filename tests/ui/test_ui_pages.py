@@ -164,7 +164,7 @@ def test_files_page_numbers_come_from_the_metadata_tables(
     data = table.inspect.data_files()
     total = sum(data.column("file_size_in_bytes").to_pylist())
     assert f"{data.num_rows:,} data files" in html
-    assert "target 512.0 MB" in html  # the default write.target-file-size-bytes, marked
+    assert "target 512.0 MiB" in html  # the default write.target-file-size-bytes, marked
     bins = [
         int(n.replace(",", "")) for n in re.findall(r" to [^:<]+: ([\d,]+) files</title>", html)
     ]
