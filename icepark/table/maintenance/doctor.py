@@ -48,7 +48,7 @@ from icepark.spec.types import StructType
 from icepark.table.interface import TableLike
 from icepark.table.maintenance.remove_orphan_files import remove_orphan_files
 
-__all__ = ["Finding", "HealthReport", "SIZE_BUCKETS", "diagnose"]
+__all__ = ["Finding", "HealthReport", "SIZE_BUCKETS", "diagnose", "small_file_limit"]
 
 _MB = 1024 * 1024
 SIZE_BUCKETS: tuple[tuple[str, int], ...] = (
@@ -59,6 +59,12 @@ SIZE_BUCKETS: tuple[tuple[str, int], ...] = (
     (">= 512 MB", 2**63),
 )
 """Data file size buckets: (label, upper bound exclusive)."""
+
+
+def small_file_limit(target_file_size: int) -> int:
+    """A data file under this many bytes is small: 75% of ``write.target-file-size-bytes``,
+    the compaction's default ``min-file-size-bytes`` (Java's)."""
+    return target_file_size * 3 // 4
 
 
 @dataclass(frozen=True)
@@ -215,7 +221,7 @@ def _files(table: TableLike, report: HealthReport) -> None:
     data_count = int(data.sum())
     data_bytes = int(data_sizes.sum())
     records = int(rows[data].sum())
-    small = int((data_sizes < target * 3 // 4).sum())
+    small = int((data_sizes < small_file_limit(target)).sum())
     kinds = {
         "position": int(position.sum()),
         "equality": int(equality.sum()),
