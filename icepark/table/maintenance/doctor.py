@@ -104,7 +104,7 @@ def _age(now_ms: int, ms: int | None) -> float | None:
     return None if ms is None else round((now_ms - ms) / 86_400_000, 2)
 
 
-def _snapshots(table: TableLike, report: HealthReport, now_ms: int) -> None:
+def _snapshots(table: TableLike, report: HealthReport, now_ms: int, shell_name: str) -> None:
     md = table.metadata
     props = md.properties
     snaps = sorted(md.snapshots, key=lambda s: s.timestamp_ms)
@@ -135,12 +135,12 @@ def _snapshots(table: TableLike, report: HealthReport, now_ms: int) -> None:
                 f"{len(expirable)} of {len(snaps)} snapshots are older than the table's "
                 f"retention ({report.snapshots['max_snapshot_age_days']} days) and not kept by "
                 f"a ref: their files still take space",
-                f"icepark expire {shlex.quote(table.name)}",
+                f"icepark expire {shell_name}",
             )
         )
 
 
-def _metadata_files(table: TableLike, report: HealthReport, listing: bool) -> None:
+def _metadata_files(table: TableLike, report: HealthReport, listing: bool, shell_name: str) -> None:
     md = table.metadata
     folder = P.metadata_folder(md.location, md.properties)
     keep = P.METADATA_PREVIOUS_VERSIONS_MAX.get(md.properties)
@@ -173,13 +173,13 @@ def _metadata_files(table: TableLike, report: HealthReport, listing: bool) -> No
                 f"{len(listed)} metadata files in {folder}: old versions are kept because "
                 f"{P.METADATA_DELETE_AFTER_COMMIT_ENABLED.name} is false",
                 f"set {P.METADATA_DELETE_AFTER_COMMIT_ENABLED.name}=true "
-                f"(then icepark remove-orphans {shlex.quote(table.name)} for the ones "
+                f"(then icepark remove-orphans {shell_name} for the ones "
                 "already there)",
             )
         )
 
 
-def _files(table: TableLike, report: HealthReport) -> None:
+def _files(table: TableLike, report: HealthReport, shell_name: str) -> None:
     md = table.metadata
     snapshot = md.current_snapshot()
     manifests = manifests_of(table.io, snapshot)
@@ -201,7 +201,7 @@ def _files(table: TableLike, report: HealthReport) -> None:
                 "warn",
                 f"{len(manifests)} manifests, {small_manifests} of them under a tenth of "
                 f"{P.MANIFEST_TARGET_SIZE_BYTES.name}: planning reads them all",
-                f"icepark rewrite-manifests {shlex.quote(table.name)}",
+                f"icepark rewrite-manifests {shell_name}",
             )
         )
     target = P.WRITE_TARGET_FILE_SIZE_BYTES.get(md.properties)
@@ -252,7 +252,7 @@ def _files(table: TableLike, report: HealthReport) -> None:
                 "warn",
                 f"{small} of {data_count} data files are under 75% of the target size "
                 f"({target // _MB} MB): every scan opens them all",
-                f"icepark compact {shlex.quote(table.name)}",
+                f"icepark compact {shell_name}",
             )
         )
     if sum(kinds.values()):
@@ -264,7 +264,7 @@ def _files(table: TableLike, report: HealthReport) -> None:
                 f"{sum(kinds.values())} delete files hide {share:.1%} of the rows"
                 + (f", plus {kinds['equality']} equality delete files" if kinds["equality"] else "")
                 + ": every scan applies them",
-                f"icepark compact {shlex.quote(table.name)}",
+                f"icepark compact {shell_name}",
             )
         )
 
@@ -284,20 +284,20 @@ def _file_facts(table: TableLike, manifests: list[ManifestFile]) -> dict[str, np
     columnar read of the manifests (no object per entry; the partition is not decoded)."""
     specs = {s.spec_id: s for s in table.metadata.partition_specs}
     entries = read_entries_table(table.io, manifests, _FACTS_TYPE, StructType(), specs)
-    files = entries.column("data_file").combine_chunks()
-    if isinstance(files, pa.ChunkedArray):  # no entries: an empty chunked column
-        files = pa.nulls(0, _FACTS_TYPE) if files.num_chunks == 0 else files.chunk(0)
+    files = entries.column("data_file").combine_chunks()  # an Array, empty when no entries
     return {
         name: files.field(name).to_numpy(zero_copy_only=False)
         for name in ("content", "file_format", "record_count", "file_size_in_bytes")
     }
 
 
-def _orphans(table: TableLike, report: HealthReport, older_than: int | None) -> None:
-    if older_than is None:
-        found = remove_orphan_files(table, dry_run=True)
-    else:  # a dry run: listing files younger than a day deletes nothing
-        found = remove_orphan_files(table, older_than, dry_run=True, allow_recent=True)
+def _orphans(
+    table: TableLike, report: HealthReport, older_than: int | None, shell_name: str
+) -> None:
+    # a dry run: listing files younger than a day (older_than given) deletes nothing
+    found = remove_orphan_files(
+        table, older_than, dry_run=True, allow_recent=older_than is not None
+    )
     report.orphans = {
         "count": len(found.orphan_file_locations),
         "bytes": found.orphan_bytes,
@@ -311,7 +311,7 @@ def _orphans(table: TableLike, report: HealthReport, older_than: int | None) -> 
                 f"{len(found.orphan_file_locations)} files ({found.orphan_bytes:,} bytes) under "
                 "the table's location are referenced by nothing and older than "
                 + ("3 days" if older_than is None else "the cut-off"),
-                f"icepark remove-orphans {shlex.quote(table.name)}"
+                f"icepark remove-orphans {shell_name}"
                 + ("" if older_than is None else f" --older-than {older_than} --allow-recent"),
             )
         )
@@ -332,11 +332,12 @@ def diagnose(
     then depends on the table's metadata and manifests alone."""
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     report = HealthReport(table.name, table.metadata.location)
-    _snapshots(table, report, now)
-    _metadata_files(table, report, listing)
-    _files(table, report)
+    shell_name = shlex.quote(table.name)  # fixes name the table for a POSIX shell
+    _snapshots(table, report, now, shell_name)
+    _metadata_files(table, report, listing, shell_name)
+    _files(table, report, shell_name)
     if orphans and listing:
-        _orphans(table, report, orphans_older_than)
+        _orphans(table, report, orphans_older_than, shell_name)
     if not report.findings:
         report.findings.append(Finding("table", "ok", "nothing to fix"))
     return report
