@@ -34,6 +34,7 @@ from icepark.cli.output import (
 )
 from icepark.errors import ValidationError
 from icepark.table import Table
+from icepark.table.units import human_bytes
 
 __all__ = [
     "UPKEEP_COMMANDS",
@@ -93,15 +94,6 @@ def _progress(label: str, enabled: bool) -> Iterator[Callable[[int, int], None]]
             bar.update(task, completed=done, total=total)
 
         yield update
-
-
-def _human_bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
 
 
 def _print_files(console: Console, heading: str, paths: Sequence[str]) -> None:
@@ -167,7 +159,7 @@ def expire_command(
     console.print(grid)
     done = "would free" if dry_run else "freed"
     console.print(
-        f"  {done} {len(result.deleted_files)} files, {_human_bytes(result.deleted_bytes)}"
+        f"  {done} {len(result.deleted_files)} files, {human_bytes(result.deleted_bytes)}"
     )
     if dry_run:
         _print_files(console, "files that would be deleted", result.deleted_files)
@@ -222,7 +214,7 @@ def remove_orphans_command(
         emit_json({"table": table.name, **result.to_dict()})
         sys.exit(1 if result.failed else 0)
     console = make_console()
-    size = _human_bytes(result.orphan_bytes)
+    size = human_bytes(result.orphan_bytes)
     if dry_run:
         _print_files(console, f"{table.name}: orphan files ({size})", result.orphan_file_locations)
     else:

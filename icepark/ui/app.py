@@ -13,7 +13,9 @@ Pages (all ``GET``; the app has no route that changes anything, so other methods
                                 ``timed`` also times a real planning run, as long again)
     /t/{table}/health           the doctor's findings and fix commands (?orphans=1 lists storage)
     /t/{table}/badge.svg        the doctor's verdict as a badge (the catalog page's images, so
-                                the page shows at once and each table's doctor runs apart)
+                                the page shows at once and each table's doctor runs apart;
+                                no storage listing, kept per metadata file and hour, with an
+                                ETag from both, so an unchanged table costs a catalog lookup)
     /ui.js                      the one script: copy buttons (same origin, allowed by the CSP)
 
 Everything a page shows from storage (names, properties, paths, partition values) is
@@ -21,19 +23,27 @@ untrusted: templates autoescape, the SVG charts escape their text, and every ans
 Content-Security-Policy that runs no inline script, so an injected ``<script>`` neither shows
 as markup nor runs. An error is a page with the message: 404 for an unknown table or
 snapshot, 400 for a filter that does not parse, 500 for a table that cannot be read.
+A request whose ``Host`` header is not the address the page is served on (by default only
+loopback names) gets a 400, so a hostile site that rebinds its name to 127.0.0.1 cannot read
+the pages.
 """
 
 from __future__ import annotations
 
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from icepark.catalog.base import Catalog
-from icepark.catalog.identifiers import to_identifier
 from icepark.errors import (
     IceparkError,
     InvalidAvroFileError,
@@ -45,14 +55,19 @@ from icepark.errors import (
 )
 from icepark.table.maintenance.doctor import diagnose
 from icepark.table.table import Table
+from icepark.table.units import human_bytes
 from icepark.ui.files import files_page
 from icepark.ui.history import history_graph, history_rows, snapshot_detail, when
 from icepark.ui.overview import schema_history, schema_rows, sort_rows, spec_rows
 from icepark.ui.pages import badge_of, catalog_rows, query_page
-from icepark.ui.svg import badge_svg, human_bytes
-from icepark.ui.urls import table_path
+from icepark.ui.svg import badge_svg
+from icepark.ui.urls import identifier_of, table_path
 
-__all__ = ["create_ui_app"]
+__all__ = ["LOOPBACK_HOSTS", "create_ui_app"]
+
+LOOPBACK_HOSTS: tuple[str, ...] = ("127.0.0.1", "localhost", "[::1]")
+"""The ``Host`` headers the page answers by default: a page another site reaches by
+rebinding its own name to 127.0.0.1 (DNS rebinding) sends that name and gets a 400."""
 
 _HERE = Path(__file__).parent
 _SECURITY_HEADERS = {
@@ -64,6 +79,8 @@ _SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
+_BADGE_CACHE_SIZE = 512
+"""Health badges kept (one per table and metadata file): a catalog page's worth and more."""
 _PAGES = (
     ("", "overview"),
     ("history", "history"),
@@ -99,10 +116,19 @@ def _environment() -> Environment:
     return env
 
 
-def create_ui_app(catalog: Catalog, *, title: str | None = None) -> FastAPI:
-    """The read-only web page over ``catalog`` (see the module docstring)."""
+def create_ui_app(
+    catalog: Catalog,
+    *,
+    title: str | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+) -> FastAPI:
+    """The read-only web page over ``catalog`` (see the module docstring); it answers only
+    requests whose ``Host`` is one of ``allowed_hosts`` (default :data:`LOOPBACK_HOSTS`),
+    others get a 400."""
     env = _environment()
     app = FastAPI(title="icepark ui", docs_url=None, redoc_url=None, openapi_url=None)
+    hosts = list(LOOPBACK_HOSTS if allowed_hosts is None else allowed_hosts)
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=hosts)
     heading = title or f"catalog {catalog.name}"
 
     def render(template: str, status: int = 200, **context: Any) -> HTMLResponse:
@@ -110,7 +136,14 @@ def create_ui_app(catalog: Catalog, *, title: str | None = None) -> FastAPI:
         return HTMLResponse(html, status_code=status)
 
     def load(name: str) -> Table:
-        return catalog.load_table(to_identifier(name))
+        return catalog.load_table(identifier_of(name))
+
+    def table_page(table: Table, page: str, **context: Any) -> HTMLResponse:
+        """One of a table's tabs (``page`` a slug of ``_PAGES``): its template, title and
+        tab bar."""
+        label = dict(_PAGES)[page]
+        title = f"{table.name}: {label}" if page else table.name
+        return render(f"{label}.html", title=title, table=table, page=page, **context)
 
     @app.middleware("http")
     async def _headers(request: Request, call_next: Any) -> Response:
@@ -145,11 +178,9 @@ def create_ui_app(catalog: Catalog, *, title: str | None = None) -> FastAPI:
         table = load(name)
         md = table.metadata
         snap = md.current_snapshot()
-        return render(
-            "overview.html",
-            title=table.name,
-            table=table,
-            page="",
+        return table_page(
+            table,
+            "",
             fields=schema_rows(md.schema()),
             schemas=schema_history(table),
             specs=spec_rows(table),
@@ -173,13 +204,11 @@ def create_ui_app(catalog: Catalog, *, title: str | None = None) -> FastAPI:
         if snapshot is not None and detail is None:
             message = f"Table {table.name} has no snapshot {snapshot}"
             return error_page(404, "unknown snapshot", message)
-        return render(
-            "history.html",
-            title=f"{table.name}: history",
-            table=table,
-            page="history",
+        return table_page(
+            table,
+            "history",
             rows=rows,
-            graph=history_graph(rows, table_path(table.name, "history"), snapshot),
+            graph=history_graph(rows, table_path(table.identifier, "history"), snapshot),
             refs=sorted(table.metadata.refs.items()),
             detail=detail,
         )
@@ -187,22 +216,14 @@ def create_ui_app(catalog: Catalog, *, title: str | None = None) -> FastAPI:
     @app.get("/t/{name}/files", response_class=HTMLResponse)
     def files(name: str) -> HTMLResponse:
         table = load(name)
-        return render(
-            "files.html",
-            title=f"{table.name}: files",
-            table=table,
-            page="files",
-            data=files_page(table),
-        )
+        return table_page(table, "files", data=files_page(table))
 
     @app.get("/t/{name}/query", response_class=HTMLResponse)
     def query(name: str, filter: str | None = None, ref: str = "", timed: int = 0) -> HTMLResponse:
         table = load(name)
-        return render(
-            "query.html",
-            title=f"{table.name}: query",
-            table=table,
-            page="query",
+        return table_page(
+            table,
+            "query",
             filter=filter or "",
             ref=ref,
             refs=sorted(table.metadata.refs),
@@ -214,21 +235,43 @@ def create_ui_app(catalog: Catalog, *, title: str | None = None) -> FastAPI:
             ),
         )
 
+    badges: OrderedDict[tuple[str, int], tuple[str, str]] = OrderedDict()
+    badges_lock = threading.Lock()
+
+    def badge_for(table: Table, hour: int) -> tuple[str, str]:
+        """The doctor's verdict without listing storage, kept per metadata file (a commit
+        writes a new one) and hour (snapshots age into the retention's reach)."""
+        key = (table.metadata_location, hour)
+        with badges_lock:
+            if key in badges:
+                badges.move_to_end(key)
+                return badges[key]
+        verdict = badge_of(diagnose(table, orphans=False, listing=False))
+        with badges_lock:
+            badges[key] = verdict
+            while len(badges) > _BADGE_CACHE_SIZE:
+                badges.popitem(last=False)
+        return verdict
+
     @app.get("/t/{name}/badge.svg")
-    def badge(name: str) -> Response:
-        level, text = badge_of(diagnose(load(name), orphans=False))
-        return Response(badge_svg(level, text), media_type="image/svg+xml")
+    def badge(name: str, request: Request) -> Response:
+        table = load(name)
+        hour = int(time.time() // 3600)
+        digest = hashlib.sha256(f"{table.metadata_location}\n{hour}".encode()).hexdigest()
+        headers = {"ETag": f'"{digest[:32]}"', "Cache-Control": "no-cache"}
+        if request.headers.get("if-none-match") == headers["ETag"]:
+            return Response(status_code=304, headers=headers)
+        level, text = badge_for(table, hour)
+        return Response(badge_svg(level, text), media_type="image/svg+xml", headers=headers)
 
     @app.get("/t/{name}/health", response_class=HTMLResponse)
     def health(name: str, orphans: int = 0) -> HTMLResponse:
         table = load(name)
         report = diagnose(table, orphans=bool(orphans))
         badge, badge_text = badge_of(report)
-        return render(
-            "health.html",
-            title=f"{table.name}: health",
-            table=table,
-            page="health",
+        return table_page(
+            table,
+            "health",
             report=report,
             badge=badge,
             badge_text=badge_text,

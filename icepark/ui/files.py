@@ -3,7 +3,7 @@ by column from the manifests; storage is never listed):
 
 * the data file size histogram (``data_files``), on log-2 bins so small and large files both
   show, with ``write.target-file-size-bytes`` marked and the share of files under 75% of it
-  (the doctor's "small" threshold);
+  (the doctor's "small" threshold, :func:`~icepark.table.maintenance.doctor.small_file_limit`);
 * files, bytes and rows per partition, and how skewed they are (``partitions``);
 * delete files per partition and the rows they hide (``partitions``: position deletes and
   deletion vectors by records deleted, equality deletes by rows in the delete files);
@@ -22,9 +22,11 @@ import pyarrow.compute as pc
 from markupsafe import Markup
 
 from icepark.spec import properties as P
+from icepark.table.maintenance.doctor import small_file_limit
 from icepark.table.table import Table
+from icepark.table.units import human_bytes
 from icepark.ui.history import when
-from icepark.ui.svg import Bar, bar_chart, histogram, human_bytes
+from icepark.ui.svg import Bar, bar_chart, histogram
 
 __all__ = ["FilesPage", "PartitionRow", "files_page", "partition_label"]
 
@@ -76,7 +78,7 @@ def partition_label(value: dict[str, Any] | None) -> str:
 
 def _size_histogram(sizes: pa.Array, target: int) -> tuple[Markup, int]:
     values = sizes.to_numpy(zero_copy_only=False).astype(np.float64)
-    small = int((values < target * 3 // 4).sum())
+    small = int((values < small_file_limit(target)).sum())
     if len(values) == 0:
         return histogram([], [0.0], label="data file sizes", edge_text=[""]), 0
     low = math.floor(math.log2(max(1.0, min(values.min(), target))))

@@ -19,6 +19,7 @@ the manifests that snapshot wrote by the ``entries`` metadata table's columnar r
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import pyarrow.compute as pc
@@ -35,8 +36,17 @@ from icepark.table.update.wap import (
     SOURCE_SNAPSHOT_ID_PROP,
     STAGED_WAP_ID_PROP,
 )
+from icepark.ui.svg import svg_chart
 
-__all__ = ["SnapshotRow", "SnapshotDetail", "history_rows", "history_graph", "snapshot_detail"]
+__all__ = [
+    "SnapshotRow",
+    "SnapshotDetail",
+    "history_rows",
+    "history_graph",
+    "snapshot_detail",
+    "summary_int",
+    "when",
+]
 
 _LANE_COLORS = ("#4a7bd0", "#3f9e6e", "#c27c2c", "#8a4ac2", "#c24a7b", "#2c9fc2", "#777")
 _ADDED, _DELETED = ManifestEntryStatus.ADDED.value, ManifestEntryStatus.DELETED.value
@@ -70,14 +80,18 @@ class SnapshotRow:
     lane: int = 0
 
 
-def _int(summary: dict[str, str], *keys: str) -> int:
-    total = 0
-    for key in keys:
-        try:
-            total += int(summary.get(key, "0"))
-        except ValueError:
-            pass
-    return total
+def summary_int(summary: Mapping[str, str] | None, key: str) -> int | None:
+    """The whole number a snapshot summary gives for ``key``; None when it is missing or not
+    a number (summaries come from any writer)."""
+    value = summary.get(key) if summary else None
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _sum(summary: Mapping[str, str], *keys: str) -> int:
+    return sum(summary_int(summary, key) or 0 for key in keys)
 
 
 def when(ms: int) -> str:
@@ -145,14 +159,14 @@ def history_rows(table: Table) -> list[SnapshotRow]:
                 sequence_number=s.sequence_number,
                 committed=when(s.timestamp_ms),
                 operation=str(s.operation.value) if s.operation else "",
-                added_records=_int(summary, "added-records"),
-                deleted_records=_int(
+                added_records=_sum(summary, "added-records"),
+                deleted_records=_sum(
                     summary, "deleted-records", "added-position-deletes", "added-equality-deletes"
                 ),
-                added_files=_int(summary, "added-data-files", "added-delete-files"),
-                removed_files=_int(summary, "deleted-data-files", "removed-delete-files"),
-                added_bytes=_int(summary, "added-files-size"),
-                removed_bytes=_int(summary, "removed-files-size"),
+                added_files=_sum(summary, "added-data-files", "added-delete-files"),
+                removed_files=_sum(summary, "deleted-data-files", "removed-delete-files"),
+                added_bytes=_sum(summary, "added-files-size"),
+                removed_bytes=_sum(summary, "removed-files-size"),
                 refs=refs_at.get(s.snapshot_id, []),
                 kinds=kinds,
                 source_snapshot_id=int(source) if source and source.lstrip("-").isdigit() else None,
@@ -218,13 +232,7 @@ def history_graph(rows: list[SnapshotRow], link: str, selected: int | None = Non
             f'<tspan fill="#8a4ac2" font-weight="bold"> {escape(refs)}</tspan>'
             f'<tspan fill="#c24a7b"> {escape(kinds)}</tspan></text></a>'
         )
-    return Markup(
-        f'<svg class="chart graph" role="img" aria-label="snapshot ancestry" '
-        f'xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" font-family="system-ui, sans-serif" font-size="12">'
-        + "".join(body)
-        + "</svg>"
-    )
+    return svg_chart(width, height, body, "snapshot ancestry", "chart graph")
 
 
 @dataclass

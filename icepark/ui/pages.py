@@ -2,8 +2,9 @@
 
 * catalog: every namespace and its tables, with the current snapshot's summary totals
   (rows, bytes, files) and the last commit; each table's health badge is an image of its own
-  (``/t/{table}/badge.svg``: :func:`icepark.table.maintenance.doctor.diagnose` without the
-  storage listing), so the page does not wait for every table's doctor;
+  (``/t/{table}/badge.svg``: :func:`icepark.table.maintenance.doctor.diagnose` with
+  ``listing=False``, which lists nothing in storage), so the page does not wait for every
+  table's doctor;
 * query: :meth:`icepark.table.DataScan.explain` for the filter typed in, drawn as two
   funnels (manifests, then files) with the delete files attached, the bytes left and the
   residual filter per partition spec;
@@ -23,8 +24,9 @@ from icepark.errors import IceparkError
 from icepark.planning.explain import ScanExplanation
 from icepark.table.maintenance.doctor import HealthReport
 from icepark.table.table import Table
-from icepark.ui.history import when
-from icepark.ui.svg import Bar, bar_chart, funnel, human_bytes
+from icepark.table.units import human_bytes
+from icepark.ui.history import summary_int, when
+from icepark.ui.svg import Bar, bar_chart, funnel
 
 __all__ = ["TableRow", "catalog_rows", "QueryPage", "query_page", "badge_of"]
 
@@ -33,15 +35,19 @@ MAX_NAMESPACE_DEPTH = 8
 
 @dataclass(frozen=True)
 class TableRow:
-    """One table on the catalog page (``error`` set when it could not be loaded)."""
+    """One table on the catalog page (``error`` set when it could not be loaded); ``name``
+    is shown, ``identifier`` makes its links; ``snapshots`` is None while the metadata holds
+    only its refs' snapshots (a REST catalog's ``snapshot-loading-mode=refs``: counting
+    would fetch the whole history of every table)."""
 
+    identifier: Identifier
     name: str
     namespace: str
     records: int | None = None
     data_files: int | None = None
     bytes: int | None = None
     last_commit: str = ""
-    snapshots: int = 0
+    snapshots: int | None = None
     format_version: int | None = None
     error: str = ""
 
@@ -71,26 +77,21 @@ def _namespaces(catalog: Catalog, parent: Identifier = (), depth: int = 0) -> It
 
 def _summary_int(table: Table, key: str) -> int | None:
     snap = table.current_snapshot()
-    if snap is None:
-        return 0
-    value = snap.summary.get(key) if snap.summary else None
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
+    return 0 if snap is None else summary_int(snap.summary, key)
 
 
 def table_row(table: Table, namespace: str) -> TableRow:
     """A table's row on the catalog page."""
     snap = table.current_snapshot()
     return TableRow(
+        identifier=table.identifier,
         name=table.name,
         namespace=namespace,
         records=_summary_int(table, "total-records"),
         data_files=_summary_int(table, "total-data-files"),
         bytes=_summary_int(table, "total-files-size"),
         last_commit=when(snap.timestamp_ms) if snap else "never",
-        snapshots=len(table.metadata.snapshots),
+        snapshots=None if table.metadata.snapshots_deferred else len(table.metadata.snapshots),
         format_version=table.format_version,
     )
 
@@ -108,7 +109,12 @@ def catalog_rows(catalog: Catalog) -> tuple[list[str], list[TableRow]]:
                 rows.append(table_row(catalog.load_table(ident), label))
             except Exception as exc:  # one broken table must not hide the others
                 rows.append(
-                    TableRow(name=name, namespace=label, error=f"{type(exc).__name__}: {exc}")
+                    TableRow(
+                        identifier=ident,
+                        name=name,
+                        namespace=label,
+                        error=f"{type(exc).__name__}: {exc}",
+                    )
                 )
     return namespaces, rows
 
@@ -149,12 +155,7 @@ def query_page(
         if name in steps
     ]
     snap = table.metadata.snapshot_by_id(ex.snapshot_id) if ex.snapshot_id is not None else None
-    total = None
-    if snap is not None and snap.summary is not None:
-        try:
-            total = int(snap.summary.get("total-files-size", ""))
-        except ValueError:
-            total = None
+    total = summary_int(snap.summary, "total-files-size") if snap is not None else None
     bars = [Bar("bytes left to read", ex.bytes_to_read, human_bytes(ex.bytes_to_read))]
     if total is not None:
         bars.insert(0, Bar("all files of the snapshot", total, human_bytes(total)))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-__all__ = ["Bar", "bar_chart", "histogram", "funnel", "human_bytes", "badge_svg"]
+__all__ = ["Bar", "bar_chart", "histogram", "funnel", "badge_svg", "svg_chart"]
 
 _BADGE_COLORS = {"ok": "#3f9e6e", "info": "#2c7fc2", "warn": "#c27c2c"}
 
@@ -36,16 +36,9 @@ class Bar:
     tip: str = ""
 
 
-def human_bytes(n: float) -> str:
-    """``1536`` -> ``"1.5 KB"`` (binary units)."""
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1024 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"  # pragma: no cover
-
-
-def _svg(width: int, height: int, body: list[str], label: str, css_class: str) -> Markup:
+def svg_chart(width: int, height: int, body: list[str], label: str, css_class: str) -> Markup:
+    """An inline ``<svg>`` of ``body`` (markup already escaped) with its size, class and
+    accessible label (escaped here), in the charts' font."""
     return Markup(
         f'<svg class="{escape(css_class)}" role="img" aria-label="{escape(label)}" '
         f'xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -69,7 +62,7 @@ def bar_chart(
     """Horizontal bars, longest value full width; an empty list draws a note instead."""
     row = 20
     if not bars:
-        return _svg(
+        return svg_chart(
             width, row + 8, [f'<text x="4" y="16">{escape("(nothing)")}</text>'], label, css_class
         )
     top = max(b.value for b in bars) or 1
@@ -88,7 +81,7 @@ def bar_chart(
             f'<text x="{label_width + length + 4:.1f}" y="{y + 13}">'
             f"{escape(b.text or f'{b.value:g}')}</text></g>"
         )
-    return _svg(width, len(bars) * row + 8, body, label, css_class)
+    return svg_chart(width, len(bars) * row + 8, body, label, css_class)
 
 
 def histogram(
@@ -141,7 +134,7 @@ def histogram(
             f'<text x="{x + 4:.1f}" y="{top_pad - 8}" fill="#d04a4a">{escape(marker_text)}</text>'
             "</g>"
         )
-    return _svg(width, height, body, label, css_class)
+    return svg_chart(width, height, body, label, css_class)
 
 
 def _position(value: float, edges: Sequence[float]) -> float:
@@ -183,7 +176,7 @@ def funnel(
             f'<text x="{150 + room + 80}" y="{y + 21}" fill="#a33">'
             f"{escape(f'-{dropped:,}' if dropped else '')}</text></g>"
         )
-    return _svg(width, len(steps) * row + 8, body, label, css_class)
+    return svg_chart(width, len(steps) * row + 8, body, label, css_class)
 
 
 def badge_svg(level: str, text: str) -> str:

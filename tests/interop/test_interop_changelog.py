@@ -39,9 +39,7 @@ HISTORY = [
 
 
 def _create(c: str, name: str, mode: str, version: int) -> str:
-    modes = ", ".join(
-        f"'write.{op}.mode'='{mode}'" for op in ("delete", "update", "merge")
-    )
+    modes = ", ".join(f"'write.{op}.mode'='{mode}'" for op in ("delete", "update", "merge"))
     return (
         f"CREATE TABLE {c}.db.{name} (id bigint, v string, p int) USING iceberg"
         f" TBLPROPERTIES ('format-version'='{version}', {modes})"
@@ -60,7 +58,9 @@ def _history(refspark: RefEngine, c: str, name: str, mode: str, version: int) ->
     )
 
 
-def _ref_changelog(refspark: RefEngine, c: str, name: str, view: str, args: str = "") -> list[tuple]:
+def _ref_changelog(
+    refspark: RefEngine, c: str, name: str, view: str, args: str = ""
+) -> list[tuple]:
     results = refspark.request(
         [
             f"CALL {c}.system.create_changelog_view(table => 'db.{name}',"
@@ -150,9 +150,7 @@ def test_merge_on_read_changelog_equals_copy_on_write(
     _history(refspark, c, "mor", "merge-on-read", version)
     catalog = FileSystemCatalog("fs", warehouse=str(warehouse))
     mor = catalog.load_table("db.mor")
-    deletes = {
-        d.file_format.value for t in mor.scan().plan_files() for d in t.delete_files
-    }
+    deletes = {d.file_format.value for t in mor.scan().plan_files() for d in t.delete_files}
     assert deletes == ({"PUFFIN"} if version == 3 else {"PARQUET"})
     # Java refuses a changelog over delete files; its copy-on-write twin is the judge
     with pytest.raises(Exception, match="Delete files are currently not supported"):
@@ -197,7 +195,9 @@ def test_equality_delete_changelog_equals_copy_on_write(
         properties={"format-version": "2", "write.merge.mode": "merge-on-read"},
     )
     ids = list(range(20))
-    eq.append(pa.table({"id": ids, "v": [f"v{i}" for i in ids], "p": [i % 3 for i in ids]}, schema=schema))
+    eq.append(
+        pa.table({"id": ids, "v": [f"v{i}" for i in ids], "p": [i % 3 for i in ids]}, schema=schema)
+    )
 
     def changes(rows: list[tuple[int, str, int, str]]) -> pa.Table:
         return pa.table(

@@ -154,7 +154,11 @@ def test_built_metadata_round_trips(
         )
         builder = ViewMetadataBuilder(md)
         new = _version(
-            0, sql, representations=reps, default_catalog=catalog, default_namespace=tuple(namespace)
+            0,
+            sql,
+            representations=reps,
+            default_catalog=catalog,
+            default_namespace=tuple(namespace),
         )
         builder.set_current_version(new, SCHEMA)
         md = builder.build()

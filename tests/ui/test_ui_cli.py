@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
-from ui_support import DEMO_TABLE, serving
+from ui_support import DEMO_TABLE, LOCAL, serving
 
 import icepark
 from icepark.catalog.base import Catalog
@@ -46,7 +46,7 @@ def test_ui_table_prints_its_page_and_serves_the_catalog(
     assert result.exit_code == 0, result.output
     assert f"http://127.0.0.1:9911{table_path(DEMO_TABLE)}" in result.output
     assert captured["host"] == "127.0.0.1" and captured["port"] == 9911
-    client = TestClient(captured["app"])
+    client = TestClient(captured["app"], base_url=LOCAL)
     assert DEMO_TABLE in client.get(table_path(DEMO_TABLE)).text
     assert "other.empty" in client.get("/").text
 
@@ -65,6 +65,22 @@ def test_ui_refuses_a_missing_table_and_a_remote_host(
     assert allowed.exit_code == 0 and captured["host"] == "0.0.0.0"
 
 
+def test_ui_answers_the_host_it_is_bound_to(
+    demo_catalog: Catalog, captured: dict[str, Any]
+) -> None:
+    args = [*_args(demo_catalog), "ui", "--host", "10.1.2.3", "--allow-remote"]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    for base, status in (
+        ("http://10.1.2.3:8765", 200),
+        ("http://127.0.0.1", 200),
+        ("http://evil.example", 400),
+    ):
+        assert TestClient(captured["app"], base_url=base).get("/").status_code == status, base
+    wildcard = [*_args(demo_catalog), "ui", "--host", "0.0.0.0", "--allow-remote"]
+    assert CliRunner().invoke(cli, wildcard).exit_code == 0  # any name reaches every interface
+    assert TestClient(captured["app"], base_url="http://box.lan").get("/").status_code == 200
+
+
 def test_ui_on_a_file_system_catalog_named_in_the_config(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, captured: dict[str, Any]
 ) -> None:
@@ -78,11 +94,18 @@ def test_ui_on_a_file_system_catalog_named_in_the_config(
     table.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
     result = CliRunner().invoke(cli, ["ui", "--catalog", "lake", "fs.t"])
     assert result.exit_code == 0, result.output
-    client = TestClient(captured["app"])
+    client = TestClient(captured["app"], base_url=LOCAL)
     for page in ("", "history", "files", "health"):
         assert client.get(table_path("fs.t", page)).status_code == 200, page
     query = client.get(table_path("fs.t", "query") + "?filter=id+%3E+1")
     assert query.status_code == 200 and "3 records" in query.text
+    captured.clear()
+    global_option = CliRunner().invoke(cli, ["--catalog", "lake", "ui", "fs.t"])
+    assert global_option.exit_code == 0, global_option.output
+    assert TestClient(captured["app"], base_url=LOCAL).get(table_path("fs.t")).status_code == 200
+    captured.clear()
+    path = CliRunner().invoke(cli, ["ui", "--catalog", "lake", table.metadata_location])
+    assert path.exit_code == 2 and "metadata file" in path.output and not captured
 
 
 def test_ui_over_a_rest_catalog(demo_catalog: Catalog) -> None:
@@ -91,7 +114,7 @@ def test_ui_over_a_rest_catalog(demo_catalog: Catalog) -> None:
 
     with serving(create_app(demo_catalog)) as url:
         rest = RestCatalog("rest", {"uri": url})
-        client = TestClient(create_ui_app(rest))
+        client = TestClient(create_ui_app(rest), base_url=LOCAL)
         catalog_page = client.get("/").text
         assert DEMO_TABLE in catalog_page and "other.empty" in catalog_page
         local = demo_catalog.load_table(DEMO_TABLE)

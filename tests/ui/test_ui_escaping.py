@@ -9,6 +9,7 @@ import re
 import pyarrow as pa
 import pytest
 from fastapi.testclient import TestClient
+from ui_support import LOCAL
 
 import icepark
 from icepark.catalog.base import Catalog
@@ -44,7 +45,7 @@ def evil(tmp_path_factory: pytest.TempPathFactory) -> tuple[Catalog, TestClient]
     )
     table.append(rows, snapshot_properties={"note": SUMMARY})
     table.delete("id = 1")
-    return catalog, TestClient(create_ui_app(catalog))
+    return catalog, TestClient(create_ui_app(catalog), base_url=LOCAL)
 
 
 def _pages(catalog: Catalog) -> list[str]:
@@ -110,7 +111,7 @@ def test_fix_commands_quote_the_table_name_for_the_shell(
     for command in commands:  # what a shell would run: icepark VERB TABLE, nothing more
         words = shlex.split(command)
         assert len(words) == 3 and words[2] == name, command
-    html = TestClient(create_ui_app(catalog)).get(table_path(name, "health")).text
+    html = TestClient(create_ui_app(catalog), base_url=LOCAL).get(table_path(name, "health")).text
     assert "icepark compact &#39;db.x;touch pwned&#39;" in html
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from ui_support import BIG_FILES, BIG_TABLE, DEMO_TABLE
+from ui_support import BIG_FILES, BIG_TABLE, DEMO_TABLE, LOCAL
 
 from icepark.catalog.base import Catalog
 from icepark.table.maintenance.doctor import diagnose
@@ -20,7 +20,7 @@ from icepark.ui.urls import table_path
 
 @pytest.fixture(scope="module")
 def demo(demo_catalog: Catalog) -> TestClient:
-    return TestClient(create_ui_app(demo_catalog))
+    return TestClient(create_ui_app(demo_catalog), base_url=LOCAL)
 
 
 def _ok(client: TestClient, url: str) -> str:
@@ -51,16 +51,33 @@ def test_catalog_page_lists_namespaces_tables_and_totals(
     assert "never" in empty
 
 
+def test_only_loopback_host_names_are_answered(demo_catalog: Catalog) -> None:
+    """DNS rebinding: a hostile site whose name now resolves to 127.0.0.1 sends its own name
+    as ``Host`` and gets a 400, not the page."""
+    app = create_ui_app(demo_catalog)
+    for base in ("http://127.0.0.1:8765", "http://localhost", "http://[::1]:8765"):
+        assert TestClient(app, base_url=base).get("/").status_code == 200, base
+    for base in ("http://evil.example", "http://evil.example:8765", "http://127.0.0.1.evil"):
+        evil = TestClient(app, base_url=base)
+        assert evil.get("/").status_code == 400, base
+        assert evil.get(table_path(DEMO_TABLE)).status_code == 400, base
+    remote = create_ui_app(demo_catalog, allowed_hosts=["10.1.2.3"])
+    assert TestClient(remote, base_url="http://10.1.2.3").get("/").status_code == 200
+    assert TestClient(remote, base_url="http://127.0.0.1").get("/").status_code == 400
+
+
 def test_health_badge_is_the_doctors_verdict(demo: TestClient, demo_catalog: Catalog) -> None:
-    report = diagnose(demo_catalog.load_table(DEMO_TABLE), orphans=False)
+    """The demo table's many small files are a warning and its one delete file a note: the
+    badge counts the warning alone, as ``badge_of`` ranks them."""
+    report = diagnose(demo_catalog.load_table(DEMO_TABLE), orphans=False, listing=False)
+    levels = sorted((f.area, f.level) for f in report.findings)
+    assert levels == [("data files", "warn"), ("delete files", "info")]
     response = demo.get(table_path(DEMO_TABLE, "badge.svg"))
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("image/svg+xml")
-    warns = sum(f.level == "warn" for f in report.findings)
-    if warns:
-        assert f"{warns} warning" in response.text
-    else:
-        assert ("healthy" in response.text) or ("note" in response.text)
+    assert re.findall(r"<text[^>]*>([^<]*)</text>", response.text) == ["1 warning"]
+    empty = demo.get(table_path("other.empty", "badge.svg")).text
+    assert re.findall(r"<text[^>]*>([^<]*)</text>", empty) == ["healthy"]
 
 
 def test_overview_shows_schema_ids_history_specs_sort_and_properties(
@@ -149,7 +166,7 @@ def test_files_page_numbers_come_from_the_metadata_tables(
     data = table.inspect.data_files()
     total = sum(data.column("file_size_in_bytes").to_pylist())
     assert f"{data.num_rows:,} data files" in html
-    assert "target 512.0 MB" in html  # the default write.target-file-size-bytes, marked
+    assert "target 512.0 MiB" in html  # the default write.target-file-size-bytes, marked
     bins = [
         int(n.replace(",", "")) for n in re.findall(r" to [^:<]+: ([\d,]+) files</title>", html)
     ]
@@ -170,6 +187,28 @@ def test_files_page_numbers_come_from_the_metadata_tables(
     current = table.current_snapshot().snapshot_id  # type: ignore[union-attr]
     mine = [r for r in manifests.to_pylist() if r["reference_snapshot_id"] == current]
     assert f"<title>{current} (" in html and f": {len(mine):,} (" in html
+
+
+def test_files_page_counts_agree_with_pyiceberg(demo: TestClient, demo_catalog: Catalog) -> None:
+    """PyIceberg judges the files page: its ``inspect.files()`` and ``inspect.partitions()``
+    over the same metadata file give the page's data file count and each partition's files
+    and position deletes."""
+    static_table = pytest.importorskip("pyiceberg.table").StaticTable
+    theirs = static_table.from_metadata(demo_catalog.load_table(DEMO_TABLE).metadata_location)
+    html = _ok(demo, table_path(DEMO_TABLE, "files"))
+    data_files = theirs.inspect.files().column("content").to_pylist().count(0)
+    assert f"{data_files:,} data files" in html
+    parts = theirs.inspect.partitions().to_pylist()
+    assert len(parts) == 15
+    for p in parts:
+        label = ", ".join(f"{k}={v}" for k, v in p["partition"].items() if v is not None)
+        assert f"<title>{label}: {p['file_count']:,} files</title>" in html, label
+        if p["position_delete_file_count"]:
+            hide = (
+                f"{p['position_delete_file_count']:,} files hide "
+                f"{p['position_delete_record_count']:,} rows"
+            )
+            assert hide in html, label
 
 
 def test_query_page_draws_the_explain_funnel(demo: TestClient, demo_catalog: Catalog) -> None:
@@ -262,7 +301,7 @@ def test_pages_render_for_a_10000_file_table_in_under_a_second(big_catalog: Cata
     assert data_files >= BIG_FILES
     last = table.current_snapshot()
     assert last is not None
-    client = TestClient(create_ui_app(big_catalog))
+    client = TestClient(create_ui_app(big_catalog), base_url=LOCAL)
     urls = [
         "/",
         table_path(BIG_TABLE),
@@ -303,9 +342,100 @@ def test_a_table_that_cannot_be_read_is_an_error_page(tmp_path: Any) -> None:
     catalog.create_table("db.fine", icepark.schema(("id", "long", True)))
     for manifest in broken.inspect.manifests().column("path").to_pylist():
         os.remove(manifest)
-    client = TestClient(create_ui_app(catalog), raise_server_exceptions=False)
+    client = TestClient(create_ui_app(catalog), base_url=LOCAL, raise_server_exceptions=False)
     files = client.get(table_path("db.broken", "files"))
     assert files.status_code == 500 and "NoSuchFileError" in files.text
     assert "<html" in files.text and "content-security-policy" in files.headers
     assert client.get(table_path("db.broken")).status_code == 200  # metadata alone: fine
     assert "db.fine" in client.get("/").text
+
+
+def test_each_table_link_opens_its_own_table(tmp_path: Any) -> None:
+    """Names holding ``.`` and ``/``: table ``a.b`` beside namespace ``a`` holding table ``b``,
+    and table ``x/y``: each catalog page link (and every tab of it) opens its own table."""
+    import icepark
+
+    catalog = icepark.load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path))
+    catalog.create_namespace("db")
+    catalog.create_namespace(("db", "a"))
+    tables = {
+        ("db", "a.b"): "col_dotted",
+        ("db", "a", "b"): "col_nested",
+        ("db", "x/y"): "col_slash",
+    }
+    for ident, column in tables.items():
+        catalog.create_table(ident, icepark.schema((column, "long")))
+    client = TestClient(create_ui_app(catalog), base_url=LOCAL)
+    html = _ok(client, "/")
+    for ident, column in tables.items():
+        path = table_path(ident)
+        assert f'href="{path}"' in html, path
+        for page in ("", "history", "files", "health"):
+            shown = _ok(client, f"{path}/{page}" if page else path)
+            assert f'href="{path}/files"' in shown, (ident, page)  # its tabs stay on it
+            if page == "":
+                others = [c for c in tables.values() if c != column]
+                assert column in shown and not any(c in shown for c in others), (ident, page)
+        assert client.get(table_path(ident, "badge.svg")).status_code == 200
+    assert len({table_path(i) for i in tables}) == 3
+    assert client.get("/t/db.a~zz").status_code == 400  # a broken address: a typed error
+
+
+def test_badges_are_kept_per_metadata_file(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A badge runs the doctor (without listing storage) once per metadata file: again on
+    the same table it is the kept verdict, and a browser holding it gets a 304 by ETag; a
+    commit writes a new metadata file, hence a new ETag and a fresh verdict."""
+    import pyarrow as pa
+
+    import icepark
+    import icepark.ui.app as ui_app
+
+    catalog = icepark.load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path))
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", icepark.schema(("id", "long")))
+    runs: list[dict[str, Any]] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        runs.append(kwargs)
+        return diagnose(*args, **kwargs)
+
+    monkeypatch.setattr(ui_app, "diagnose", counted)
+    client = TestClient(create_ui_app(catalog), base_url=LOCAL)
+    url = table_path("db.t", "badge.svg")
+    first = client.get(url)
+    assert first.status_code == 200 and "healthy" in first.text
+    assert "no-store" not in first.headers["cache-control"]
+    etag = first.headers["etag"]
+    assert client.get(url).text == first.text and len(runs) == 1
+    assert runs[0] == {"orphans": False, "listing": False}
+    again = client.get(url, headers={"If-None-Match": etag})
+    assert again.status_code == 304 and len(runs) == 1
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
+    fresh = client.get(url, headers={"If-None-Match": etag})
+    assert fresh.status_code == 200 and fresh.headers["etag"] != etag and len(runs) == 2
+
+
+def test_catalog_row_does_not_load_deferred_snapshots(demo_catalog: Catalog) -> None:
+    """A REST catalog's ``snapshot-loading-mode=refs`` metadata holds only its refs'
+    snapshots: the catalog page leaves the count blank instead of fetching the history."""
+    import dataclasses
+
+    from icepark.spec.metadata import defer_snapshots
+    from icepark.table.table import Table
+    from icepark.ui.pages import table_row
+
+    table = demo_catalog.load_table(DEMO_TABLE)
+    held = {ref.snapshot_id for ref in table.metadata.refs.values()}
+    loads: list[int] = []
+
+    def loader() -> Any:
+        loads.append(1)
+        return table.metadata.snapshots
+
+    known = tuple(s for s in table.metadata.snapshots if s.snapshot_id in held)
+    metadata = defer_snapshots(dataclasses.replace(table.metadata, snapshots=known), loader)
+    deferred = Table(table.identifier, metadata, table.metadata_location, table.io)
+    row = table_row(deferred, "demo")
+    assert loads == [] and metadata.snapshots_deferred
+    assert row.snapshots is None and row.records == table_row(table, "demo").records
+    assert table_row(table, "demo").snapshots == len(table.metadata.snapshots)

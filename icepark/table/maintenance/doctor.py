@@ -25,8 +25,10 @@ object per entry), so a 10,000-file table is diagnosed in well under a second.
 Fix commands quote the table name for a POSIX shell (names come from storage and may hold
 anything), so a fix copied from ``icepark ui`` runs on that table and nothing else.
 
-Nothing here writes: the report is read-only, and ``orphans=False`` skips the listing (the
-only step that lists storage).
+Nothing here writes: the report is read-only. Two steps list storage: the orphan candidates
+(``orphans=False`` skips them) and the metadata folder (``listing=False`` skips it, and with
+it every storage listing: the metadata files are then counted from the log alone and their
+finding is left out, which is what the web page's health badges use).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from icepark.spec.types import StructType
 from icepark.table.interface import TableLike
 from icepark.table.maintenance.remove_orphan_files import remove_orphan_files
 
-__all__ = ["Finding", "HealthReport", "SIZE_BUCKETS", "diagnose"]
+__all__ = ["Finding", "HealthReport", "SIZE_BUCKETS", "diagnose", "small_file_limit"]
 
 _MB = 1024 * 1024
 SIZE_BUCKETS: tuple[tuple[str, int], ...] = (
@@ -57,6 +59,12 @@ SIZE_BUCKETS: tuple[tuple[str, int], ...] = (
     (">= 512 MB", 2**63),
 )
 """Data file size buckets: (label, upper bound exclusive)."""
+
+
+def small_file_limit(target_file_size: int) -> int:
+    """A data file under this many bytes is small: 75% of ``write.target-file-size-bytes``,
+    the compaction's default ``min-file-size-bytes`` (Java's)."""
+    return target_file_size * 3 // 4
 
 
 @dataclass(frozen=True)
@@ -96,7 +104,7 @@ def _age(now_ms: int, ms: int | None) -> float | None:
     return None if ms is None else round((now_ms - ms) / 86_400_000, 2)
 
 
-def _snapshots(table: TableLike, report: HealthReport, now_ms: int) -> None:
+def _snapshots(table: TableLike, report: HealthReport, now_ms: int, shell_name: str) -> None:
     md = table.metadata
     props = md.properties
     snaps = sorted(md.snapshots, key=lambda s: s.timestamp_ms)
@@ -127,20 +135,29 @@ def _snapshots(table: TableLike, report: HealthReport, now_ms: int) -> None:
                 f"{len(expirable)} of {len(snaps)} snapshots are older than the table's "
                 f"retention ({report.snapshots['max_snapshot_age_days']} days) and not kept by "
                 f"a ref: their files still take space",
-                f"icepark expire {shlex.quote(table.name)}",
+                f"icepark expire {shell_name}",
             )
         )
 
 
-def _metadata_files(table: TableLike, report: HealthReport) -> None:
+def _metadata_files(table: TableLike, report: HealthReport, listing: bool, shell_name: str) -> None:
     md = table.metadata
     folder = P.metadata_folder(md.location, md.properties)
+    keep = P.METADATA_PREVIOUS_VERSIONS_MAX.get(md.properties)
+    cleans = P.METADATA_DELETE_AFTER_COMMIT_ENABLED.get(md.properties)
+    if not listing:
+        report.metadata_files = {
+            "in_folder": None,
+            "bytes": None,
+            "in_log": len(md.metadata_log),
+            "previous_versions_max": keep,
+            "delete_after_commit": cleans,
+        }
+        return
     try:
         listed = [e for e in table.io.list_prefix(folder) if e.location.endswith(".metadata.json")]
     except Exception:  # storage that cannot be listed: the log alone
         listed = []
-    keep = P.METADATA_PREVIOUS_VERSIONS_MAX.get(md.properties)
-    cleans = P.METADATA_DELETE_AFTER_COMMIT_ENABLED.get(md.properties)
     report.metadata_files = {
         "in_folder": len(listed),
         "bytes": sum(e.size for e in listed),
@@ -156,13 +173,13 @@ def _metadata_files(table: TableLike, report: HealthReport) -> None:
                 f"{len(listed)} metadata files in {folder}: old versions are kept because "
                 f"{P.METADATA_DELETE_AFTER_COMMIT_ENABLED.name} is false",
                 f"set {P.METADATA_DELETE_AFTER_COMMIT_ENABLED.name}=true "
-                f"(then icepark remove-orphans {shlex.quote(table.name)} for the ones "
+                f"(then icepark remove-orphans {shell_name} for the ones "
                 "already there)",
             )
         )
 
 
-def _files(table: TableLike, report: HealthReport) -> None:
+def _files(table: TableLike, report: HealthReport, shell_name: str) -> None:
     md = table.metadata
     snapshot = md.current_snapshot()
     manifests = manifests_of(table.io, snapshot)
@@ -184,7 +201,7 @@ def _files(table: TableLike, report: HealthReport) -> None:
                 "warn",
                 f"{len(manifests)} manifests, {small_manifests} of them under a tenth of "
                 f"{P.MANIFEST_TARGET_SIZE_BYTES.name}: planning reads them all",
-                f"icepark rewrite-manifests {shlex.quote(table.name)}",
+                f"icepark rewrite-manifests {shell_name}",
             )
         )
     target = P.WRITE_TARGET_FILE_SIZE_BYTES.get(md.properties)
@@ -204,7 +221,7 @@ def _files(table: TableLike, report: HealthReport) -> None:
     data_count = int(data.sum())
     data_bytes = int(data_sizes.sum())
     records = int(rows[data].sum())
-    small = int((data_sizes < target * 3 // 4).sum())
+    small = int((data_sizes < small_file_limit(target)).sum())
     kinds = {
         "position": int(position.sum()),
         "equality": int(equality.sum()),
@@ -235,7 +252,7 @@ def _files(table: TableLike, report: HealthReport) -> None:
                 "warn",
                 f"{small} of {data_count} data files are under 75% of the target size "
                 f"({target // _MB} MB): every scan opens them all",
-                f"icepark compact {shlex.quote(table.name)}",
+                f"icepark compact {shell_name}",
             )
         )
     if sum(kinds.values()):
@@ -247,7 +264,7 @@ def _files(table: TableLike, report: HealthReport) -> None:
                 f"{sum(kinds.values())} delete files hide {share:.1%} of the rows"
                 + (f", plus {kinds['equality']} equality delete files" if kinds["equality"] else "")
                 + ": every scan applies them",
-                f"icepark compact {shlex.quote(table.name)}",
+                f"icepark compact {shell_name}",
             )
         )
 
@@ -267,20 +284,20 @@ def _file_facts(table: TableLike, manifests: list[ManifestFile]) -> dict[str, np
     columnar read of the manifests (no object per entry; the partition is not decoded)."""
     specs = {s.spec_id: s for s in table.metadata.partition_specs}
     entries = read_entries_table(table.io, manifests, _FACTS_TYPE, StructType(), specs)
-    files = entries.column("data_file").combine_chunks()
-    if isinstance(files, pa.ChunkedArray):  # no entries: an empty chunked column
-        files = pa.nulls(0, _FACTS_TYPE) if files.num_chunks == 0 else files.chunk(0)
+    files = entries.column("data_file").combine_chunks()  # an Array, empty when no entries
     return {
         name: files.field(name).to_numpy(zero_copy_only=False)
         for name in ("content", "file_format", "record_count", "file_size_in_bytes")
     }
 
 
-def _orphans(table: TableLike, report: HealthReport, older_than: int | None) -> None:
-    if older_than is None:
-        found = remove_orphan_files(table, dry_run=True)
-    else:  # a dry run: listing files younger than a day deletes nothing
-        found = remove_orphan_files(table, older_than, dry_run=True, allow_recent=True)
+def _orphans(
+    table: TableLike, report: HealthReport, older_than: int | None, shell_name: str
+) -> None:
+    # a dry run: listing files younger than a day (older_than given) deletes nothing
+    found = remove_orphan_files(
+        table, older_than, dry_run=True, allow_recent=older_than is not None
+    )
     report.orphans = {
         "count": len(found.orphan_file_locations),
         "bytes": found.orphan_bytes,
@@ -294,7 +311,7 @@ def _orphans(table: TableLike, report: HealthReport, older_than: int | None) -> 
                 f"{len(found.orphan_file_locations)} files ({found.orphan_bytes:,} bytes) under "
                 "the table's location are referenced by nothing and older than "
                 + ("3 days" if older_than is None else "the cut-off"),
-                f"icepark remove-orphans {shlex.quote(table.name)}"
+                f"icepark remove-orphans {shell_name}"
                 + ("" if older_than is None else f" --older-than {older_than} --allow-recent"),
             )
         )
@@ -304,19 +321,23 @@ def diagnose(
     table: TableLike,
     *,
     orphans: bool = True,
+    listing: bool = True,
     now_ms: int | None = None,
     orphans_older_than: int | None = None,
 ) -> HealthReport:
     """The health report of ``table`` (see the module docstring); read-only.
     ``orphans_older_than`` (epoch ms) lists orphan candidates younger than the 3 days
-    ``remove_orphan_files`` waits by default, e.g. what a crashed write left a minute ago."""
+    ``remove_orphan_files`` waits by default, e.g. what a crashed write left a minute ago.
+    ``listing=False`` lists nothing in storage (no orphans, no metadata folder): the report
+    then depends on the table's metadata and manifests alone."""
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     report = HealthReport(table.name, table.metadata.location)
-    _snapshots(table, report, now)
-    _metadata_files(table, report)
-    _files(table, report)
-    if orphans:
-        _orphans(table, report, orphans_older_than)
+    shell_name = shlex.quote(table.name)  # fixes name the table for a POSIX shell
+    _snapshots(table, report, now, shell_name)
+    _metadata_files(table, report, listing, shell_name)
+    _files(table, report, shell_name)
+    if orphans and listing:
+        _orphans(table, report, orphans_older_than, shell_name)
     if not report.findings:
         report.findings.append(Finding("table", "ok", "nothing to fix"))
     return report

@@ -149,3 +149,27 @@ def test_recent_orphans_after_a_crash(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     assert not left.exists() and not partial.exists()
     assert table.refresh().scan().to_arrow().num_rows == 100
+
+
+def test_without_listing_nothing_in_storage_is_listed(tmp_path: Path) -> None:
+    catalog = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", SCHEMA)
+    table.append(_rows(range(100)))
+    table.append(_rows(range(100, 150)))
+    full = diagnose(table)
+    listed: list[str] = []
+    real = table.io.list_prefix
+
+    def counting(prefix: str):  # type: ignore[no-untyped-def]
+        listed.append(prefix)
+        return real(prefix)
+
+    table.io.list_prefix = counting  # type: ignore[method-assign]
+    quick = diagnose(table, listing=False)
+    assert listed == []
+    assert quick.metadata_files["in_folder"] is None and quick.orphans is None
+    assert quick.metadata_files["in_log"] == full.metadata_files["in_log"]
+    assert quick.data_files == full.data_files and quick.snapshots["count"] == 2
+    diagnose(table, orphans=False)  # the metadata folder is still listed
+    assert len(listed) == 1
