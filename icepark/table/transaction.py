@@ -22,7 +22,12 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from icepark.errors import CommitFailedError, CommitStateUnknownError, ValidationError
+from icepark.errors import (
+    CommitFailedError,
+    CommitStateUnknownError,
+    NoSuchFileError,
+    ValidationError,
+)
 from icepark.expressions import BooleanExpression, as_filter
 from icepark.manifest import DataFile
 from icepark.planning.planner import FileScanTask
@@ -343,33 +348,44 @@ class Transaction:
         # before it applies): a table loaded a while ago does not lose its first attempt.
         base = self._table.refresh().metadata
         while True:
+            base_location = self._table.metadata_location
             try:
                 updates, requirements, written = self._stage_all(base)
-            except BaseException:
-                self._abort_actions()
-                raise
-            try:
-                self._table.commit(requirements, updates)
-            except CommitStateUnknownError:
-                raise  # nothing may be deleted: the commit may have landed
-            except CommitFailedError:
-                self._delete(written)
-                attempt += 1
-                elapsed_ms = (time.monotonic() - started) * 1000
-                if not policy.may_retry(attempt, elapsed_ms, revalidates):
+            except NoSuchFileError as exc:
+                # A file of the base vanished while this attempt read it. When the table has
+                # moved on meanwhile, a concurrent commit (an expiry) removed it: a conflict,
+                # retried on the new metadata. Otherwise the table itself is damaged.
+                if self._table.refresh().metadata_location == base_location:
                     self._abort_actions()
                     raise
-                time.sleep(policy.wait_ms(attempt, revalidates) / 1000)
-                self._table.refresh()
-                base = self._table.metadata
-                continue
+                failure: Exception = exc
             except BaseException:
-                self._delete(written)
                 self._abort_actions()
                 raise
-            for action in self._actions:
-                action.committed(self._table.io)
-            return self._table
+            else:
+                try:
+                    self._table.commit(requirements, updates)
+                except CommitStateUnknownError:
+                    raise  # nothing may be deleted: the commit may have landed
+                except CommitFailedError as exc:
+                    self._delete(written)
+                    failure = exc
+                except BaseException:
+                    self._delete(written)
+                    self._abort_actions()
+                    raise
+                else:
+                    for action in self._actions:
+                        action.committed(self._table.io)
+                    return self._table
+            attempt += 1
+            elapsed_ms = (time.monotonic() - started) * 1000
+            if not policy.may_retry(attempt, elapsed_ms, revalidates):
+                self._abort_actions()
+                raise failure
+            time.sleep(policy.wait_ms(attempt, revalidates) / 1000)
+            self._table.refresh()
+            base = self._table.metadata
 
     # -- committing with other transactions (see the module) ---------------------------------
 

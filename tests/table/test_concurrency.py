@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from icepark.catalog import Catalog, SqlCatalog, load_catalog
-from icepark.errors import ValidationError
+from icepark.errors import NoSuchFileError, ValidationError
 from icepark.spec.metadata import table_metadata_from_json
 
 WORKERS = 8
@@ -111,3 +111,64 @@ def test_conflicting_overwrite_fails_at_once(tmp_path: Path) -> None:
     assert [p for p in tmp_path.rglob("*.parquet") if "worker=7" in str(p)] == [
         Path(after.scan().plan_files()[0].file.file_path)
     ]
+
+
+def _row(ident: int, worker: int) -> pa.Table:
+    return pa.table({"id": [ident], "worker": pa.array([worker], pa.int32())}, schema=SCHEMA)
+
+
+def _append_and_expire(uri: str, warehouse: str, ident: int) -> None:
+    """Another process: append a row, then expire every snapshot but the new one."""
+    table = SqlCatalog("conc", uri=uri, warehouse=warehouse).load_table("db.t")
+    table.append(_row(ident, 2))
+    table.expire_snapshots(older_than=int(time.time() * 1000) + 1, retain_last=1)
+
+
+def test_expiry_between_refresh_and_staging_is_a_conflict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An append refreshes, then another process appends and expires the snapshot the append
+    was about to read (its manifest list is gone): the append retries on the new metadata and
+    lands, as if it had lost the commit race (found by the mixed workload, where it surfaced
+    as a raw NoSuchFileError)."""
+    from icepark.table.write.operations import AppendAction
+
+    uri, warehouse = f"sqlite:///{tmp_path}/c.db", str(tmp_path)
+    catalog = SqlCatalog("conc", uri=uri, warehouse=warehouse)
+    catalog.create_namespace("db")
+    catalog.create_table("db.t", SCHEMA)
+    ctx = mp.get_context("spawn")
+    # the base snapshot is written by another process: this one has not read its list yet
+    with ctx.Pool(1) as pool:
+        pool.apply(_append_and_expire, (uri, warehouse, 1))
+        writer = catalog.load_table("db.t")
+        original = AppendAction.stage
+        bases: list[int | None] = []
+
+        def stage_after_a_concurrent_expiry(self, base, start):  # type: ignore[no-untyped-def]
+            if not bases:
+                pool.apply(_append_and_expire, (uri, warehouse, 2))
+            bases.append(base.current_snapshot_id)
+            return original(self, base, start)
+
+        monkeypatch.setattr(AppendAction, "stage", stage_after_a_concurrent_expiry)
+        writer.append(_row(3, 3))
+    assert len(bases) == 2 and bases[0] != bases[1]
+    ids = catalog.load_table("db.t").scan().to_arrow().column("id").to_pylist()
+    assert sorted(ids) == [1, 2, 3]
+
+
+def test_a_missing_manifest_of_the_current_snapshot_is_not_retried(tmp_path: Path) -> None:
+    """The same error on a table that has not moved on is damage, raised at once."""
+    catalog = SqlCatalog("conc", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path))
+    catalog.create_namespace("db")
+    table = catalog.create_table("db.t", SCHEMA, properties={"format-version": "2"})
+    table.append(_row(1, 1))
+    manifest = next(p for p in tmp_path.rglob("metadata/*.avro") if not p.name.startswith("snap-"))
+    manifest.unlink()
+    location = table.metadata_location
+    started = time.monotonic()
+    with pytest.raises(NoSuchFileError, match=manifest.name):
+        table.delete("id = 1")
+    assert time.monotonic() - started < 5
+    assert catalog.load_table("db.t").metadata_location == location
