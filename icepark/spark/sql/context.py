@@ -11,7 +11,12 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from icepark.spark.sql.identifiers import Resolved, resolve_name
+from icepark.spark.sql.identifiers import (
+    Resolved,
+    namespace_identifier,
+    resolve_name,
+    table_identifier,
+)
 
 __all__ = ["SqlContext", "load_sql_catalog", "LOG", "NAMESPACE_CONF"]
 
@@ -39,10 +44,12 @@ class SqlContext:
     views: list[str] = field(default_factory=list)
     report: list[str] = field(default_factory=list)
     _prefix: str = field(default_factory=lambda: f"__icepark_{uuid.uuid4().hex[:8]}")
+    #: the catalog's name in SQL when it is not the catalog's own ``name``
+    name: str = ""
 
     @property
     def catalog_name(self) -> str:
-        return str(getattr(self.catalog, "name", "") or "")
+        return self.name or str(getattr(self.catalog, "name", "") or "")
 
     @property
     def _namespace_key(self) -> str:
@@ -76,6 +83,15 @@ class SqlContext:
             namespace=namespace or self.current_namespace,
             views=views,
         )
+
+    def identifier(self, parts: Sequence[str]) -> tuple[str, ...] | None:
+        """The icepark identifier of a table name whether or not it exists (a single part in
+        the current namespace), None for a name of Spark's session catalog."""
+        return table_identifier(parts, self.catalog_name, self.current_namespace)
+
+    def namespace(self, parts: Sequence[str]) -> tuple[str, ...]:
+        """The namespace a namespace name names (the catalog's name left out)."""
+        return namespace_identifier(parts, self.catalog_name)
 
     def register(self, df: DataFrame, hint: str) -> str:
         """A temporary view over ``df`` with a name no other statement uses."""

@@ -46,37 +46,9 @@ __all__ = [
     "use",
     "create_namespace",
     "replace_table",
-    "namespace_of",
-    "table_ident",
 ]
 
 _NAMESPACE_KINDS = ("NAMESPACE", "DATABASE", "SCHEMA")
-
-
-def _empty(ctx: SqlContext) -> DataFrame:
-    return ctx.empty()
-
-
-def table_ident(ctx: SqlContext, parts: Sequence[str]) -> tuple[str, ...] | None:
-    """The icepark identifier of a table name (catalog name left out), or None for a name
-    of Spark's session catalog."""
-    if len(parts) >= 2 and parts[0].lower() == SPARK_CATALOG:
-        return None
-    if len(parts) >= 3 and parts[0] == ctx.catalog_name:
-        return tuple(parts[1:])
-    if len(parts) == 1 and ctx.current_namespace:
-        return (*ctx.current_namespace, parts[0])
-    if len(parts) < 2:
-        raise ValidationError(
-            f"Table name {'.'.join(parts)!r} needs a namespace (<namespace>.<table>)"
-        )
-    return tuple(parts)
-
-
-def namespace_of(ctx: SqlContext, parts: Sequence[str]) -> tuple[str, ...]:
-    if len(parts) >= 2 and parts[0] == ctx.catalog_name:
-        return tuple(parts[1:])
-    return tuple(parts)
 
 
 def run_ddl(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame:
@@ -181,7 +153,7 @@ def _create_table(
     table_node = target.this if isinstance(target, exp.Schema) else target
     if not isinstance(table_node, exp.Table):
         raise UnsupportedSqlError("CREATE TABLE without a table name", stmt.text)
-    ident = table_ident(ctx, table_parts(table_node))
+    ident = ctx.identifier(table_parts(table_node))
     if ident is None:
         return ctx.spark.sql(stmt.text)
     name = ".".join(ident)
@@ -190,7 +162,7 @@ def _create_table(
         raise NoSuchTableError(f"Cannot replace table {name}: it does not exist")
     replacing = exists and bool(tree.args.get("replace"))
     if exists and not replacing and tree.args.get("exists"):
-        return _empty(ctx)
+        return ctx.empty()
     opts = _properties(tree)
     query = tree.args.get("expression")
     df = None
@@ -215,7 +187,7 @@ def _create_table(
         table = ctx.catalog.load_table(ident)
         schema = _arrow_schema(spark_schema)
         replace_table(table, schema, opts["partition_by"], opts["location"], properties, df)
-        return _empty(ctx)
+        return ctx.empty()
     staged = ctx.catalog.create_table_transaction(
         ident,
         _arrow_schema(spark_schema),
@@ -225,7 +197,7 @@ def _create_table(
     )
     if df is None:
         staged.commit_transaction()
-        return _empty(ctx)
+        return ctx.empty()
     from icepark.expressions import AlwaysTrue
     from icepark.spark.write.writer import write_action, write_files
 
@@ -238,7 +210,7 @@ def _create_table(
         action.abort(staged.io)
         raise
     staged.commit_transaction()
-    return _empty(ctx)
+    return ctx.empty()
 
 
 # -- drop --------------------------------------------------------------------------------------
@@ -248,7 +220,7 @@ def _drop_tables(ctx: SqlContext, stmt: Statement, tree: exp.Drop) -> DataFrame:
     for node in tree.args.get("tables") or [tree.this]:
         if not isinstance(node, exp.Table):
             continue
-        ident = table_ident(ctx, table_parts(node))
+        ident = ctx.identifier(table_parts(node))
         if ident is None:
             return ctx.spark.sql(stmt.text)
         if not ctx.catalog.table_exists(ident):
@@ -256,7 +228,7 @@ def _drop_tables(ctx: SqlContext, stmt: Statement, tree: exp.Drop) -> DataFrame:
                 continue
             raise NoSuchTableError(f"Table does not exist: {'.'.join(ident)}")
         ctx.catalog.drop_table(ident, purge=bool(tree.args.get("purge")))
-    return _empty(ctx)
+    return ctx.empty()
 
 
 def _drop_namespace(ctx: SqlContext, tree: exp.Drop) -> DataFrame:
@@ -264,10 +236,10 @@ def _drop_namespace(ctx: SqlContext, tree: exp.Drop) -> DataFrame:
     parts = table_parts(node) if isinstance(node, exp.Table) else []
     if isinstance(node, exp.Table) and not parts and node.args.get("db"):
         parts = [node.args["db"].name]
-    ns = namespace_of(ctx, parts)
+    ns = ctx.namespace(parts)
     if not ctx.catalog.namespace_exists(ns):
         if tree.args.get("exists"):
-            return _empty(ctx)
+            return ctx.empty()
         raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ns)}")
     if tree.args.get("cascade"):
         for ident in ctx.catalog.list_tables(ns):
@@ -276,7 +248,7 @@ def _drop_namespace(ctx: SqlContext, tree: exp.Drop) -> DataFrame:
             for ident in ctx.catalog.list_views(ns):
                 ctx.catalog.drop_view(ident)
     ctx.catalog.drop_namespace(ns)
-    return _empty(ctx)
+    return ctx.empty()
 
 
 # -- show and describe -------------------------------------------------------------------------
@@ -309,7 +281,7 @@ def show(ctx: SqlContext, stmt: Statement) -> DataFrame:
             found = _IN.match(rest) or re.match(r"^\s*LIKE\s+'(?P<like>[^']*)'\s*$", rest, re.I)
             if found is None:
                 raise stmt.error(f"cannot read SHOW {what}{rest}", len(stmt.text) - len(rest))
-            parent = namespace_of(ctx, _names(found["ns"])) if "ns" in found.groupdict() else ()
+            parent = ctx.namespace(_names(found["ns"])) if "ns" in found.groupdict() else ()
             like = found["like"]
         match = _like(like)
         rows: list[tuple[Any, ...]] = [
@@ -325,7 +297,7 @@ def show(ctx: SqlContext, stmt: Statement) -> DataFrame:
             raise UnsupportedSqlError(
                 f"SHOW {what} without IN <namespace> (and no USE <namespace> before)", stmt.text
             )
-        ns = namespace_of(ctx, _names(found["ns"])) if found else ctx.current_namespace
+        ns = ctx.namespace(_names(found["ns"])) if found else ctx.current_namespace
         chosen = found or bare
         match = _like(chosen["like"] if chosen is not None else None)
         if what == "TABLES":
@@ -395,11 +367,11 @@ def create_namespace(ctx: SqlContext, stmt: Statement) -> DataFrame:
             props.update({x["k"]: x["v"] for x in _KV.finditer(clause["props"]) if x.group(0)})
         at += clause.end()
         rest = rest[clause.end() :]
-    ns = namespace_of(ctx, _names(m["n"]))
+    ns = ctx.namespace(_names(m["n"]))
     if m["ine"] and ctx.catalog.namespace_exists(ns):
-        return _empty(ctx)
+        return ctx.empty()
     ctx.catalog.create_namespace(ns, props or None)
-    return _empty(ctx)
+    return ctx.empty()
 
 
 def use(ctx: SqlContext, stmt: Statement) -> DataFrame:
@@ -415,15 +387,15 @@ def use(ctx: SqlContext, stmt: Statement) -> DataFrame:
     if parts[0].lower() == SPARK_CATALOG:
         ctx.use_namespace(())
         return ctx.spark.sql(stmt.text)
-    ns = namespace_of(ctx, parts) if parts != [ctx.catalog_name] else ()
+    ns = ctx.namespace(parts) if parts != [ctx.catalog_name] else ()
     if ns and not ctx.catalog.namespace_exists(ns):
         raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ns)}")
     ctx.use_namespace(ns)
-    return _empty(ctx)
+    return ctx.empty()
 
 
 def _load(ctx: SqlContext, parts: Sequence[str]) -> Any:
-    ident = table_ident(ctx, parts)
+    ident = ctx.identifier(parts)
     if ident is None:
         raise UnsupportedSqlError(f"{'.'.join(parts)} of Spark's session catalog")
     return ctx.catalog.load_table(ident)

@@ -20,10 +20,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from icepark.catalog import Catalog
 from icepark.errors import InvalidSchemaError, NoSuchTableError, ValidationError
 from icepark.spark.sql import ext_ast as A
+from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
+from icepark.spark.sql.identifiers import Resolved, table_identifier
 from icepark.spec import properties as P
 from icepark.spec.snapshots import SnapshotRefType
 from icepark.spec.types import IcebergType, ListType, MapType, StructType
@@ -34,20 +35,13 @@ from icepark.table.update import manage_snapshots
 from icepark.table.update.schema import UpdateSchema
 from icepark.table.update.sort_order import ReplaceSortOrder
 
-__all__ = ["run_alter", "table_identifier", "spark_sql_type", "case_sensitive"]
+__all__ = ["run_alter", "spark_sql_type", "case_sensitive", "load_table"]
 
 _RESERVED = ("location", "provider", "owner", "external")
 _JAVA_RESERVED = {
     "sort-order": "ALTER TABLE ... WRITE ORDERED BY",
     "identifier-fields": "ALTER TABLE ... SET IDENTIFIER FIELDS",
 }
-
-
-def table_identifier(name: A.Name, catalog_name: str) -> tuple[str, ...]:
-    """A table's identifier in the catalog: a leading ``catalog_name`` part is dropped."""
-    if len(name) > 1 and name[0] == catalog_name:
-        return tuple(name[1:])
-    return tuple(name)
 
 
 def case_sensitive(spark: Any) -> bool:
@@ -121,9 +115,20 @@ def _with_docs(spark_type: Any, t: IcebergType) -> IcebergType:
     return t
 
 
-def _load(catalog: Catalog, statement: A.TableStatement, catalog_name: str) -> Table:
-    table: Table = catalog.load_table(table_identifier(statement.table, catalog_name))
+def load_table(ctx: SqlContext, name: A.Name) -> Table:
+    """The icepark table ``name`` names, resolved as every SQL statement resolves it (the
+    ``USE`` namespace for a single part); a view, a metadata table, a branch or tag name or a
+    table of Spark's catalog is :class:`NoSuchTableError`."""
+    table = _resolve(ctx, name).table
+    assert table is not None
     return table
+
+
+def _resolve(ctx: SqlContext, name: A.Name) -> Resolved:
+    resolved = ctx.resolve(name, views=False)
+    if resolved.kind != "table" or resolved.ref is not None or resolved.table is None:
+        raise NoSuchTableError(f"Table does not exist: {'.'.join(name)}")
+    return resolved
 
 
 _SCHEMA_STATEMENTS = (
@@ -137,12 +142,13 @@ _SCHEMA_STATEMENTS = (
 _SPEC_STATEMENTS = (A.AddPartitionField, A.DropPartitionField, A.ReplacePartitionField)
 
 
-def run_alter(spark: Any, statement: A.TableStatement, catalog: Catalog, catalog_name: str) -> None:
+def run_alter(ctx: SqlContext, statement: A.TableStatement) -> None:
     """Run one ``ALTER TABLE`` statement; nothing is committed when it fails."""
+    spark = ctx.spark
     if isinstance(statement, A.RenameTable):
-        _rename(catalog, statement, catalog_name)
+        _rename(ctx, statement)
         return
-    table = _load(catalog, statement, catalog_name)
+    table = load_table(ctx, statement.table)
     cs = case_sensitive(spark)
     if isinstance(statement, _SCHEMA_STATEMENTS):
         _schema(spark, table, statement, cs)
@@ -302,14 +308,13 @@ def _snapshot_id(value: str, table: Table) -> int:
         raise ValidationError(f"Invalid snapshot id {value!r} for table {table.name}") from None
 
 
-def _rename(catalog: Catalog, statement: A.RenameTable, catalog_name: str) -> None:
-    source = table_identifier(statement.table, catalog_name)
-    target = table_identifier(statement.new_name, catalog_name)
-    if len(target) == 1:  # Spark: an unqualified new name stays in the table's namespace
-        target = (*source[:-1], target[0])
-    if not catalog.table_exists(source):
-        raise NoSuchTableError(f"Table does not exist: {'.'.join(source)}")
-    catalog.rename_table(source, target)
+def _rename(ctx: SqlContext, statement: A.RenameTable) -> None:
+    source = _resolve(ctx, statement.table).parts
+    # Spark: an unqualified new name stays in the table's namespace
+    target = table_identifier(statement.new_name, ctx.catalog_name, source[:-1])
+    if target is None:
+        raise UnsupportedSqlError("renaming a table into Spark's session catalog", statement.sql)
+    ctx.catalog.rename_table(source, target)
 
 
 # -- partition spec and write order ----------------------------------------------------------

@@ -137,6 +137,11 @@ def test_use_namespace(spark: Any, catalog: Any, events: Any) -> None:
         assert [tuple(r) for r in shown] == [("db", "events", False)]
         described = ispark.sql(spark, "DESCRIBE db.events.snapshots", catalog).collect()
         assert described[0][:2] == ("committed_at", "timestamp")
+        # ALTER TABLE and CALL resolve single-part names in the USE namespace too
+        ispark.sql(spark, "ALTER TABLE events ADD COLUMN x int", catalog)
+        assert catalog.load_table("db.events").schema().find_field("x") is not None
+        ancestors = ispark.sql(spark, "CALL system.ancestors_of('events')", catalog).collect()
+        assert len(ancestors) == 3
     finally:
         ispark.sql(spark, f"USE {catalog.name}", catalog)
     with pytest.raises(NoSuchTableError, match="events"):
