@@ -25,19 +25,17 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from icepark.arrow.schema import DOC_KEY
 from icepark.errors import NoSuchNamespaceError, NoSuchTableError, ValidationError
 from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
 from icepark.spark.sql.identifiers import SPARK_CATALOG
 from icepark.spark.sql.query import prepare_query, table_parts
 from icepark.spark.sql.script import Statement, parse_statement
-from icepark.spark.types import spark_schema_to_arrow, to_spark_schema, to_spark_type
+from icepark.spark.types import iceberg_schema_from_spark, to_spark_schema, to_spark_type
 from icepark.spec.snapshots import MAIN_BRANCH
 
 __all__ = [
@@ -83,16 +81,6 @@ def _column_ddl(coldef: exp.ColumnDef) -> str:
         elif inner is not None:
             raise UnsupportedSqlError(f"column constraint {constraint.sql('spark')}")
     return text
-
-
-def _arrow_schema(spark_schema: T.StructType) -> pa.Schema:
-    """Arrow for a new table: Spark's types, nullability, and each column's comment as doc."""
-    arrow = spark_schema_to_arrow(spark_schema)
-    fields = []
-    for f, sf in zip(arrow, spark_schema.fields, strict=True):
-        comment = (sf.metadata or {}).get("comment")
-        fields.append(f.with_metadata({DOC_KEY: str(comment).encode()}) if comment else f)
-    return pa.schema(fields)
 
 
 def _partition_term(node: exp.Expr) -> str:
@@ -175,9 +163,7 @@ def _create_table(
     elif query is not None:
         prepared = prepare_query(ctx, query)
         df = ctx.spark.sql(prepared.sql(dialect="spark"))
-        spark_schema = T.StructType(
-            [T.StructField(f.name, f.dataType, True, f.metadata) for f in df.schema.fields]
-        )
+        spark_schema = df.schema
     else:
         raise ValidationError(f"CREATE TABLE {name} needs columns or AS SELECT")
     properties = {"owner": getpass.getuser(), **opts["properties"]}  # Spark sets the owner
@@ -185,12 +171,12 @@ def _create_table(
         from icepark.spark.sql.replace_table import replace_table
 
         table = ctx.catalog.load_table(ident)
-        schema = _arrow_schema(spark_schema)
+        schema = iceberg_schema_from_spark(spark_schema, optional=df is not None)
         replace_table(table, schema, opts["partition_by"], opts["location"], properties, df)
         return ctx.empty()
     staged = ctx.catalog.create_table_transaction(
         ident,
-        _arrow_schema(spark_schema),
+        iceberg_schema_from_spark(spark_schema, optional=df is not None),
         partition_by=opts["partition_by"],
         location=opts["location"],
         properties=properties,

@@ -17,17 +17,21 @@ Spark catalog and SQL extensions run them.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from icepark.errors import InvalidSchemaError, NoSuchTableError, ValidationError
+from icepark.errors import (
+    InvalidSchemaError,
+    NoSuchTableError,
+    UnsupportedOperationError,
+    ValidationError,
+)
 from icepark.spark.sql import ext_ast as A
 from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
 from icepark.spark.sql.identifiers import Resolved, table_identifier
 from icepark.spec import properties as P
 from icepark.spec.snapshots import SnapshotRefType
-from icepark.spec.types import IcebergType, ListType, MapType, StructType
+from icepark.spec.types import IcebergType
 from icepark.spec.updates import UpgradeFormatVersionUpdate
 from icepark.table import Table
 from icepark.table.transaction import Transaction
@@ -51,68 +55,21 @@ def case_sensitive(spark: Any) -> bool:
 
 def spark_sql_type(spark: Any, type_sql: str, statement: str = "") -> IcebergType:
     """The Iceberg type of a Spark SQL type (``bigint``, ``struct<a: int COMMENT 'c'>``), read
-    by Spark's parser and converted as a DataFrame schema is when icepark creates a table
-    from it; ``char``/``varchar`` are strings and nested comments are docs, as in Java."""
+    by Spark's parser and converted as CREATE TABLE converts a column
+    (:func:`~icepark.spark.types.iceberg_schema_from_spark`)."""
     from pyspark.errors import PySparkException
     from pyspark.sql import types as T
     from pyspark.sql.types import _parse_datatype_string
 
-    from icepark.arrow.schema import assign_fresh_ids_from_arrow
-    from icepark.spark.types import spark_schema_to_arrow
+    from icepark.spark.types import iceberg_schema_from_spark
 
     del spark  # the active session parses; the argument says one must exist
     try:
-        parsed = _strings(_parse_datatype_string(type_sql))
-        arrow = spark_schema_to_arrow(T.StructType([T.StructField("c", parsed, True)]))
-    except (PySparkException, ValueError, TypeError) as exc:  # messages vary by release
+        parsed = _parse_datatype_string(type_sql)
+        schema = iceberg_schema_from_spark(T.StructType([T.StructField("c", parsed, True)]))
+    except (PySparkException, ValueError, TypeError, UnsupportedOperationError) as exc:
         raise UnsupportedSqlError(f"data type {type_sql!r}", statement, str(exc)) from exc
-    converted = assign_fresh_ids_from_arrow(arrow).as_struct().fields[0].field_type
-    return _with_docs(parsed, converted)
-
-
-def _strings(t: Any) -> Any:
-    """``t`` with Spark's char/varchar replaced by string (Java's conversion does that)."""
-    from pyspark.sql import types as T
-
-    if isinstance(t, T.CharType | T.VarcharType):
-        return T.StringType()
-    if isinstance(t, T.StructType):
-        return T.StructType(
-            [T.StructField(f.name, _strings(f.dataType), f.nullable, f.metadata) for f in t]
-        )
-    if isinstance(t, T.ArrayType):
-        return T.ArrayType(_strings(t.elementType), t.containsNull)
-    if isinstance(t, T.MapType):
-        return T.MapType(_strings(t.keyType), _strings(t.valueType), t.valueContainsNull)
-    return t
-
-
-def _with_docs(spark_type: Any, t: IcebergType) -> IcebergType:
-    """``t`` with the comments of ``spark_type``'s struct fields as the fields' docs."""
-    from pyspark.sql import types as T
-
-    if isinstance(spark_type, T.StructType) and isinstance(t, StructType):
-        return StructType(
-            *[
-                dataclasses.replace(
-                    f,
-                    field_type=_with_docs(sf.dataType, f.field_type),
-                    doc=(sf.metadata or {}).get("comment", f.doc),
-                )
-                for sf, f in zip(spark_type.fields, t.fields, strict=True)
-            ]
-        )
-    if isinstance(spark_type, T.ArrayType) and isinstance(t, ListType):
-        return dataclasses.replace(
-            t, element_type=_with_docs(spark_type.elementType, t.element_type)
-        )
-    if isinstance(spark_type, T.MapType) and isinstance(t, MapType):
-        return dataclasses.replace(
-            t,
-            key_type=_with_docs(spark_type.keyType, t.key_type),
-            value_type=_with_docs(spark_type.valueType, t.value_type),
-        )
-    return t
+    return schema.as_struct().fields[0].field_type
 
 
 def load_table(ctx: SqlContext, name: A.Name) -> Table:

@@ -16,18 +16,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from icepark.arrow.schema import DOC_KEY
 from icepark.errors import NoSuchViewError, ValidationError
 from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
 from icepark.spark.sql.query import prepare_query, table_parts
 from icepark.spark.sql.script import Statement
-from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
+from icepark.spark.types import iceberg_schema_from_spark, to_spark_schema
 
 __all__ = ["run_view", "alter_view"]
 
@@ -129,17 +127,15 @@ def _create_view(ctx: SqlContext, tree: exp.Create) -> DataFrame:
                 f"query of {len(schema.fields)} columns"
             )
     fields = [
-        T.StructField(columns[i][0] if columns else f.name, f.dataType, True)
+        T.StructField(
+            columns[i][0] if columns else f.name,
+            f.dataType,
+            True,
+            {"comment": columns[i][1]} if columns and columns[i][1] else {},
+        )
         for i, f in enumerate(schema.fields)
     ]
-    arrow = spark_schema_to_arrow(T.StructType(fields))
-    if columns:
-        arrow = pa.schema(
-            [
-                f.with_metadata({DOC_KEY: doc.encode()}) if doc else f
-                for f, (_, doc) in zip(arrow, columns, strict=True)
-            ]
-        )
+    view_schema = iceberg_schema_from_spark(T.StructType(fields))
     props: dict[str, str] = {}
     p = tree.args.get("properties")
     for item in p.expressions if isinstance(p, exp.Properties) else []:
@@ -152,7 +148,7 @@ def _create_view(ctx: SqlContext, tree: exp.Create) -> DataFrame:
             raise UnsupportedSqlError(f"CREATE VIEW clause {item.sql('spark')}", ctx.statement)
     ctx.catalog.create_view(
         ident,
-        arrow,
+        view_schema,
         text,
         dialect="spark",
         default_namespace=list(ident[:-1]),
