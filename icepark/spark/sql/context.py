@@ -46,6 +46,8 @@ class SqlContext:
     _prefix: str = field(default_factory=lambda: f"__icepark_{uuid.uuid4().hex[:8]}")
     #: the catalog's name in SQL when it is not the catalog's own ``name``
     name: str = ""
+    #: the names this statement resolved (one load per name per statement)
+    _resolved: dict[tuple[Any, ...], Resolved] = field(default_factory=dict)
 
     @property
     def catalog_name(self) -> str:
@@ -75,14 +77,17 @@ class SqlContext:
         namespace: Sequence[str] = (),
         views: bool = True,
     ) -> Resolved:
-        return resolve_name(
-            self.spark,
-            self.catalog,
-            self.catalog_name,
-            parts,
-            namespace=namespace or self.current_namespace,
-            views=views,
-        )
+        """What ``parts`` names (:func:`~icepark.spark.sql.identifiers.resolve_name`), loaded
+        once per statement: a second resolve of the same name gives the same answer."""
+        ns = tuple(namespace or self.current_namespace)
+        key = (tuple(parts), ns, views)
+        found = self._resolved.get(key)
+        if found is None:
+            found = resolve_name(
+                self.spark, self.catalog, self.catalog_name, parts, namespace=ns, views=views
+            )
+            self._resolved[key] = found
+        return found
 
     def identifier(self, parts: Sequence[str]) -> tuple[str, ...] | None:
         """The icepark identifier of a table name whether or not it exists (a single part in
@@ -117,3 +122,13 @@ class SqlContext:
         for name in self.views:
             self.spark.catalog.dropTempView(name)
         self.views.clear()
+
+    def start_statement(self, text: str) -> None:
+        """A new statement: names resolve afresh (tables load at their newest metadata)."""
+        self.statement = text
+        self._resolved.clear()
+
+    def end_statement(self) -> None:
+        """Forget what this statement resolved and registered."""
+        self.drop_views()
+        self._resolved.clear()

@@ -84,7 +84,7 @@ def run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
 
 
 def _run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
-    ctx.statement = stmt.text
+    ctx.start_statement(stmt.text)
     words = first_words(stmt.text, 3)
     head = words[0] if words else ""
     if words[:2] == ["ALTER", "TABLE"] or head == "CALL":
@@ -182,7 +182,7 @@ def run_script(ctx: SqlContext, text: str) -> DataFrame:
                 raise
             raise SqlScriptError(index, index, exc, stmt.text) from exc
         finally:
-            ctx.drop_views()
+            ctx.end_statement()
             ctx.report.clear()
     assert isinstance(result, DataFrame)
     return result

@@ -218,3 +218,22 @@ def test_views_on_a_sql_catalog(spark: Any, tmp_path: Path, catalog: Any) -> Non
     assert sorted(r[1] for r in shown) == ["v", "vv"]
     ispark.sql(spark, "DROP VIEW db.vv; DROP VIEW IF EXISTS db.vv", cat)
     assert not cat.view_exists("db.vv")
+
+
+def test_a_plain_select_loads_its_table_once(
+    spark: Any, catalog: Any, events: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads: list[Any] = []
+    original = catalog.load_table
+
+    def counting(identifier: Any) -> Any:
+        loads.append(identifier)
+        return original(identifier)
+
+    monkeypatch.setattr(catalog, "load_table", counting)
+    rows = ispark.sql(spark, "SELECT id FROM db.events WHERE id > 20", catalog).collect()
+    assert sorted(r[0] for r in rows) == [21, 30, 31]
+    assert len(loads) == 1  # no second load by the aggregate push-down's check
+    loads.clear()
+    assert ispark.sql(spark, "SELECT count(*) FROM db.events", catalog).first()[0] == 6
+    assert len(loads) == 1  # answered from metadata, then not loaded again
