@@ -36,6 +36,7 @@ from icepark.spark.sql.identifiers import SPARK_CATALOG
 from icepark.spark.sql.query import prepare_query, table_parts
 from icepark.spark.sql.script import Statement, parse_statement
 from icepark.spark.types import iceberg_schema_from_spark, to_spark_schema, to_spark_type
+from icepark.spec import properties as P
 from icepark.spec.snapshots import MAIN_BRANCH
 
 __all__ = [
@@ -396,7 +397,7 @@ def _shown_properties(table: Any) -> dict[str, str]:
     Spark table adds (``format``, ``format-version``, ``current-snapshot-id``)."""
     md = table.metadata
     props = {k: v for k, v in md.properties.items() if k not in _RESERVED}
-    fmt = md.properties.get("write.format.default", "parquet").lower()
+    fmt = P.DEFAULT_FILE_FORMAT.get(md.properties)
     snap = md.current_snapshot_id
     props.update(
         {
