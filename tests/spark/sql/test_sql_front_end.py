@@ -237,3 +237,27 @@ def test_a_plain_select_loads_its_table_once(
     loads.clear()
     assert ispark.sql(spark, "SELECT count(*) FROM db.events", catalog).first()[0] == 6
     assert len(loads) == 1  # answered from metadata, then not loaded again
+
+
+def test_replace_table_upgrades_the_format_version(spark: Any, catalog: Any, events: Any) -> None:
+    ispark.sql(spark, "CREATE TABLE db.rv (a int) USING iceberg", catalog)
+    ispark.sql(spark, "INSERT INTO db.rv VALUES (1)", catalog)
+    ispark.sql(
+        spark,
+        "REPLACE TABLE db.rv (a int, b string) USING iceberg "
+        "TBLPROPERTIES ('format-version' = '3', 'team' = 'x')",
+        catalog,
+    )
+    md = catalog.load_table("db.rv").metadata
+    assert md.format_version == 3
+    assert "format-version" not in md.properties  # reserved: an upgrade, not a property
+    assert md.properties["team"] == "x"
+    assert [f.name for f in md.schema().fields] == ["a", "b"]
+    assert md.current_snapshot_id is None and len(md.snapshots) == 1
+    with pytest.raises(ValidationError, match="downgrade v3 table to v2"):
+        ispark.sql(
+            spark,
+            "REPLACE TABLE db.rv (a int) USING iceberg TBLPROPERTIES ('format-version' = '2')",
+            catalog,
+        )
+
