@@ -32,6 +32,7 @@ from sqlglot import exp
 from icepark.errors import NoSuchNamespaceError, NoSuchTableError, ValidationError
 from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
+from icepark.spark.sql.ext_ast import quote_name
 from icepark.spark.sql.identifiers import SPARK_CATALOG
 from icepark.spark.sql.query import prepare_query, table_parts
 from icepark.spark.sql.script import Statement, parse_statement
@@ -409,40 +410,53 @@ def _shown_properties(table: Any) -> dict[str, str]:
     return props
 
 
+def _literal(text: str) -> str:
+    """A string literal as Spark's ``SHOW CREATE TABLE`` prints one (``\\`` and ``'``
+    escaped with a backslash, its ``escapeSingleQuotedString``)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def _create_statement(ctx: SqlContext, table: Any) -> str:
     """Java's ``SHOW CREATE TABLE`` text (bucket fields as ``CLUSTERED BY ... INTO n BUCKETS``,
-    as Spark prints a bucket transform)."""
+    as Spark prints a bucket transform); names back-quoted where needed and literals escaped,
+    so the text runs again."""
     schema = to_spark_schema(table.schema(), with_ids=False)
     cols = []
     for f, ice in zip(schema.fields, table.schema().fields, strict=True):
-        line = f"  {f.name} {f.dataType.simpleString().upper()}"
+        line = f"  {quote_name((f.name,))} {f.dataType.simpleString().upper()}"
         if not f.nullable:
             line += " NOT NULL"
         if ice.doc:
-            line += f" COMMENT '{ice.doc}'"
+            line += f" COMMENT {_literal(ice.doc)}"
         cols.append(line)
-    parts = [f"CREATE TABLE {ctx.catalog_name}.{table.name} (", ",\n".join(cols) + ")"]
+    name = quote_name((*([ctx.catalog_name] if ctx.catalog_name else []), *table.identifier))
+    parts = [f"CREATE TABLE {name} (", ",\n".join(cols) + ")"]
     parts.append("USING iceberg")
     spec = table.metadata.spec()
     buckets = [f for f in spec.fields if str(f.transform).startswith("bucket[")]
     others = [f for f in spec.fields if f not in buckets]
     if others:
-        parts.append(f"PARTITIONED BY ({', '.join(_describe_term(table, f) for f in others)})")
+        terms = ", ".join(_describe_term(table, f, quoted=True) for f in others)
+        parts.append(f"PARTITIONED BY ({terms})")
     for f in buckets:
         n = str(f.transform)[len("bucket[") : -1]
-        source = table.schema().find_column_name(f.source_id)
+        source = quote_name((table.schema().find_column_name(f.source_id),))
         parts += [f"CLUSTERED BY ({source})", f"INTO {n} BUCKETS"]
     comment = table.metadata.properties.get("comment")
     if comment:
-        parts.append(f"COMMENT '{comment}'")
-    parts.append(f"LOCATION '{table.metadata.location}'")
-    props = ",\n".join(f"  '{k}' = '{v}'" for k, v in sorted(_shown_properties(table).items()))
+        parts.append(f"COMMENT {_literal(comment)}")
+    parts.append(f"LOCATION {_literal(table.metadata.location)}")
+    props = ",\n".join(
+        f"  {_literal(k)} = {_literal(v)}" for k, v in sorted(_shown_properties(table).items())
+    )
     parts.append(f"TBLPROPERTIES (\n{props})")
     return "\n".join(parts) + "\n"
 
 
-def _describe_term(table: Any, field: Any) -> str:
+def _describe_term(table: Any, field: Any, *, quoted: bool = False) -> str:
     source = table.schema().find_column_name(field.source_id)
+    if quoted:
+        source = quote_name((source,))
     t = str(field.transform)
     if t == "identity":
         return str(source)

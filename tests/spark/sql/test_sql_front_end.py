@@ -261,3 +261,26 @@ def test_replace_table_upgrades_the_format_version(spark: Any, catalog: Any, eve
             catalog,
         )
 
+
+def test_show_create_table_runs_again(spark: Any, catalog: Any, events: Any) -> None:
+    ispark.sql(
+        spark,
+        "CREATE TABLE db.quoted (`my col` int COMMENT 'it\\'s a \\\\ col', id bigint NOT NULL) "
+        "USING iceberg PARTITIONED BY (id) COMMENT 'the \\'q\\' table' "
+        "TBLPROPERTIES ('k\\'ey' = 'v\\'al')",
+        catalog,
+    )
+    (text,) = ispark.sql(spark, "SHOW CREATE TABLE db.quoted", catalog).first()
+    assert "`my col` INT COMMENT 'it\\'s a \\\\ col'" in text
+    assert "PARTITIONED BY (id)" in text
+    before = catalog.load_table("db.quoted").metadata
+    ispark.sql(spark, "DROP TABLE db.quoted PURGE", catalog)
+    ispark.sql(spark, text, catalog)
+    after = catalog.load_table("db.quoted").metadata
+    assert [(f.name, f.doc, f.required) for f in after.schema().fields] == [
+        (f.name, f.doc, f.required) for f in before.schema().fields
+    ]
+    assert after.schema().fields[0].doc == "it's a \\ col"
+    assert after.properties["comment"] == "the 'q' table"
+    assert after.properties["k'ey"] == "v'al"
+    assert [str(f.transform) for f in after.spec().fields] == ["identity"]
