@@ -233,6 +233,16 @@ def _remove_orphan_files(ctx: _Context) -> list[tuple[Any, ...]]:
     return [(p,) for p in paths]
 
 
+def _rewrite_arguments(ctx: _Context) -> dict[str, Any]:
+    """What both rewrite procedures pass on: ``where``, ``options``, the session's case
+    sensitivity."""
+    return {
+        "where": ctx.args.get("where"),
+        "options": ctx.args.get("options"),
+        "case_sensitive": case_sensitive(ctx.spark),
+    }
+
+
 def _rewrite_data_files(ctx: _Context) -> list[tuple[Any, ...]]:
     from icepark.spark.maintenance.rewrite_data_files import rewrite_data_files
 
@@ -242,9 +252,7 @@ def _rewrite_data_files(ctx: _Context) -> list[tuple[Any, ...]]:
         table,
         strategy=ctx.args.get("strategy", "binpack"),
         sort_order=ctx.args.get("sort_order"),
-        where=ctx.args.get("where"),
-        options=ctx.args.get("options"),
-        case_sensitive=case_sensitive(ctx.spark),
+        **_rewrite_arguments(ctx),
     )
     return [
         (
@@ -270,9 +278,7 @@ def _rewrite_position_delete_files(ctx: _Context) -> list[tuple[Any, ...]]:
     result = rewrite_position_delete_files(
         ctx.spark,
         ctx.table(),
-        where=ctx.args.get("where"),
-        options=ctx.args.get("options"),
-        case_sensitive=case_sensitive(ctx.spark),
+        **_rewrite_arguments(ctx),
     )
     return [
         (
@@ -387,9 +393,11 @@ def _create_changelog_view(ctx: _Context) -> list[tuple[Any, ...]]:
         net_changes=net_changes,
         case_sensitive=case_sensitive(ctx.spark),
     )
-    rows = scan.to_arrow()
-    frame = ctx.spark.createDataFrame(rows.slice(0, 0) if empty else rows)
-    view = ctx.args.get("changelog_view") or f"`{ctx.identifier()[-1]}_changes`"
+    # an empty range reads nothing: the view's columns come from the scan's schema alone
+    rows = scan.arrow_schema.empty_table() if empty else scan.to_arrow()
+    frame = ctx.spark.createDataFrame(rows)
+    default_view = f"{ctx.identifier()[-1]}_changes"
+    view = ctx.args.get("changelog_view") or "`" + default_view.replace("`", "``") + "`"
     frame.createOrReplaceTempView(view)
     return [(view,)]
 
