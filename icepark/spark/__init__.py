@@ -67,7 +67,6 @@ except ImportError as _missing:  # pragma: no cover - depends on the install
     ) from _missing
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import types as T
 
 from icepark.spark.datasource import IcebergDataSource, register, register_tables
 from icepark.spark.maintenance.add_files import add_files
@@ -88,7 +87,7 @@ from icepark.spark.setup import SparkSetupError, prepare_session
 from icepark.spark.sql import sql
 from icepark.spark.streaming.queries import read_stream, write_stream
 from icepark.spark.tables import resolve_table
-from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
+from icepark.spark.types import iceberg_schema_from_spark, to_spark_schema
 from icepark.spark.write.row_level import delete, merge, update
 from icepark.spark.write.writer import WriteMode, WritePath, choose_write_path, write
 from icepark.table import Table
@@ -125,12 +124,6 @@ __all__ = [
 ]
 
 
-def _nullable(schema: T.StructType) -> T.StructType:
-    return T.StructType(
-        [T.StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields]
-    )
-
-
 def create_table_from(
     spark: SparkSession,
     df: DataFrame,
@@ -153,10 +146,10 @@ def create_table_from(
         cat = catalog_from_options({f"catalog.{k}": str(v) for k, v in catalog.items()})
     else:
         cat = load_catalog(catalog)
-    arrow_schema = spark_schema_to_arrow(_nullable(df.schema))
+    iceberg_schema = iceberg_schema_from_spark(df.schema, optional=True)
     table = cat.create_table(
         name,
-        arrow_schema,
+        iceberg_schema,
         partition_by=list(partition_by),
         sort_by=list(sort_by),
         properties=dict(properties or {}),

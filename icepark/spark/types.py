@@ -26,6 +26,7 @@ file lacks reads as null), and Spark's Parquet writer writes the ids into the fi
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
@@ -63,6 +64,7 @@ __all__ = [
     "spark_arrow_schema",
     "cast_to_spark_arrow",
     "spark_schema_to_arrow",
+    "iceberg_schema_from_spark",
 ]
 
 #: the StructField metadata key Spark reads and writes Parquet field ids under
@@ -137,6 +139,72 @@ def spark_schema_to_arrow(schema: T.StructType) -> pa.Schema:
     out = spark_arrow_schema(schema)
     # drop Spark's JSON metadata: ids are assigned afresh by the table
     return pa.schema([f.remove_metadata() for f in out])
+
+
+def iceberg_schema_from_spark(schema: T.StructType, *, optional: bool = False) -> Schema:
+    """The Iceberg schema of a Spark schema with fresh ids, as Java's ``SparkSchemaUtil``
+    converts one for a new table, view or column: ``char``/``varchar`` are strings, every
+    struct field's ``comment`` (nested ones too) is its doc, ``NOT NULL`` is required.
+    ``optional`` makes the top-level columns optional (Spark's CREATE TABLE AS SELECT). A type
+    Iceberg cannot hold is :class:`UnsupportedOperationError`."""
+    from pyspark.errors import PySparkException
+
+    from icepark.arrow.schema import assign_fresh_ids_from_arrow
+
+    if optional:
+        schema = T.StructType([T.StructField(f.name, f.dataType, True, f.metadata) for f in schema])
+    plain = _strings(schema)
+    try:
+        arrow = spark_schema_to_arrow(plain)
+    except (PySparkException, TypeError, ValueError) as exc:  # messages vary by release
+        raise UnsupportedOperationError(
+            f"Cannot convert Spark schema {schema.simpleString()} to an Iceberg schema: {exc}"
+        ) from exc
+    converted = assign_fresh_ids_from_arrow(arrow)
+    struct = _with_docs(plain, converted.as_struct())
+    assert isinstance(struct, StructType)
+    return Schema(*struct.fields, schema_id=converted.schema_id)
+
+
+def _strings(t: Any) -> Any:
+    """``t`` with Spark's char/varchar replaced by string (Java's conversion does that)."""
+    if isinstance(t, T.CharType | T.VarcharType):
+        return T.StringType()
+    if isinstance(t, T.StructType):
+        return T.StructType(
+            [T.StructField(f.name, _strings(f.dataType), f.nullable, f.metadata) for f in t]
+        )
+    if isinstance(t, T.ArrayType):
+        return T.ArrayType(_strings(t.elementType), t.containsNull)
+    if isinstance(t, T.MapType):
+        return T.MapType(_strings(t.keyType), _strings(t.valueType), t.valueContainsNull)
+    return t
+
+
+def _with_docs(spark_type: Any, t: IcebergType) -> IcebergType:
+    """``t`` with the comments of ``spark_type``'s struct fields as the fields' docs."""
+    if isinstance(spark_type, T.StructType) and isinstance(t, StructType):
+        return StructType(
+            *[
+                dataclasses.replace(
+                    f,
+                    field_type=_with_docs(sf.dataType, f.field_type),
+                    doc=(sf.metadata or {}).get("comment", f.doc),
+                )
+                for sf, f in zip(spark_type.fields, t.fields, strict=True)
+            ]
+        )
+    if isinstance(spark_type, T.ArrayType) and isinstance(t, ListType):
+        return dataclasses.replace(
+            t, element_type=_with_docs(spark_type.elementType, t.element_type)
+        )
+    if isinstance(spark_type, T.MapType) and isinstance(t, MapType):
+        return dataclasses.replace(
+            t,
+            key_type=_with_docs(spark_type.keyType, t.key_type),
+            value_type=_with_docs(spark_type.valueType, t.value_type),
+        )
+    return t
 
 
 def cast_to_spark_arrow(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:

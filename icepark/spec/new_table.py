@@ -3,7 +3,9 @@ create it. Re-exported by :mod:`icepark.spec.builder`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+import itertools
+from collections.abc import Mapping, Sequence
 
 from icepark.errors import InvalidSchemaError, ValidationError
 from icepark.spec import properties as P
@@ -14,15 +16,18 @@ from icepark.spec.partitioning import (
     PARTITION_DATA_ID_START,
     PartitionField,
     PartitionSpec,
+    build_partition_spec,
 )
 from icepark.spec.schema import Schema, assign_fresh_ids
-from icepark.spec.sorting import UNSORTED_ORDER, SortField, SortOrder
+from icepark.spec.snapshots import MAIN_BRANCH
+from icepark.spec.sorting import UNSORTED_ORDER, UNSORTED_ORDER_ID, SortField, SortOrder
 from icepark.spec.updates import (
     LAST_ADDED,
     AddPartitionSpecUpdate,
     AddSchemaUpdate,
     AddSortOrderUpdate,
     AssignUUIDUpdate,
+    RemoveSnapshotRefUpdate,
     SetCurrentSchemaUpdate,
     SetDefaultSortOrderUpdate,
     SetDefaultSpecUpdate,
@@ -37,6 +42,7 @@ __all__ = [
     "RESERVED_PROPERTIES",
     "new_table_metadata",
     "creation_updates",
+    "replacement_updates",
 ]
 
 RESERVED_PROPERTIES = P.RESERVED
@@ -136,4 +142,59 @@ def creation_updates(md: TableMetadata) -> list[TableUpdate]:
     ]
     if md.properties:
         updates.append(SetPropertiesUpdate(dict(md.properties)))
+    return updates
+
+
+def replacement_updates(
+    md: TableMetadata,
+    schema: Schema,
+    partition_by: Sequence[str | tuple[str, str]],
+    location: str | None,
+    properties: Mapping[str, str],
+) -> list[TableUpdate]:
+    """The updates that replace ``md``'s table in one commit (Java's
+    ``TableMetadata.buildReplacement``; Spark's ``REPLACE TABLE``).
+
+    The table keeps its history and gets: ``schema``, its columns keeping the ids of same-named
+    columns of the current schema (new ones numbered after ``last-column-id``); a spec from the
+    ``partition_by`` terms, its fields keeping the ids of fields with the same source and
+    transform in any earlier spec; no sort order; ``properties`` added to the old ones, the
+    reserved ones left out and ``format-version`` an upgrade (as at creation); ``location``
+    when it differs; branch ``main`` removed, so the table has no current snapshot.
+    """
+    counter = itertools.count(md.last_column_id + 1)
+    fresh = assign_fresh_ids(schema, lambda: next(counter), md.schema())
+    last_column_id = max(md.last_column_id, fresh.highest_field_id)
+    spec = build_partition_spec(fresh, partition_by)
+    known = {
+        (f.source_id, str(f.transform)): f.field_id for s in md.partition_specs for f in s.fields
+    }
+    next_partition_id = itertools.count(md.last_partition_id + 1)
+    fields = [
+        dataclasses.replace(
+            f, field_id=known.get((f.source_id, str(f.transform))) or next(next_partition_id)
+        )
+        for f in spec.fields
+    ]
+    spec = dataclasses.replace(spec, fields=tuple(fields))
+    updates: list[TableUpdate] = []
+    if P.FORMAT_VERSION.raw(properties) is not None:
+        version = P.FORMAT_VERSION.get(properties)
+        if version != md.format_version:
+            updates.append(UpgradeFormatVersionUpdate(version))
+    updates += [
+        AddSchemaUpdate(fresh, last_column_id),
+        SetCurrentSchemaUpdate(LAST_ADDED),
+        AddPartitionSpecUpdate(spec),
+        SetDefaultSpecUpdate(LAST_ADDED),
+        AddSortOrderUpdate(UNSORTED_ORDER),
+        SetDefaultSortOrderUpdate(UNSORTED_ORDER_ID),
+    ]
+    stored = {k: v for k, v in properties.items() if k not in RESERVED_PROPERTIES}
+    if stored:
+        updates.append(SetPropertiesUpdate(stored))
+    if location and location.rstrip("/") != md.location.rstrip("/"):
+        updates.append(SetLocationUpdate(location.rstrip("/")))
+    if MAIN_BRANCH in md.refs:
+        updates.append(RemoveSnapshotRefUpdate(MAIN_BRANCH))
     return updates

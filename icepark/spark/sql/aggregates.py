@@ -32,7 +32,7 @@ from icepark.arrow.schema import schema_to_arrow
 from icepark.expressions import AlwaysTrue
 from icepark.planning.planner import FileScanTask
 from icepark.spark.sql.context import SqlContext
-from icepark.spark.sql.pushdown import split_and, to_filter
+from icepark.spark.sql.pushdown import from_clause, split_and, to_filter
 from icepark.spark.sql.query import owned_columns, session_is_utc, table_parts, time_travel
 from icepark.spark.types import to_spark_schema
 from icepark.spec.conversions import from_bytes
@@ -156,6 +156,8 @@ def _values(aggregates: list[_Aggregate], tasks: list[FileScanTask]) -> list[Any
 
 
 def _simple_select(tree: exp.Expr) -> exp.Table:
+    """The one table of ``SELECT <count/min/max, ...> FROM t [WHERE ...]``: its shape alone,
+    checked before anything is loaded."""
     if not isinstance(tree, exp.Select):
         raise _Fallback
     for key in (
@@ -173,10 +175,15 @@ def _simple_select(tree: exp.Expr) -> exp.Table:
     ):
         if tree.args.get(key):
             raise _Fallback
-    source = tree.args.get("from") or tree.args.get("from_")
-    table = source.this if isinstance(source, exp.From) else None
+    source = from_clause(tree)
+    table = source.this if source is not None else None
     if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier | exp.Dot):
         raise _Fallback
+    if not tree.expressions or not all(
+        isinstance(e.this if isinstance(e, exp.Alias) else e, exp.Count | exp.Min | exp.Max)
+        for e in tree.expressions
+    ):
+        raise _Fallback  # an item other than count/min/max: no table needs loading
     return table
 
 

@@ -11,7 +11,12 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from icepark.spark.sql.identifiers import Resolved, resolve_name
+from icepark.spark.sql.identifiers import (
+    Resolved,
+    namespace_identifier,
+    resolve_name,
+    table_identifier,
+)
 
 __all__ = ["SqlContext", "load_sql_catalog", "LOG", "NAMESPACE_CONF"]
 
@@ -39,10 +44,14 @@ class SqlContext:
     views: list[str] = field(default_factory=list)
     report: list[str] = field(default_factory=list)
     _prefix: str = field(default_factory=lambda: f"__icepark_{uuid.uuid4().hex[:8]}")
+    #: the catalog's name in SQL when it is not the catalog's own ``name``
+    name: str = ""
+    #: the names this statement resolved (one load per name per statement)
+    _resolved: dict[tuple[Any, ...], Resolved] = field(default_factory=dict)
 
     @property
     def catalog_name(self) -> str:
-        return str(getattr(self.catalog, "name", "") or "")
+        return self.name or str(getattr(self.catalog, "name", "") or "")
 
     @property
     def _namespace_key(self) -> str:
@@ -68,14 +77,26 @@ class SqlContext:
         namespace: Sequence[str] = (),
         views: bool = True,
     ) -> Resolved:
-        return resolve_name(
-            self.spark,
-            self.catalog,
-            self.catalog_name,
-            parts,
-            namespace=namespace or self.current_namespace,
-            views=views,
-        )
+        """What ``parts`` names (:func:`~icepark.spark.sql.identifiers.resolve_name`), loaded
+        once per statement: a second resolve of the same name gives the same answer."""
+        ns = tuple(namespace or self.current_namespace)
+        key = (tuple(parts), ns, views)
+        found = self._resolved.get(key)
+        if found is None:
+            found = resolve_name(
+                self.spark, self.catalog, self.catalog_name, parts, namespace=ns, views=views
+            )
+            self._resolved[key] = found
+        return found
+
+    def identifier(self, parts: Sequence[str]) -> tuple[str, ...] | None:
+        """The icepark identifier of a table name whether or not it exists (a single part in
+        the current namespace), None for a name of Spark's session catalog."""
+        return table_identifier(parts, self.catalog_name, self.current_namespace)
+
+    def namespace(self, parts: Sequence[str]) -> tuple[str, ...]:
+        """The namespace a namespace name names (the catalog's name left out)."""
+        return namespace_identifier(parts, self.catalog_name)
 
     def register(self, df: DataFrame, hint: str) -> str:
         """A temporary view over ``df`` with a name no other statement uses."""
@@ -101,3 +122,13 @@ class SqlContext:
         for name in self.views:
             self.spark.catalog.dropTempView(name)
         self.views.clear()
+
+    def start_statement(self, text: str) -> None:
+        """A new statement: names resolve afresh (tables load at their newest metadata)."""
+        self.statement = text
+        self._resolved.clear()
+
+    def end_statement(self) -> None:
+        """Forget what this statement resolved and registered."""
+        self.drop_views()
+        self._resolved.clear()

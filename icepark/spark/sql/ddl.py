@@ -25,19 +25,19 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from icepark.arrow.schema import DOC_KEY
 from icepark.errors import NoSuchNamespaceError, NoSuchTableError, ValidationError
 from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
+from icepark.spark.sql.ext_ast import quote_name
 from icepark.spark.sql.identifiers import SPARK_CATALOG
 from icepark.spark.sql.query import prepare_query, table_parts
 from icepark.spark.sql.script import Statement, parse_statement
-from icepark.spark.types import spark_schema_to_arrow, to_spark_schema, to_spark_type
+from icepark.spark.types import iceberg_schema_from_spark, to_spark_schema, to_spark_type
+from icepark.spec import properties as P
 from icepark.spec.snapshots import MAIN_BRANCH
 
 __all__ = [
@@ -46,37 +46,9 @@ __all__ = [
     "use",
     "create_namespace",
     "replace_table",
-    "namespace_of",
-    "table_ident",
 ]
 
 _NAMESPACE_KINDS = ("NAMESPACE", "DATABASE", "SCHEMA")
-
-
-def _empty(ctx: SqlContext) -> DataFrame:
-    return ctx.empty()
-
-
-def table_ident(ctx: SqlContext, parts: Sequence[str]) -> tuple[str, ...] | None:
-    """The icepark identifier of a table name (catalog name left out), or None for a name
-    of Spark's session catalog."""
-    if len(parts) >= 2 and parts[0].lower() == SPARK_CATALOG:
-        return None
-    if len(parts) >= 3 and parts[0] == ctx.catalog_name:
-        return tuple(parts[1:])
-    if len(parts) == 1 and ctx.current_namespace:
-        return (*ctx.current_namespace, parts[0])
-    if len(parts) < 2:
-        raise ValidationError(
-            f"Table name {'.'.join(parts)!r} needs a namespace (<namespace>.<table>)"
-        )
-    return tuple(parts)
-
-
-def namespace_of(ctx: SqlContext, parts: Sequence[str]) -> tuple[str, ...]:
-    if len(parts) >= 2 and parts[0] == ctx.catalog_name:
-        return tuple(parts[1:])
-    return tuple(parts)
 
 
 def run_ddl(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame:
@@ -111,16 +83,6 @@ def _column_ddl(coldef: exp.ColumnDef) -> str:
         elif inner is not None:
             raise UnsupportedSqlError(f"column constraint {constraint.sql('spark')}")
     return text
-
-
-def _arrow_schema(spark_schema: T.StructType) -> pa.Schema:
-    """Arrow for a new table: Spark's types, nullability, and each column's comment as doc."""
-    arrow = spark_schema_to_arrow(spark_schema)
-    fields = []
-    for f, sf in zip(arrow, spark_schema.fields, strict=True):
-        comment = (sf.metadata or {}).get("comment")
-        fields.append(f.with_metadata({DOC_KEY: str(comment).encode()}) if comment else f)
-    return pa.schema(fields)
 
 
 def _partition_term(node: exp.Expr) -> str:
@@ -181,7 +143,7 @@ def _create_table(
     table_node = target.this if isinstance(target, exp.Schema) else target
     if not isinstance(table_node, exp.Table):
         raise UnsupportedSqlError("CREATE TABLE without a table name", stmt.text)
-    ident = table_ident(ctx, table_parts(table_node))
+    ident = ctx.identifier(table_parts(table_node))
     if ident is None:
         return ctx.spark.sql(stmt.text)
     name = ".".join(ident)
@@ -190,7 +152,7 @@ def _create_table(
         raise NoSuchTableError(f"Cannot replace table {name}: it does not exist")
     replacing = exists and bool(tree.args.get("replace"))
     if exists and not replacing and tree.args.get("exists"):
-        return _empty(ctx)
+        return ctx.empty()
     opts = _properties(tree)
     query = tree.args.get("expression")
     df = None
@@ -203,9 +165,7 @@ def _create_table(
     elif query is not None:
         prepared = prepare_query(ctx, query)
         df = ctx.spark.sql(prepared.sql(dialect="spark"))
-        spark_schema = T.StructType(
-            [T.StructField(f.name, f.dataType, True, f.metadata) for f in df.schema.fields]
-        )
+        spark_schema = df.schema
     else:
         raise ValidationError(f"CREATE TABLE {name} needs columns or AS SELECT")
     properties = {"owner": getpass.getuser(), **opts["properties"]}  # Spark sets the owner
@@ -213,19 +173,19 @@ def _create_table(
         from icepark.spark.sql.replace_table import replace_table
 
         table = ctx.catalog.load_table(ident)
-        schema = _arrow_schema(spark_schema)
+        schema = iceberg_schema_from_spark(spark_schema, optional=df is not None)
         replace_table(table, schema, opts["partition_by"], opts["location"], properties, df)
-        return _empty(ctx)
+        return ctx.empty()
     staged = ctx.catalog.create_table_transaction(
         ident,
-        _arrow_schema(spark_schema),
+        iceberg_schema_from_spark(spark_schema, optional=df is not None),
         partition_by=opts["partition_by"],
         location=opts["location"],
         properties=properties,
     )
     if df is None:
         staged.commit_transaction()
-        return _empty(ctx)
+        return ctx.empty()
     from icepark.expressions import AlwaysTrue
     from icepark.spark.write.writer import write_action, write_files
 
@@ -238,7 +198,7 @@ def _create_table(
         action.abort(staged.io)
         raise
     staged.commit_transaction()
-    return _empty(ctx)
+    return ctx.empty()
 
 
 # -- drop --------------------------------------------------------------------------------------
@@ -248,7 +208,7 @@ def _drop_tables(ctx: SqlContext, stmt: Statement, tree: exp.Drop) -> DataFrame:
     for node in tree.args.get("tables") or [tree.this]:
         if not isinstance(node, exp.Table):
             continue
-        ident = table_ident(ctx, table_parts(node))
+        ident = ctx.identifier(table_parts(node))
         if ident is None:
             return ctx.spark.sql(stmt.text)
         if not ctx.catalog.table_exists(ident):
@@ -256,7 +216,7 @@ def _drop_tables(ctx: SqlContext, stmt: Statement, tree: exp.Drop) -> DataFrame:
                 continue
             raise NoSuchTableError(f"Table does not exist: {'.'.join(ident)}")
         ctx.catalog.drop_table(ident, purge=bool(tree.args.get("purge")))
-    return _empty(ctx)
+    return ctx.empty()
 
 
 def _drop_namespace(ctx: SqlContext, tree: exp.Drop) -> DataFrame:
@@ -264,10 +224,10 @@ def _drop_namespace(ctx: SqlContext, tree: exp.Drop) -> DataFrame:
     parts = table_parts(node) if isinstance(node, exp.Table) else []
     if isinstance(node, exp.Table) and not parts and node.args.get("db"):
         parts = [node.args["db"].name]
-    ns = namespace_of(ctx, parts)
+    ns = ctx.namespace(parts)
     if not ctx.catalog.namespace_exists(ns):
         if tree.args.get("exists"):
-            return _empty(ctx)
+            return ctx.empty()
         raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ns)}")
     if tree.args.get("cascade"):
         for ident in ctx.catalog.list_tables(ns):
@@ -276,7 +236,7 @@ def _drop_namespace(ctx: SqlContext, tree: exp.Drop) -> DataFrame:
             for ident in ctx.catalog.list_views(ns):
                 ctx.catalog.drop_view(ident)
     ctx.catalog.drop_namespace(ns)
-    return _empty(ctx)
+    return ctx.empty()
 
 
 # -- show and describe -------------------------------------------------------------------------
@@ -309,7 +269,7 @@ def show(ctx: SqlContext, stmt: Statement) -> DataFrame:
             found = _IN.match(rest) or re.match(r"^\s*LIKE\s+'(?P<like>[^']*)'\s*$", rest, re.I)
             if found is None:
                 raise stmt.error(f"cannot read SHOW {what}{rest}", len(stmt.text) - len(rest))
-            parent = namespace_of(ctx, _names(found["ns"])) if "ns" in found.groupdict() else ()
+            parent = ctx.namespace(_names(found["ns"])) if "ns" in found.groupdict() else ()
             like = found["like"]
         match = _like(like)
         rows: list[tuple[Any, ...]] = [
@@ -325,7 +285,7 @@ def show(ctx: SqlContext, stmt: Statement) -> DataFrame:
             raise UnsupportedSqlError(
                 f"SHOW {what} without IN <namespace> (and no USE <namespace> before)", stmt.text
             )
-        ns = namespace_of(ctx, _names(found["ns"])) if found else ctx.current_namespace
+        ns = ctx.namespace(_names(found["ns"])) if found else ctx.current_namespace
         chosen = found or bare
         match = _like(chosen["like"] if chosen is not None else None)
         if what == "TABLES":
@@ -395,11 +355,11 @@ def create_namespace(ctx: SqlContext, stmt: Statement) -> DataFrame:
             props.update({x["k"]: x["v"] for x in _KV.finditer(clause["props"]) if x.group(0)})
         at += clause.end()
         rest = rest[clause.end() :]
-    ns = namespace_of(ctx, _names(m["n"]))
+    ns = ctx.namespace(_names(m["n"]))
     if m["ine"] and ctx.catalog.namespace_exists(ns):
-        return _empty(ctx)
+        return ctx.empty()
     ctx.catalog.create_namespace(ns, props or None)
-    return _empty(ctx)
+    return ctx.empty()
 
 
 def use(ctx: SqlContext, stmt: Statement) -> DataFrame:
@@ -415,15 +375,15 @@ def use(ctx: SqlContext, stmt: Statement) -> DataFrame:
     if parts[0].lower() == SPARK_CATALOG:
         ctx.use_namespace(())
         return ctx.spark.sql(stmt.text)
-    ns = namespace_of(ctx, parts) if parts != [ctx.catalog_name] else ()
+    ns = ctx.namespace(parts) if parts != [ctx.catalog_name] else ()
     if ns and not ctx.catalog.namespace_exists(ns):
         raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ns)}")
     ctx.use_namespace(ns)
-    return _empty(ctx)
+    return ctx.empty()
 
 
 def _load(ctx: SqlContext, parts: Sequence[str]) -> Any:
-    ident = table_ident(ctx, parts)
+    ident = ctx.identifier(parts)
     if ident is None:
         raise UnsupportedSqlError(f"{'.'.join(parts)} of Spark's session catalog")
     return ctx.catalog.load_table(ident)
@@ -438,7 +398,7 @@ def _shown_properties(table: Any) -> dict[str, str]:
     Spark table adds (``format``, ``format-version``, ``current-snapshot-id``)."""
     md = table.metadata
     props = {k: v for k, v in md.properties.items() if k not in _RESERVED}
-    fmt = md.properties.get("write.format.default", "parquet").lower()
+    fmt = P.DEFAULT_FILE_FORMAT.get(md.properties)
     snap = md.current_snapshot_id
     props.update(
         {
@@ -450,40 +410,53 @@ def _shown_properties(table: Any) -> dict[str, str]:
     return props
 
 
+def _literal(text: str) -> str:
+    """A string literal as Spark's ``SHOW CREATE TABLE`` prints one (``\\`` and ``'``
+    escaped with a backslash, its ``escapeSingleQuotedString``)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def _create_statement(ctx: SqlContext, table: Any) -> str:
     """Java's ``SHOW CREATE TABLE`` text (bucket fields as ``CLUSTERED BY ... INTO n BUCKETS``,
-    as Spark prints a bucket transform)."""
+    as Spark prints a bucket transform); names back-quoted where needed and literals escaped,
+    so the text runs again."""
     schema = to_spark_schema(table.schema(), with_ids=False)
     cols = []
     for f, ice in zip(schema.fields, table.schema().fields, strict=True):
-        line = f"  {f.name} {f.dataType.simpleString().upper()}"
+        line = f"  {quote_name((f.name,))} {f.dataType.simpleString().upper()}"
         if not f.nullable:
             line += " NOT NULL"
         if ice.doc:
-            line += f" COMMENT '{ice.doc}'"
+            line += f" COMMENT {_literal(ice.doc)}"
         cols.append(line)
-    parts = [f"CREATE TABLE {ctx.catalog_name}.{table.name} (", ",\n".join(cols) + ")"]
+    name = quote_name((*([ctx.catalog_name] if ctx.catalog_name else []), *table.identifier))
+    parts = [f"CREATE TABLE {name} (", ",\n".join(cols) + ")"]
     parts.append("USING iceberg")
     spec = table.metadata.spec()
     buckets = [f for f in spec.fields if str(f.transform).startswith("bucket[")]
     others = [f for f in spec.fields if f not in buckets]
     if others:
-        parts.append(f"PARTITIONED BY ({', '.join(_describe_term(table, f) for f in others)})")
+        terms = ", ".join(_describe_term(table, f, quoted=True) for f in others)
+        parts.append(f"PARTITIONED BY ({terms})")
     for f in buckets:
         n = str(f.transform)[len("bucket[") : -1]
-        source = table.schema().find_column_name(f.source_id)
+        source = quote_name((table.schema().find_column_name(f.source_id),))
         parts += [f"CLUSTERED BY ({source})", f"INTO {n} BUCKETS"]
     comment = table.metadata.properties.get("comment")
     if comment:
-        parts.append(f"COMMENT '{comment}'")
-    parts.append(f"LOCATION '{table.metadata.location}'")
-    props = ",\n".join(f"  '{k}' = '{v}'" for k, v in sorted(_shown_properties(table).items()))
+        parts.append(f"COMMENT {_literal(comment)}")
+    parts.append(f"LOCATION {_literal(table.metadata.location)}")
+    props = ",\n".join(
+        f"  {_literal(k)} = {_literal(v)}" for k, v in sorted(_shown_properties(table).items())
+    )
     parts.append(f"TBLPROPERTIES (\n{props})")
     return "\n".join(parts) + "\n"
 
 
-def _describe_term(table: Any, field: Any) -> str:
+def _describe_term(table: Any, field: Any, *, quoted: bool = False) -> str:
     source = table.schema().find_column_name(field.source_id)
+    if quoted:
+        source = quote_name((source,))
     t = str(field.transform)
     if t == "identity":
         return str(source)

@@ -36,15 +36,15 @@ from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
 from icepark.spark.sql.identifiers import Resolved
 from icepark.spark.sql.pushdown import literal_value, split_and, to_filter
-from icepark.spark.sql.query import prepare_query, table_parts
+from icepark.spark.sql.query import prepare_query, session_is_utc, table_parts
 from icepark.spark.sql.script import Statement
 from icepark.spark.types import to_spark_schema
+from icepark.spec import properties as P
 from icepark.spec.snapshots import MAIN_BRANCH
 
 __all__ = ["run_write"]
 
-_WAP_ID = "spark.wap.id"
-_WAP_ENABLED = "write.wap.enabled"
+_WAP_ID = "spark.wap.id"  # Java's Spark session setting (SparkSQLProperties.WAP_ID)
 
 
 def _target(ctx: SqlContext, node: exp.Expr) -> tuple[exp.Table, Resolved]:
@@ -222,7 +222,7 @@ def _condition(
     cond = _unqualified(cond, quals)
     conjuncts = split_and(cond)
     assert resolved.table is not None
-    utc = str(ctx.spark.conf.get("spark.sql.session.timeZone") or "").upper() in ("UTC", "Z")
+    utc = session_is_utc(ctx)
     expr, texts = to_filter(conjuncts, resolved.table.schema(), lambda c: True, utc)
     if expr is not None and len(texts) == len(conjuncts):
         return expr
@@ -233,7 +233,7 @@ def _wap_id(ctx: SqlContext, resolved: Resolved) -> str | None:
     """The session's ``spark.wap.id`` when the table enables WAP (Java ignores it otherwise)."""
     assert resolved.table is not None
     wap_id = ctx.spark.conf.get(_WAP_ID, None) or None
-    enabled = resolved.table.metadata.properties.get(_WAP_ENABLED, "false").lower() == "true"
+    enabled = P.WRITE_AUDIT_PUBLISH_ENABLED.get(resolved.table.metadata.properties)
     return wap_id if enabled else None
 
 

@@ -17,16 +17,21 @@ Spark catalog and SQL extensions run them.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
-from icepark.catalog import Catalog
-from icepark.errors import InvalidSchemaError, NoSuchTableError, ValidationError
+from icepark.errors import (
+    InvalidSchemaError,
+    NoSuchTableError,
+    UnsupportedOperationError,
+    ValidationError,
+)
 from icepark.spark.sql import ext_ast as A
+from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
+from icepark.spark.sql.identifiers import Resolved, table_identifier
 from icepark.spec import properties as P
 from icepark.spec.snapshots import SnapshotRefType
-from icepark.spec.types import IcebergType, ListType, MapType, StructType
+from icepark.spec.types import IcebergType
 from icepark.spec.updates import UpgradeFormatVersionUpdate
 from icepark.table import Table
 from icepark.table.transaction import Transaction
@@ -34,20 +39,13 @@ from icepark.table.update import manage_snapshots
 from icepark.table.update.schema import UpdateSchema
 from icepark.table.update.sort_order import ReplaceSortOrder
 
-__all__ = ["run_alter", "table_identifier", "spark_sql_type", "case_sensitive"]
+__all__ = ["run_alter", "spark_sql_type", "case_sensitive", "load_table"]
 
 _RESERVED = ("location", "provider", "owner", "external")
 _JAVA_RESERVED = {
     "sort-order": "ALTER TABLE ... WRITE ORDERED BY",
     "identifier-fields": "ALTER TABLE ... SET IDENTIFIER FIELDS",
 }
-
-
-def table_identifier(name: A.Name, catalog_name: str) -> tuple[str, ...]:
-    """A table's identifier in the catalog: a leading ``catalog_name`` part is dropped."""
-    if len(name) > 1 and name[0] == catalog_name:
-        return tuple(name[1:])
-    return tuple(name)
 
 
 def case_sensitive(spark: Any) -> bool:
@@ -57,73 +55,37 @@ def case_sensitive(spark: Any) -> bool:
 
 def spark_sql_type(spark: Any, type_sql: str, statement: str = "") -> IcebergType:
     """The Iceberg type of a Spark SQL type (``bigint``, ``struct<a: int COMMENT 'c'>``), read
-    by Spark's parser and converted as a DataFrame schema is when icepark creates a table
-    from it; ``char``/``varchar`` are strings and nested comments are docs, as in Java."""
+    by Spark's parser and converted as CREATE TABLE converts a column
+    (:func:`~icepark.spark.types.iceberg_schema_from_spark`)."""
     from pyspark.errors import PySparkException
     from pyspark.sql import types as T
     from pyspark.sql.types import _parse_datatype_string
 
-    from icepark.arrow.schema import assign_fresh_ids_from_arrow
-    from icepark.spark.types import spark_schema_to_arrow
+    from icepark.spark.types import iceberg_schema_from_spark
 
     del spark  # the active session parses; the argument says one must exist
     try:
-        parsed = _strings(_parse_datatype_string(type_sql))
-        arrow = spark_schema_to_arrow(T.StructType([T.StructField("c", parsed, True)]))
-    except (PySparkException, ValueError, TypeError) as exc:  # messages vary by release
+        parsed = _parse_datatype_string(type_sql)
+        schema = iceberg_schema_from_spark(T.StructType([T.StructField("c", parsed, True)]))
+    except (PySparkException, ValueError, TypeError, UnsupportedOperationError) as exc:
         raise UnsupportedSqlError(f"data type {type_sql!r}", statement, str(exc)) from exc
-    converted = assign_fresh_ids_from_arrow(arrow).as_struct().fields[0].field_type
-    return _with_docs(parsed, converted)
+    return schema.as_struct().fields[0].field_type
 
 
-def _strings(t: Any) -> Any:
-    """``t`` with Spark's char/varchar replaced by string (Java's conversion does that)."""
-    from pyspark.sql import types as T
-
-    if isinstance(t, T.CharType | T.VarcharType):
-        return T.StringType()
-    if isinstance(t, T.StructType):
-        return T.StructType(
-            [T.StructField(f.name, _strings(f.dataType), f.nullable, f.metadata) for f in t]
-        )
-    if isinstance(t, T.ArrayType):
-        return T.ArrayType(_strings(t.elementType), t.containsNull)
-    if isinstance(t, T.MapType):
-        return T.MapType(_strings(t.keyType), _strings(t.valueType), t.valueContainsNull)
-    return t
-
-
-def _with_docs(spark_type: Any, t: IcebergType) -> IcebergType:
-    """``t`` with the comments of ``spark_type``'s struct fields as the fields' docs."""
-    from pyspark.sql import types as T
-
-    if isinstance(spark_type, T.StructType) and isinstance(t, StructType):
-        return StructType(
-            *[
-                dataclasses.replace(
-                    f,
-                    field_type=_with_docs(sf.dataType, f.field_type),
-                    doc=(sf.metadata or {}).get("comment", f.doc),
-                )
-                for sf, f in zip(spark_type.fields, t.fields, strict=True)
-            ]
-        )
-    if isinstance(spark_type, T.ArrayType) and isinstance(t, ListType):
-        return dataclasses.replace(
-            t, element_type=_with_docs(spark_type.elementType, t.element_type)
-        )
-    if isinstance(spark_type, T.MapType) and isinstance(t, MapType):
-        return dataclasses.replace(
-            t,
-            key_type=_with_docs(spark_type.keyType, t.key_type),
-            value_type=_with_docs(spark_type.valueType, t.value_type),
-        )
-    return t
-
-
-def _load(catalog: Catalog, statement: A.TableStatement, catalog_name: str) -> Table:
-    table: Table = catalog.load_table(table_identifier(statement.table, catalog_name))
+def load_table(ctx: SqlContext, name: A.Name) -> Table:
+    """The icepark table ``name`` names, resolved as every SQL statement resolves it (the
+    ``USE`` namespace for a single part); a view, a metadata table, a branch or tag name or a
+    table of Spark's catalog is :class:`NoSuchTableError`."""
+    table = _resolve(ctx, name).table
+    assert table is not None
     return table
+
+
+def _resolve(ctx: SqlContext, name: A.Name) -> Resolved:
+    resolved = ctx.resolve(name, views=False)
+    if resolved.kind != "table" or resolved.ref is not None or resolved.table is None:
+        raise NoSuchTableError(f"Table does not exist: {'.'.join(name)}")
+    return resolved
 
 
 _SCHEMA_STATEMENTS = (
@@ -137,12 +99,13 @@ _SCHEMA_STATEMENTS = (
 _SPEC_STATEMENTS = (A.AddPartitionField, A.DropPartitionField, A.ReplacePartitionField)
 
 
-def run_alter(spark: Any, statement: A.TableStatement, catalog: Catalog, catalog_name: str) -> None:
+def run_alter(ctx: SqlContext, statement: A.TableStatement) -> None:
     """Run one ``ALTER TABLE`` statement; nothing is committed when it fails."""
+    spark = ctx.spark
     if isinstance(statement, A.RenameTable):
-        _rename(catalog, statement, catalog_name)
+        _rename(ctx, statement)
         return
-    table = _load(catalog, statement, catalog_name)
+    table = load_table(ctx, statement.table)
     cs = case_sensitive(spark)
     if isinstance(statement, _SCHEMA_STATEMENTS):
         _schema(spark, table, statement, cs)
@@ -302,14 +265,13 @@ def _snapshot_id(value: str, table: Table) -> int:
         raise ValidationError(f"Invalid snapshot id {value!r} for table {table.name}") from None
 
 
-def _rename(catalog: Catalog, statement: A.RenameTable, catalog_name: str) -> None:
-    source = table_identifier(statement.table, catalog_name)
-    target = table_identifier(statement.new_name, catalog_name)
-    if len(target) == 1:  # Spark: an unqualified new name stays in the table's namespace
-        target = (*source[:-1], target[0])
-    if not catalog.table_exists(source):
-        raise NoSuchTableError(f"Table does not exist: {'.'.join(source)}")
-    catalog.rename_table(source, target)
+def _rename(ctx: SqlContext, statement: A.RenameTable) -> None:
+    source = _resolve(ctx, statement.table).parts
+    # Spark: an unqualified new name stays in the table's namespace
+    target = table_identifier(statement.new_name, ctx.catalog_name, source[:-1])
+    if target is None:
+        raise UnsupportedSqlError("renaming a table into Spark's session catalog", statement.sql)
+    ctx.catalog.rename_table(source, target)
 
 
 # -- partition spec and write order ----------------------------------------------------------

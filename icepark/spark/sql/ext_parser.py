@@ -206,15 +206,22 @@ class _Parser(TokenReader):
             return True
         return False
 
+    def partition_field(self, verb: str) -> bool:
+        """``PARTITION FIELD`` after ``verb`` taken (True), or no ``PARTITION`` (False); a
+        Hive ``PARTITION (...)`` is refused with Iceberg's form as the hint."""
+        if not self.accept("PARTITION"):
+            return False
+        if not self.peek().is_word("FIELD"):
+            raise UnsupportedSqlError(
+                f"ALTER TABLE ... {verb} PARTITION (Hive partitions)",
+                self.text,
+                f"Iceberg partitions are fields: {verb} PARTITION FIELD <transform>",
+            )
+        self.take()
+        return True
+
     def add(self, table: A.Name) -> A.TableStatement:
-        if self.accept("PARTITION"):
-            if not self.peek().is_word("FIELD"):
-                raise UnsupportedSqlError(
-                    "ALTER TABLE ... ADD PARTITION (Hive partitions)",
-                    self.text,
-                    "Iceberg partitions are fields: ADD PARTITION FIELD <transform>",
-                )
-            self.take()
+        if self.partition_field("ADD"):
             term = self.term()
             name = self.identifier() if self.accept("AS") else None
             return A.AddPartitionField(table=table, term=term, name=name, sql=self.text)
@@ -231,14 +238,7 @@ class _Parser(TokenReader):
         return A.AddColumns(table=table, columns=tuple(columns), sql=self.text)
 
     def drop(self, table: A.Name) -> A.TableStatement:
-        if self.accept("PARTITION"):
-            if not self.peek().is_word("FIELD"):
-                raise UnsupportedSqlError(
-                    "ALTER TABLE ... DROP PARTITION (Hive partitions)",
-                    self.text,
-                    "Iceberg partitions are fields: DROP PARTITION FIELD <transform>",
-                )
-            self.take()
+        if self.partition_field("DROP"):
             return A.DropPartitionField(table=table, term=self.term(), sql=self.text)
         if self.accept("IDENTIFIER"):
             self.expect("FIELDS")

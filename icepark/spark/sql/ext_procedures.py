@@ -36,8 +36,9 @@ from typing import Any
 from icepark.catalog import Catalog
 from icepark.errors import ValidationError
 from icepark.spark.sql import ext_ast as A
+from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import ProcedureArgumentError, UnknownProcedureError
-from icepark.spark.sql.ext_alter import case_sensitive, table_identifier
+from icepark.spark.sql.ext_alter import case_sensitive, load_table
 from icepark.spark.sql.ext_arguments import Param, bind_arguments
 from icepark.spark.sql.ext_parser import parse_name
 from icepark.table import Table
@@ -48,9 +49,7 @@ __all__ = ["PROCEDURES", "run_call"]
 
 @dataclass(frozen=True)
 class _Context:
-    spark: Any
-    catalog: Catalog
-    catalog_name: str
+    sql: SqlContext
     call: A.Call
     args: dict[str, Any]
     name: str = ""
@@ -62,15 +61,31 @@ class _Context:
             self.name, argument, problem, list(self.params), self.call.sql
         )
 
+    @property
+    def spark(self) -> Any:
+        return self.sql.spark
+
+    @property
+    def catalog(self) -> Catalog:
+        catalog: Catalog = self.sql.catalog
+        return catalog
+
     def table(self, key: str = "table") -> Table:
-        loaded: Table = self.catalog.load_table(self.identifier(key))
-        return loaded
+        """The table argument ``key`` names, resolved as SQL names are (``USE``)."""
+        return load_table(self.sql, self._name(key))
 
     def identifier(self, key: str = "table") -> tuple[str, ...]:
+        """The identifier argument ``key`` names, whether or not the table exists."""
+        ident = self.sql.identifier(self._name(key))
+        if ident is None:
+            raise self.fail(key, "Cannot name a table of Spark's session catalog")
+        return ident
+
+    def _name(self, key: str) -> A.Name:
         text = self.args[key]
         if not text.strip():
             raise self.fail(key, "Cannot handle an empty identifier")
-        return table_identifier(parse_name(text), self.catalog_name)
+        return parse_name(text)
 
 
 _Run = Callable[[_Context], list[tuple[Any, ...]]]
@@ -218,6 +233,16 @@ def _remove_orphan_files(ctx: _Context) -> list[tuple[Any, ...]]:
     return [(p,) for p in paths]
 
 
+def _rewrite_arguments(ctx: _Context) -> dict[str, Any]:
+    """What both rewrite procedures pass on: ``where``, ``options``, the session's case
+    sensitivity."""
+    return {
+        "where": ctx.args.get("where"),
+        "options": ctx.args.get("options"),
+        "case_sensitive": case_sensitive(ctx.spark),
+    }
+
+
 def _rewrite_data_files(ctx: _Context) -> list[tuple[Any, ...]]:
     from icepark.spark.maintenance.rewrite_data_files import rewrite_data_files
 
@@ -227,9 +252,7 @@ def _rewrite_data_files(ctx: _Context) -> list[tuple[Any, ...]]:
         table,
         strategy=ctx.args.get("strategy", "binpack"),
         sort_order=ctx.args.get("sort_order"),
-        where=ctx.args.get("where"),
-        options=ctx.args.get("options"),
-        case_sensitive=case_sensitive(ctx.spark),
+        **_rewrite_arguments(ctx),
     )
     return [
         (
@@ -255,9 +278,7 @@ def _rewrite_position_delete_files(ctx: _Context) -> list[tuple[Any, ...]]:
     result = rewrite_position_delete_files(
         ctx.spark,
         ctx.table(),
-        where=ctx.args.get("where"),
-        options=ctx.args.get("options"),
-        case_sensitive=case_sensitive(ctx.spark),
+        **_rewrite_arguments(ctx),
     )
     return [
         (
@@ -372,9 +393,11 @@ def _create_changelog_view(ctx: _Context) -> list[tuple[Any, ...]]:
         net_changes=net_changes,
         case_sensitive=case_sensitive(ctx.spark),
     )
-    rows = scan.to_arrow()
-    frame = ctx.spark.createDataFrame(rows.slice(0, 0) if empty else rows)
-    view = ctx.args.get("changelog_view") or f"`{ctx.identifier()[-1]}_changes`"
+    # an empty range reads nothing: the view's columns come from the scan's schema alone
+    rows = scan.arrow_schema.empty_table() if empty else scan.to_arrow()
+    frame = ctx.spark.createDataFrame(rows)
+    default_view = f"{ctx.identifier()[-1]}_changes"
+    view = ctx.args.get("changelog_view") or "`" + default_view.replace("`", "``") + "`"
     frame.createOrReplaceTempView(view)
     return [(view,)]
 
@@ -548,7 +571,9 @@ _JAVA_ONLY = ("migrate", "snapshot", "compute_partition_stats", "rewrite_table_p
 
 
 def _procedure_name(call: A.Call, catalog_name: str) -> str:
-    parts = table_identifier(call.procedure, catalog_name)
+    parts = tuple(call.procedure)
+    if len(parts) == 3 and parts[0] == catalog_name:
+        parts = parts[1:]
     if len(parts) == 2 and parts[0].lower() == "system" and parts[1].lower() in PROCEDURES:
         return parts[1].lower()
     java_only = len(parts) == 2 and parts[1].lower() in _JAVA_ONLY
@@ -560,16 +585,17 @@ def _procedure_name(call: A.Call, catalog_name: str) -> str:
     )
 
 
-def run_call(spark: Any, call: A.Call, catalog: Catalog, catalog_name: str) -> Any:
+def run_call(ctx: SqlContext, call: A.Call) -> Any:
     """Run a ``CALL``; its output rows as a DataFrame with Java's columns."""
     from pyspark.sql import types as T
 
-    name = _procedure_name(call, catalog_name)
+    spark = ctx.spark
+    name = _procedure_name(call, ctx.catalog_name)
     procedure = PROCEDURES[name]
-    time_zone = spark.conf.get("spark.sql.session.timeZone", "UTC")
+    time_zone = str(spark.conf.get("spark.sql.session.timeZone", "UTC"))
     args = bind_arguments(name, procedure.params, call, time_zone)
     params = tuple(p.name for p in procedure.params)
-    rows = procedure.run(_Context(spark, catalog, catalog_name, call, args, name, params))
+    rows = procedure.run(_Context(ctx, call, args, name, params))
     types = {"bigint": T.LongType(), "int": T.IntegerType(), "string": T.StringType()}
     schema = T.StructType(
         [T.StructField(n, types[t], nullable) for n, t, nullable in procedure.output]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from icepark.catalog import Catalog
+from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.ext_alter import run_alter
 from icepark.spark.sql.ext_ast import Call, ExtensionStatement, TableStatement
 from icepark.spark.sql.ext_parser import parse_extension
@@ -23,15 +24,22 @@ __all__ = ["ExtensionStatement", "PROCEDURES", "parse_extension", "run_extension
 
 
 def run_extension(
-    spark: Any, statement: ExtensionStatement, catalog: Catalog, catalog_name: str
+    spark: Any,
+    statement: ExtensionStatement,
+    catalog: Catalog,
+    catalog_name: str,
+    *,
+    ctx: SqlContext | None = None,
 ) -> Any:
     """Run a statement :func:`parse_extension` gave, on ``catalog`` (whose Spark name,
-    ``catalog_name``, may prefix table and procedure names); returns a DataFrame."""
+    ``catalog_name``, may prefix table and procedure names); returns a DataFrame. ``ctx`` is
+    the SQL front end's context (its ``USE`` namespace resolves single-part names); without
+    one, a context over ``spark`` and ``catalog`` is built."""
+    if ctx is None:
+        ctx = SqlContext(spark, catalog, statement.sql, name=catalog_name)
     if isinstance(statement, Call):
-        return run_call(spark, statement, catalog, catalog_name)
+        return run_call(ctx, statement)
     if not isinstance(statement, TableStatement):
         raise TypeError(f"Not an extension statement: {statement!r}")
-    run_alter(spark, statement, catalog, catalog_name)
-    from pyspark.sql import types as T
-
-    return spark.createDataFrame([], T.StructType([]))
+    run_alter(ctx, statement)
+    return ctx.empty()

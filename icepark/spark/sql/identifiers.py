@@ -28,7 +28,15 @@ from icepark.errors import NoSuchTableError, NoSuchViewError, ValidationError
 from icepark.table import Table
 from icepark.table.inspect import METADATA_TABLES
 
-__all__ = ["Resolved", "SPARK_CATALOG", "display_name", "resolve_name", "split_ref"]
+__all__ = [
+    "Resolved",
+    "SPARK_CATALOG",
+    "display_name",
+    "namespace_identifier",
+    "resolve_name",
+    "split_ref",
+    "table_identifier",
+]
 
 SPARK_CATALOG = "spark_catalog"
 
@@ -80,6 +88,31 @@ def _strip_catalog(parts: Sequence[str], catalog_name: str) -> tuple[str, ...] |
     if len(parts) >= 2 and parts[0].lower() == SPARK_CATALOG:
         return None
     if len(parts) >= 3 and catalog_name and parts[0] == catalog_name:
+        return tuple(parts[1:])
+    return tuple(parts)
+
+
+def table_identifier(
+    parts: Sequence[str], catalog_name: str, namespace: Sequence[str] = ()
+) -> tuple[str, ...] | None:
+    """The icepark identifier ``parts`` names, whether or not the table exists (the catalog's
+    name left out, a single part placed in ``namespace``), or None for a name of Spark's
+    session catalog; a single part with no ``namespace`` is a :class:`ValidationError`."""
+    ident = _strip_catalog(parts, catalog_name)
+    if ident is None:
+        return None
+    if len(ident) == 1:
+        if not namespace:
+            raise ValidationError(
+                f"Table name {display_name(parts)!r} needs a namespace (<namespace>.<table>)"
+            )
+        return (*namespace, *ident)
+    return ident
+
+
+def namespace_identifier(parts: Sequence[str], catalog_name: str) -> tuple[str, ...]:
+    """The namespace ``parts`` names (``cat.db`` is namespace ``db`` of catalog ``cat``)."""
+    if len(parts) >= 2 and catalog_name and parts[0] == catalog_name:
         return tuple(parts[1:])
     return tuple(parts)
 

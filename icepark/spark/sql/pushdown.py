@@ -39,7 +39,7 @@ from icepark.spec.types import (
     TimestamptzType,
 )
 
-__all__ = ["conjuncts_for", "to_filter", "split_and", "literal_value"]
+__all__ = ["conjuncts_for", "from_clause", "to_filter", "split_and", "literal_value"]
 
 
 class _NoPush(Exception):
@@ -57,7 +57,8 @@ def split_and(expr: exp.Expr | None) -> list[exp.Expr]:
     return [expr]
 
 
-def _from(select: exp.Select) -> exp.From | None:
+def from_clause(select: exp.Select) -> exp.From | None:
+    """A ``SELECT``'s ``FROM`` (sqlglot 30 names the argument ``from_``)."""
     found = select.args.get("from") or select.args.get("from_")
     return found if isinstance(found, exp.From) else None
 

@@ -9,7 +9,6 @@ writes to :mod:`~icepark.spark.sql.dml`, views to :mod:`~icepark.spark.sql.views
 
 from __future__ import annotations
 
-import importlib
 import re
 from typing import Any
 
@@ -23,6 +22,7 @@ from icepark.spark.sql.errors import (
     SqlScriptError,
     UnsupportedSqlError,
 )
+from icepark.spark.sql.extensions import parse_extension, run_extension
 from icepark.spark.sql.query import explain_query, run_query
 from icepark.spark.sql.script import Statement, first_words, parse_statement, split_statements
 
@@ -57,21 +57,16 @@ def _sub(stmt: Statement, offset: int) -> Statement:
 
 
 def _extension(ctx: SqlContext, stmt: Statement) -> DataFrame | None:
-    try:  # the Iceberg extensions' parser and runner (ALTER TABLE, CALL): a module of its own
-        extensions: Any = importlib.import_module("icepark.spark.sql.extensions")
-    except ImportError:
-        raise UnsupportedSqlError(
-            "ALTER TABLE and CALL (the Iceberg extensions' parser is not installed)",
-            stmt.text,
-        ) from None
+    """ALTER TABLE and CALL through the Iceberg extensions' parser and runner; None when the
+    statement is neither (``ALTER VIEW``)."""
     try:
-        parsed = extensions.parse_extension(stmt.text)
+        parsed = parse_extension(stmt.text)
     except SqlParseError as exc:
         line, column = stmt.position(exc.line, exc.column)
         raise SqlParseError(_AT.sub("", exc.message), stmt.text, line, column) from None
     if parsed is None:
         return None
-    result: DataFrame = extensions.run_extension(ctx.spark, parsed, ctx.catalog, ctx.catalog_name)
+    result: DataFrame = run_extension(ctx.spark, parsed, ctx.catalog, ctx.catalog_name, ctx=ctx)
     return result
 
 
@@ -89,7 +84,7 @@ def run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
 
 
 def _run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
-    ctx.statement = stmt.text
+    ctx.start_statement(stmt.text)
     words = first_words(stmt.text, 3)
     head = words[0] if words else ""
     if words[:2] == ["ALTER", "TABLE"] or head == "CALL":
@@ -187,7 +182,7 @@ def run_script(ctx: SqlContext, text: str) -> DataFrame:
                 raise
             raise SqlScriptError(index, index, exc, stmt.text) from exc
         finally:
-            ctx.drop_views()
+            ctx.end_statement()
             ctx.report.clear()
     assert isinstance(result, DataFrame)
     return result

@@ -16,32 +16,25 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from icepark.arrow.schema import DOC_KEY
 from icepark.errors import NoSuchViewError, ValidationError
 from icepark.spark.sql.context import SqlContext
-from icepark.spark.sql.ddl import table_ident
 from icepark.spark.sql.errors import UnsupportedSqlError
 from icepark.spark.sql.query import prepare_query, table_parts
 from icepark.spark.sql.script import Statement
-from icepark.spark.types import spark_schema_to_arrow, to_spark_schema
+from icepark.spark.types import iceberg_schema_from_spark, to_spark_schema
 
 __all__ = ["run_view", "alter_view"]
-
-
-def _empty(ctx: SqlContext) -> DataFrame:
-    return ctx.empty()
 
 
 def _ident(ctx: SqlContext, node: exp.Expr) -> tuple[str, ...]:
     table = node.this if isinstance(node, exp.Schema) else node
     if not isinstance(table, exp.Table):
         raise UnsupportedSqlError("a view statement without a view name", ctx.statement)
-    ident = table_ident(ctx, table_parts(table))
+    ident = ctx.identifier(table_parts(table))
     if ident is None:
         raise UnsupportedSqlError("views of Spark's session catalog", ctx.statement)
     return ident
@@ -61,7 +54,7 @@ def run_view(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame:
             if tree.args.get("exists") and not ctx.catalog.view_exists(ident):
                 continue
             ctx.catalog.drop_view(ident)
-        return _empty(ctx)
+        return ctx.empty()
     if isinstance(tree, exp.Describe):
         view = ctx.catalog.load_view(_ident(ctx, tree.this))
         schema = to_spark_schema(view.schema, with_ids=False)
@@ -98,7 +91,7 @@ def _create_temporary_view(ctx: SqlContext, tree: exp.Create) -> DataFrame:
             df.createTempView(name)
     else:
         df.createTempView(name)
-    return _empty(ctx)
+    return ctx.empty()
 
 
 def _create_view(ctx: SqlContext, tree: exp.Create) -> DataFrame:
@@ -110,7 +103,7 @@ def _create_view(ctx: SqlContext, tree: exp.Create) -> DataFrame:
         raise UnsupportedSqlError("CREATE VIEW without AS query", ctx.statement)
     replace = bool(tree.args.get("replace"))
     if tree.args.get("exists") and ctx.catalog.view_exists(ident):
-        return _empty(ctx)
+        return ctx.empty()
     if ctx.catalog.table_exists(ident):
         raise ValidationError(f"Cannot create view {'.'.join(ident)}: a table has that name")
     text = query.sql(dialect="spark")
@@ -134,17 +127,15 @@ def _create_view(ctx: SqlContext, tree: exp.Create) -> DataFrame:
                 f"query of {len(schema.fields)} columns"
             )
     fields = [
-        T.StructField(columns[i][0] if columns else f.name, f.dataType, True)
+        T.StructField(
+            columns[i][0] if columns else f.name,
+            f.dataType,
+            True,
+            {"comment": columns[i][1]} if columns and columns[i][1] else {},
+        )
         for i, f in enumerate(schema.fields)
     ]
-    arrow = spark_schema_to_arrow(T.StructType(fields))
-    if columns:
-        arrow = pa.schema(
-            [
-                f.with_metadata({DOC_KEY: doc.encode()}) if doc else f
-                for f, (_, doc) in zip(arrow, columns, strict=True)
-            ]
-        )
+    view_schema = iceberg_schema_from_spark(T.StructType(fields))
     props: dict[str, str] = {}
     p = tree.args.get("properties")
     for item in p.expressions if isinstance(p, exp.Properties) else []:
@@ -157,7 +148,7 @@ def _create_view(ctx: SqlContext, tree: exp.Create) -> DataFrame:
             raise UnsupportedSqlError(f"CREATE VIEW clause {item.sql('spark')}", ctx.statement)
     ctx.catalog.create_view(
         ident,
-        arrow,
+        view_schema,
         text,
         dialect="spark",
         default_namespace=list(ident[:-1]),
@@ -165,7 +156,7 @@ def _create_view(ctx: SqlContext, tree: exp.Create) -> DataFrame:
         properties=props,
         replace=replace,
     )
-    return _empty(ctx)
+    return ctx.empty()
 
 
 _ALTER = re.compile(
@@ -187,7 +178,7 @@ def alter_view(ctx: SqlContext, stmt: Statement) -> DataFrame:
             "use CREATE OR REPLACE VIEW to change the query",
         )
     parts = [p.strip("`") for p in re.findall(r"`[^`]*`|[^.]+", m["v"])]
-    ident = table_ident(ctx, parts)
+    ident = ctx.identifier(parts)
     if ident is None:
         raise UnsupportedSqlError("views of Spark's session catalog", stmt.text)
     pairs = [(x["k"], x["v"]) for x in _PAIR.finditer(m["items"]) if x.group(0).strip()]
@@ -204,4 +195,4 @@ def alter_view(ctx: SqlContext, stmt: Statement) -> DataFrame:
         present = [k for k in keys if k in view.properties]
         if present:
             view.remove_properties(*present)
-    return _empty(ctx)
+    return ctx.empty()

@@ -550,7 +550,7 @@ def merge(
         *columns,
     ).localCheckpoint()  # one evaluation of the join for the checks, deletes and new rows
     if "matched" in matches:
-        _check_cardinality(planned.filter(F.col(_ACTION).isNotNull() | F.lit(True)), target)
+        _check_cardinality(planned, target)
     changed = planned.filter(F.col(_ACTION).isin(*removed)) if removed else None
     new_rows = planned.filter(F.col(_ACTION).isin(*added)).select(*target.columns)
     if changed is None:

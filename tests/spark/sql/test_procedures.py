@@ -347,3 +347,30 @@ def test_register_table_and_changelog(spark: Any, catalog: Any, tmp_path: Path) 
         (11, "INSERT", 1),
         (1, "DELETE", 2),
     ]
+
+
+def test_empty_changelog_view_reads_nothing(
+    spark: Any, catalog: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow as pa
+
+    from icepark import schema
+    from icepark.table.incremental.changelog import ChangelogScan
+
+    t = catalog.create_table(("db", "we`ird"), schema(("id", "long", True)))
+    t.append(pa.table({"id": pa.array([1], pa.int64())}))
+
+    def no_read(self: Any) -> Any:
+        raise AssertionError("an empty changelog view read the changelog")
+
+    monkeypatch.setattr(ChangelogScan, "to_arrow", no_read)
+    parsed = parse_extension(
+        "CALL fs.system.create_changelog_view(table => 'db.`we``ird`', "
+        "options => map('end-timestamp', '1'))"
+    )
+    assert parsed is not None
+    (row,) = run_extension(spark, parsed, catalog, "fs").collect()
+    assert row[0] == "`we``ird_changes`"  # the default name, its back quote doubled
+    view = spark.table(row[0])
+    assert view.columns == ["id", "_change_type", "_change_ordinal", "_commit_snapshot_id"]
+    assert view.count() == 0

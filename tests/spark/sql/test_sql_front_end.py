@@ -137,6 +137,11 @@ def test_use_namespace(spark: Any, catalog: Any, events: Any) -> None:
         assert [tuple(r) for r in shown] == [("db", "events", False)]
         described = ispark.sql(spark, "DESCRIBE db.events.snapshots", catalog).collect()
         assert described[0][:2] == ("committed_at", "timestamp")
+        # ALTER TABLE and CALL resolve single-part names in the USE namespace too
+        ispark.sql(spark, "ALTER TABLE events ADD COLUMN x int", catalog)
+        assert catalog.load_table("db.events").schema().find_field("x") is not None
+        ancestors = ispark.sql(spark, "CALL system.ancestors_of('events')", catalog).collect()
+        assert len(ancestors) == 3
     finally:
         ispark.sql(spark, f"USE {catalog.name}", catalog)
     with pytest.raises(NoSuchTableError, match="events"):
@@ -213,3 +218,69 @@ def test_views_on_a_sql_catalog(spark: Any, tmp_path: Path, catalog: Any) -> Non
     assert sorted(r[1] for r in shown) == ["v", "vv"]
     ispark.sql(spark, "DROP VIEW db.vv; DROP VIEW IF EXISTS db.vv", cat)
     assert not cat.view_exists("db.vv")
+
+
+def test_a_plain_select_loads_its_table_once(
+    spark: Any, catalog: Any, events: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads: list[Any] = []
+    original = catalog.load_table
+
+    def counting(identifier: Any) -> Any:
+        loads.append(identifier)
+        return original(identifier)
+
+    monkeypatch.setattr(catalog, "load_table", counting)
+    rows = ispark.sql(spark, "SELECT id FROM db.events WHERE id > 20", catalog).collect()
+    assert sorted(r[0] for r in rows) == [21, 30, 31]
+    assert len(loads) == 1  # no second load by the aggregate push-down's check
+    loads.clear()
+    assert ispark.sql(spark, "SELECT count(*) FROM db.events", catalog).first()[0] == 6
+    assert len(loads) == 1  # answered from metadata, then not loaded again
+
+
+def test_replace_table_upgrades_the_format_version(spark: Any, catalog: Any, events: Any) -> None:
+    ispark.sql(spark, "CREATE TABLE db.rv (a int) USING iceberg", catalog)
+    ispark.sql(spark, "INSERT INTO db.rv VALUES (1)", catalog)
+    ispark.sql(
+        spark,
+        "REPLACE TABLE db.rv (a int, b string) USING iceberg "
+        "TBLPROPERTIES ('format-version' = '3', 'team' = 'x')",
+        catalog,
+    )
+    md = catalog.load_table("db.rv").metadata
+    assert md.format_version == 3
+    assert "format-version" not in md.properties  # reserved: an upgrade, not a property
+    assert md.properties["team"] == "x"
+    assert [f.name for f in md.schema().fields] == ["a", "b"]
+    assert md.current_snapshot_id is None and len(md.snapshots) == 1
+    with pytest.raises(ValidationError, match="downgrade v3 table to v2"):
+        ispark.sql(
+            spark,
+            "REPLACE TABLE db.rv (a int) USING iceberg TBLPROPERTIES ('format-version' = '2')",
+            catalog,
+        )
+
+
+def test_show_create_table_runs_again(spark: Any, catalog: Any, events: Any) -> None:
+    ispark.sql(
+        spark,
+        "CREATE TABLE db.quoted (`my col` int COMMENT 'it\\'s a \\\\ col', id bigint NOT NULL) "
+        "USING iceberg PARTITIONED BY (id) COMMENT 'the \\'q\\' table' "
+        "TBLPROPERTIES ('k\\'ey' = 'v\\'al')",
+        catalog,
+    )
+    (text,) = ispark.sql(spark, "SHOW CREATE TABLE db.quoted", catalog).first()
+    assert "`my col` INT COMMENT 'it\\'s a \\\\ col'" in text
+    assert "PARTITIONED BY (id)" in text
+    before = catalog.load_table("db.quoted").metadata
+    ispark.sql(spark, "DROP TABLE db.quoted PURGE", catalog)
+    ispark.sql(spark, text, catalog)
+    after = catalog.load_table("db.quoted").metadata
+    assert [(f.name, f.doc, f.required) for f in after.schema().fields] == [
+        (f.name, f.doc, f.required) for f in before.schema().fields
+    ]
+    assert after.schema().fields[0].doc == "it's a \\ col"
+    assert after.properties["comment"] == "the 'q' table"
+    assert after.properties["k'ey"] == "v'al"
+    assert [str(f.transform) for f in after.spec().fields] == ["identity"]

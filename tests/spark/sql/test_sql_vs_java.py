@@ -67,6 +67,9 @@ CREATE OR REPLACE TABLE db.rep2 (id bigint, c2 string) USING iceberg;
 INSERT INTO db.rep2 VALUES (1, 'a');
 CREATE OR REPLACE TABLE db.rep2 (id bigint, cat string) USING iceberg PARTITIONED BY (cat)
   TBLPROPERTIES ('team' = 'x');
+CREATE TABLE db.typed (
+  v varchar(10) COMMENT 'short', c char(3),
+  s struct<a: int COMMENT 'inner', b: varchar(4)> COMMENT 'outer') USING iceberg;
 CREATE NAMESPACE db.sub;
 CREATE NAMESPACE db2;
 CREATE TABLE db2.x (a int) USING iceberg;
@@ -112,7 +115,17 @@ QUERIES = [
 ]
 
 
-TABLES = ("db.events", "db.dims", "db.ctas", "db.parts", "db.dyn", "db.mor", "db.rep", "db.rep2")
+TABLES = (
+    "db.events",
+    "db.dims",
+    "db.ctas",
+    "db.parts",
+    "db.dyn",
+    "db.mor",
+    "db.rep",
+    "db.rep2",
+    "db.typed",  # char/varchar as strings, a nested field's comment as its doc
+)
 
 # icepark's tables Java reads back (position deletes, replaced tables and branches included)
 READ_BACK = (
