@@ -24,6 +24,7 @@ for cand in (
     if cand and os.path.exists(os.path.join(cand, "refspark.py")):
         sys.path.insert(0, cand)
 import refspark  # noqa: E402
+import sql_bench  # noqa: E402  (bench/, on the path as this script's folder)
 
 COLS = """id, TIMESTAMP '2024-01-01 00:00:00' + make_interval(0,0,0,0,0,0, id % (30*86400)) AS ts,
   concat('cat-', CAST(id % 100 AS STRING)) AS category, CAST(id % 1000 AS DOUBLE) / 7 AS amount,
@@ -77,14 +78,7 @@ def _row_level(spark, runs: int, write_rows: int, merge_rows: int) -> dict[str, 
     for name in tables:
         spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
 
-    half = merge_rows // 2
-    step = write_rows // half
-    spark.sql(
-        "CREATE OR REPLACE TEMP VIEW merge_source AS SELECT id, ts, category,"
-        f" amount + 1 AS amount, qty, flag, note FROM (SELECT {COLS} FROM ("
-        f"SELECT id * {step} + 3 AS id FROM range({half})"
-        f" UNION ALL SELECT id FROM range({write_rows}, {write_rows + half})))"
-    )
+    spark.sql(sql_bench.merge_source_sql(COLS, write_rows, merge_rows))
     times = []
     for i, name in enumerate(tables[: runs + 1]):
         _fresh_table(spark, name, write_rows)
@@ -103,6 +97,47 @@ def _row_level(spark, runs: int, write_rows: int, merge_rows: int) -> dict[str, 
             out["check: merge"] = [row[0], row[1], row[2], deletes]
         spark.sql(f"DROP TABLE {name} PURGE")
     out[merge_name(merge_rows)] = times
+    return out
+
+
+def _sql(spark, runs: int, point: int, write_rows: int, merge_rows: int) -> dict[str, list]:
+    """The statements of bench/sql_bench.py through Java's Spark SQL (aggregate push-down on,
+    Java's default), on the standard tables and on fresh tables of the same catalog."""
+    out: dict[str, list] = {}
+    for name, sql in sql_bench.statements("ref.", point).items():
+        spark.sql(sql).collect()  # warm-up
+        out[name] = [_timed(spark, sql) for _ in range(runs)]
+        out[f"check: {name}"] = [str(tuple(r)) for r in spark.sql(sql).collect()]  # as ours
+    tables = [f"ref.bench.sql{i}" for i in range(runs + 1)]
+
+    def timed_on_fresh(statement: str, filled: bool) -> list[float]:
+        times = []
+        for i, name in enumerate(tables):
+            spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
+            spark.sql(sql_bench.create_sql(name))
+            if filled:
+                spark.sql(sql_bench.insert_sql(name, COLS, write_rows))
+            took = _timed(spark, statement.format(name))
+            if i:  # the first is the warm-up
+                times.append(took)
+        return times
+
+    out[sql_bench.insert_name(write_rows)] = timed_on_fresh(
+        sql_bench.insert_sql("{}", COLS, write_rows), filled=False
+    )
+    out[sql_bench.delete_name()] = timed_on_fresh(sql_bench.DELETE_SQL, filled=True)
+    left = spark.sql(f"SELECT count(*) FROM {tables[-1]}").collect()[0][0]
+    deletes = spark.sql(f"SELECT count(*) FROM {tables[-1]}.delete_files").collect()[0][0]
+    out["check: SQL DELETE"] = [f"{left:,} rows left, {deletes} delete files"]
+    spark.sql(sql_bench.merge_source_sql(COLS, write_rows, merge_rows))
+    out[sql_bench.merge_name(merge_rows, write_rows)] = timed_on_fresh(
+        sql_bench.MERGE_SQL, filled=True
+    )
+    row = spark.sql(f"SELECT count(*), sum(amount) FROM {tables[-1]}").collect()[0]
+    deletes = spark.sql(f"SELECT count(*) FROM {tables[-1]}.delete_files").collect()[0][0]
+    out["check: SQL MERGE"] = [f"{row[0]:,} rows, sum(amount) {row[1]:.6g}, {deletes} delete files"]
+    for name in tables:
+        spark.sql(f"DROP TABLE IF EXISTS {name} PURGE")
     return out
 
 
@@ -251,6 +286,8 @@ def main() -> None:
         out.update(_row_level(spark, runs, write_rows, merge_rows))
     if "compaction" in sections:
         out.update(_compaction(spark, runs, write_rows))
+    if "sql" in sections:
+        out.update(_sql(spark, runs, point, write_rows, merge_rows))
     if "upkeep" in sections:
         from pathlib import Path
 

@@ -41,6 +41,7 @@ SECTIONS = {
     "compaction",
     "streaming",
     "rest",
+    "sql",
 }
 # sections that build tables of their own (the standard tables are not needed for them)
 _OWN_TABLES = {"upkeep", "avro", "rest"}
@@ -250,6 +251,14 @@ def _measure(
             }
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+    if "sql" in sections:
+        from bench import sql_bench
+
+        out.update(
+            sql_bench.measure(
+                spark, warehouse, runs, point, write_rows, merge_rows, COLS, _time, _check, CHECKS
+            )
+        )
     if "row-level" in sections:
         out.update(_measure_row_level(spark, schema, runs, write_rows, merge_rows))
     if "avro" in sections:
@@ -616,6 +625,10 @@ def _print(
             f" {theirs.strip()}; after the delete alone: icepark {deleted.strip()}, reference"
             f" {theirs_deleted.strip()}"
         )
+    if "parse + plan of a statement (no job)" in results:
+        from bench.sql_bench import OVERHEAD, overhead_summary
+
+        print(f"{OVERHEAD}: {overhead_summary(results[OVERHEAD]['icepark'])}")
     for what, result in CHECKS.items():
         ref_result = ref.get(f"check: {what}")
         print(
