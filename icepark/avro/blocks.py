@@ -24,7 +24,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -32,11 +31,11 @@ from typing import Any
 
 import fastavro
 
+from icepark.avro.codecs import decompress_block, file_budget
 from icepark.avro.file import (
     _HEADER_SCHEMA,
     _metadata_strings,
     _read_header,
-    _unsnappy,
     _write_long,
     _writer_schema,
     read_exactly,
@@ -273,26 +272,6 @@ class _Block:
     data: bytes  # decompressed records
 
 
-def _decompress(codec: str, payload: bytes) -> bytes:
-    if codec == "null":
-        return payload
-    if codec == "deflate":
-        return zlib.decompress(payload, -15)
-    if codec == "snappy":
-        try:
-            return _unsnappy(payload)
-        except (ValueError, IndexError) as exc:
-            raise InvalidAvroFileError(str(exc)) from exc
-    if codec == "zstandard":
-        import zstandard
-
-        try:
-            return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(payload))
-        except zstandard.ZstdError as exc:
-            raise InvalidAvroFileError(f"corrupt zstandard block ({exc})") from exc
-    raise UnsupportedAvroError(f"codec {codec}")
-
-
 @dataclass(frozen=True)
 class AvroBlocks:
     """An Avro file split into its blocks, with what is needed to decode any of them.
@@ -347,6 +326,7 @@ def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
     sync: bytes = header["sync"]
     pos = stream.tell()
     blocks: list[_Block] = []
+    budget = file_budget(len(data))
     try:
         while pos < len(data):
             start = pos
@@ -355,10 +335,16 @@ def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
             end = pos + size
             if count < 0 or size < 0 or data[end : end + 16] != sync:
                 raise InvalidAvroFileError(f"Cannot read Avro file {location}: corrupt block")
-            blocks.append(_Block(count, data[start : end + 16], _decompress(codec, data[pos:end])))
+            block = decompress_block(codec, data[pos:end], budget)
+            budget -= len(block)
+            blocks.append(_Block(count, data[start : end + 16], block))
             pos = end + 16
-    except (IndexError, zlib.error, ValueError) as exc:
-        raise InvalidAvroFileError(f"Cannot read Avro file {location}: corrupt block") from exc
+    except InvalidAvroFileError:
+        raise
+    except (IndexError, ValueError) as exc:
+        raise InvalidAvroFileError(
+            f"Cannot read Avro file {location}: corrupt block ({exc})"
+        ) from exc
     if codec not in ("null", "deflate"):
         # fastavro may lack the codec: hand it the blocks uncompressed
         codec = "null"
@@ -503,8 +489,8 @@ def iter_avro_blocks(
             )
         if not skip:
             try:
-                data = _decompress(header.codec, bytes(payload))
-            except (zlib.error, ValueError, IndexError, InvalidAvroFileError) as exc:
+                data = decompress_block(header.codec, bytes(payload))
+            except (ValueError, IndexError) as exc:
                 raise InvalidAvroFileError(
                     f"Cannot read Avro file {location}: the block at offset {offset} does not "
                     f"decompress with codec {header.codec} ({exc})"

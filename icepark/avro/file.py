@@ -24,6 +24,7 @@ from typing import Any, cast
 import fastavro
 import fastavro.write
 
+from icepark.avro.codecs import decompress_block, file_budget
 from icepark.avro.schema import strip_logical_types
 from icepark.errors import IceparkError, InvalidAvroFileError, ValidationError
 
@@ -378,47 +379,11 @@ def _write_long(value: int) -> bytes:
     return bytes(out)
 
 
-_SNAPPY_MAX_RATIO = 32
-
-
-def _unsnappy(payload: bytes) -> bytes:
-    """An Avro snappy block: raw snappy, then the CRC32 of the uncompressed bytes."""
-    import pyarrow as pa
-
-    size = shift = pos = 0
-    while True:  # snappy's preamble: the uncompressed length, an unsigned 32-bit varint
-        if pos >= len(payload) - 4 or shift > 28:
-            raise ValueError("corrupt snappy block (bad length preamble)")
-        b = payload[pos]
-        pos += 1
-        size |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-    # the length is what gets allocated: a snappy element of n bytes gives at most 64 bytes
-    # (a 3-byte copy), so a larger claim is corruption, not data
-    if size > _SNAPPY_MAX_RATIO * len(payload):
-        raise ValueError(
-            f"corrupt snappy block (claims {size} bytes uncompressed from {len(payload)})"
-        )
-    try:
-        out = bytes(pa.decompress(payload[:-4], size, codec="snappy", asbytes=True))
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"corrupt snappy block ({exc})") from exc
-    if zlib.crc32(out).to_bytes(4, "big") != payload[-4:]:
-        raise ValueError("corrupt snappy block (checksum mismatch)")
-    return out
-
-
 def _decompress_blocks(location: str, blocks: bytes, sync: bytes, codec: str) -> bytes:
-    """The blocks of a zstandard or snappy file, decompressed (when fastavro cannot)."""
-    import zstandard
-
-    def unzstd(payload: bytes) -> bytes:
-        return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(payload))
-
-    decompress = unzstd if codec == "zstandard" else _unsnappy
+    """The blocks of a compressed file, decompressed (within :func:`file_budget` of the
+    file's size), for fastavro to read as a file with codec ``null``."""
     out = bytearray()
+    budget = file_budget(len(blocks))
     pos = 0
     try:
         while pos < len(blocks):
@@ -426,13 +391,14 @@ def _decompress_blocks(location: str, blocks: bytes, sync: bytes, codec: str) ->
             size, pos = read_long(blocks, pos)
             if size < 0 or pos + size + len(sync) > len(blocks):
                 raise EOFError("block runs past the end of the file")
-            raw = decompress(blocks[pos : pos + size])
+            raw = decompress_block(codec, blocks[pos : pos + size], budget)
+            budget -= len(raw)
             pos += size
             if blocks[pos : pos + len(sync)] != sync:
                 raise ValueError("expected sync marker not found")
             pos += len(sync)
             out += _write_long(count) + _write_long(len(raw)) + raw + sync
-    except (EOFError, ValueError, IndexError, zstandard.ZstdError) as exc:
+    except (EOFError, ValueError, IndexError) as exc:
         raise _invalid(location, exc) from exc
     return bytes(out)
 
@@ -452,7 +418,7 @@ def read_avro_file(input_file: Any) -> AvroContents:
     meta["avro.schema"] = json.dumps(strip_logical_types(writer_schema)).encode("utf-8")
     blocks = data[stream.tell() :]
     codec = bytes(meta.get("avro.codec", b"null")).decode("utf-8", errors="replace")
-    if codec in ("zstandard", "snappy") and codec not in FASTAVRO_CODECS:
+    if codec != "null":  # decompressed here, within bounds (fastavro's inflate has none)
         blocks = _decompress_blocks(location, blocks, header["sync"], codec)
         meta["avro.codec"] = b"null"
     new_header = io.BytesIO()

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from icepark.avro.codecs import decompress_block, file_budget
 from icepark.errors import UnsupportedOperationError, ValidationError
 from icepark.io.fileio import FileIO, InputFile, OutputFile
 
@@ -114,11 +115,9 @@ def _decompress(codec: str | None, data: bytes, location: str) -> bytes:
     if codec is None:
         return data
     if codec == "zstd":
-        import zstandard
-
-        try:
-            return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(data))
-        except zstandard.ZstdError as e:
+        try:  # bounded, as Avro blocks are: a few bytes may claim gigabytes
+            return decompress_block("zstandard", data, file_budget(len(data)))
+        except ValueError as e:
             raise ValidationError(f"Cannot decompress zstd blob in {location}: {e}") from None
     if codec == "lz4":
         raise UnsupportedOperationError(

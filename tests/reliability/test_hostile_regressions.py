@@ -9,6 +9,7 @@ import json
 import re
 import struct
 import tracemalloc
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from icepark.arrow.avro_reader import AvroDataFile
 from icepark.arrow.footer import data_file_from_footer
 from icepark.arrow.metrics import MetricsConfig
 from icepark.arrow.reader import read_data_file
+from icepark.avro.blocks import read_avro_blocks
 from icepark.avro.file import read_avro_file
 from icepark.avro.file_schema import resolve_file_schema
 from icepark.errors import (
@@ -428,3 +430,92 @@ def test_corrupt_parquet_is_a_typed_error(tmp_path: Path) -> None:
                 name_mapping=None,
             )
         )
+
+
+def _deflate(data: bytes) -> bytes:
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return packer.compress(data) + packer.flush()
+
+
+def _bomb_file(path: Path, codec: bytes, blocks: list[bytes], count: int = 1) -> None:
+    sync = b"s" * 16
+    body = b"".join(_zigzag(count) + _zigzag(len(b)) + b + sync for b in blocks)
+    path.write_bytes(_header(_SCHEMA, sync, codec) + body)
+
+
+_BOMB = _deflate(b"\x00" * (200 * 2**20))  # 200 MiB of zeros in ~200 KB
+
+
+@pytest.mark.parametrize("reader", ["whole file", "blocks", "data file"])
+def test_deflate_bomb_is_refused_before_it_is_allocated(tmp_path: Path, reader: str) -> None:
+    # every Avro reader inflated a block whatever it claimed (fastavro's, blocks.py's): a
+    # 200 KB manifest took 200 MiB
+    path = tmp_path / "bomb.avro"
+    _bomb_file(path, b"deflate", [_BOMB])
+    io_ = PyArrowFileIO()
+
+    def run() -> None:
+        with pytest.raises(InvalidAvroFileError, match=re.escape(str(path))) as raised:
+            if reader == "whole file":
+                read_avro_file(io_.new_input(str(path)))
+            elif reader == "blocks":
+                read_avro_blocks(str(path), path.read_bytes())
+            else:
+                with AvroDataFile(io_, str(path), None) as avro:
+                    list(avro.batches({1: None}, 100))
+        assert "more than" in str(raised.value)
+
+    assert _peak_bytes(run) < 64 * 2**20
+
+
+def test_blocks_of_a_file_share_one_budget(tmp_path: Path) -> None:
+    # each block within its own bound (1 MiB), together far past what the file's size allows
+    path = tmp_path / "many.avro"
+    block = _deflate(b"\x00" * 2**20)
+    _bomb_file(path, b"deflate", [block] * 200)
+    with pytest.raises(InvalidAvroFileError, match="more than"):
+        read_avro_file(PyArrowFileIO().new_input(str(path)))
+    with pytest.raises(InvalidAvroFileError, match="more than"):
+        read_avro_blocks(str(path), path.read_bytes())
+
+
+def test_zstandard_bomb_is_refused(tmp_path: Path) -> None:
+    import zstandard
+
+    path = tmp_path / "bomb-zstd.avro"
+    _bomb_file(path, b"zstandard", [zstandard.ZstdCompressor().compress(b"\x00" * (200 * 2**20))])
+
+    def run() -> None:
+        with pytest.raises(InvalidAvroFileError, match="more than"):
+            read_avro_file(PyArrowFileIO().new_input(str(path)))
+
+    assert _peak_bytes(run) < 64 * 2**20
+
+
+def test_puffin_zstd_bomb_is_refused(tmp_path: Path) -> None:
+    import zstandard
+
+    path = tmp_path / "bomb.puffin"
+    blob = zstandard.ZstdCompressor().compress(b"\x00" * (200 * 2**20))
+    meta = {"type": "t", "fields": [1], "snapshot-id": 1, "sequence-number": 1}
+    footer = {"blobs": [{**meta, "offset": 4, "length": len(blob), "compression-codec": "zstd"}]}
+    path.write_bytes(_puffin(footer, blob))
+    input_file = PyArrowFileIO().new_input(str(path))
+    (found,) = read_puffin(input_file).blobs
+
+    def run() -> None:
+        with pytest.raises(ValidationError, match=re.escape(str(path))):
+            read_puffin_blob(input_file, found.offset, found.length, found.compression_codec)
+
+    assert _peak_bytes(run) < 64 * 2**20
+
+
+def test_highly_compressible_blocks_within_bounds_still_read(tmp_path: Path) -> None:
+    # 1 Mi records of one zero byte each (id 0) in one block, ~1000:1: data, not a bomb
+    path = tmp_path / "zeros.avro"
+    rows = 2**20
+    _bomb_file(path, b"deflate", [_deflate(b"\x00" * rows)], count=rows)
+    contents = read_avro_file(PyArrowFileIO().new_input(str(path)))
+    assert len(contents.records) == rows and contents.records[-1] == {"id": 0}
+    ((count, data),) = read_avro_blocks(str(path), path.read_bytes()).block_data()
+    assert count == rows and len(data) == rows
