@@ -41,6 +41,7 @@ from icepark.errors import (
     ViewAlreadyExistsError,
 )
 from icepark.io import FileIO
+from icepark.spec.gzip_json import GZIP_MAGIC, gunzip_metadata
 from icepark.spec.requirements import TableRequirement
 from icepark.spec.updates import RemovePropertiesUpdate, SetPropertiesUpdate, TableUpdate
 from icepark.spec.view_builder import (
@@ -349,8 +350,8 @@ class ViewCatalog:
 
 def _read_view(io: FileIO, location: str) -> ViewMetadata:
     data = io.new_input(location).read_bytes()
-    if data[:2] == b"\x1f\x8b":
-        data = gzip.decompress(data)
+    if data[:2] == GZIP_MAGIC:
+        data = gunzip_metadata(data, f"view metadata {location}")
     return read_view_metadata_json(data, location)
 
 

@@ -11,11 +11,9 @@ Metadata is changed only through :class:`icepark.spec.builder.MetadataBuilder`.
 
 from __future__ import annotations
 
-import gzip
 import json
 import threading
 import uuid
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -29,6 +27,7 @@ from icepark.errors import (
 )
 from icepark.spec import _jsonutil as js
 from icepark.spec import properties as P
+from icepark.spec.gzip_json import GZIP_MAGIC, gunzip_metadata
 from icepark.spec.name_mapping import NameMapping, name_mapping_from_json
 from icepark.spec.partitioning import (
     INITIAL_SPEC_ID,
@@ -64,7 +63,6 @@ __all__ = [
 SUPPORTED_FORMAT_VERSION = 3
 DEFAULT_FORMAT_VERSION = 2
 MIN_FORMAT_VERSION_ROW_LINEAGE = 3
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _strip_trailing_slash(location: str) -> str:
@@ -422,11 +420,8 @@ def table_metadata_from_json(text: str | bytes | bytearray | memoryview) -> Tabl
     if isinstance(text, bytearray | memoryview):
         text = bytes(text)
     if isinstance(text, bytes):
-        if text[:2] == _GZIP_MAGIC:
-            try:
-                text = gzip.decompress(text)
-            except (OSError, EOFError, zlib.error) as exc:
-                raise InvalidMetadataError(f"Cannot decompress gzip table metadata: {exc}") from exc
+        if text[:2] == GZIP_MAGIC:
+            text = gunzip_metadata(text, "table metadata")
         try:
             text = text.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
