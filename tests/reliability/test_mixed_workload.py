@@ -1,5 +1,6 @@
 """Eight processes on one table at once (appends, an overwrite, merge-on-read deletes across
-every partition, expiry and manifest rewrites) for a bounded time, on SQLite and PostgreSQL:
+every partition, expiry and manifest rewrites, and Spark: a streaming sink and compaction)
+for a bounded time, on SQLite and PostgreSQL:
 every write lands or fails with a typed conflict error; the table's rows equal the landed
 writes applied one after the other in commit order; nothing referenced is missing; the
 reference engine reads the same rows. ``ICEPARK_MIXED_SECONDS`` sets how long they run."""
@@ -58,6 +59,11 @@ def _run(spec: CatalogSpec, refspark: Any) -> None:
     # lose every race, so only the appends must have landed
     assert landed["append"] >= 4, (landed, errors[:5])
     assert sum(1 for e in entries if e["kind"] == "upkeep" and not e["error"]) >= 1
+    # Spark's streaming sink landed every micro-batch (exactly once: checked by the rows
+    # below) and compaction ran (it may lose its race to a delete: typed, as above)
+    streamed = [e for e in entries if e["kind"] == "stream"]
+    assert streamed and all(e["error"] is None for e in streamed), streamed
+    assert any(e["kind"] == "compaction" for e in entries)
 
     table = catalog.load_table(name)
     out = table.scan().to_arrow()
