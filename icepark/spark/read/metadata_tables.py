@@ -34,6 +34,7 @@ from icepark.errors import NoSuchTableError, ValidationError
 from icepark.expressions import BooleanExpression, as_filter
 from icepark.spark.filters import to_spark_column
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
+from icepark.spec.schema import Schema
 from icepark.table import Table
 from icepark.table.inspect import (
     METADATA_TABLES,
@@ -45,6 +46,7 @@ from icepark.table.inspect import (
 
 __all__ = [
     "MetadataTableReader",
+    "metadata_schema",
     "metadata_source",
     "metadata_spark_schema",
     "read_metadata_table",
@@ -95,9 +97,14 @@ def _at(options: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
+def metadata_schema(table: Table, name: str) -> Schema:
+    """The Iceberg schema of metadata table ``name`` of ``table`` (with Java's docs)."""
+    return metadata_table_schema(_context(table), name)
+
+
 def metadata_spark_schema(table: Table, name: str) -> SparkStructType:
     """The Spark schema of metadata table ``name`` of ``table`` (Java's types)."""
-    return to_spark_schema(metadata_table_schema(_context(table), name), with_ids=False)
+    return to_spark_schema(metadata_schema(table, name), with_ids=False)
 
 
 def _spark_arrow(

@@ -10,15 +10,17 @@ schema whose ``StructField`` metadata carries the Iceberg field ids and
 (renames, reordering, dropped and added columns, nested structs, lists and maps), a column a
 file lacks reads as null, promoted types (int -> long, float -> double, date -> timestamp,
 wider decimals) are widened by Spark, only the needed columns are read, and the filter
-becomes a Spark filter that Spark pushes to Parquet row groups. Identity partition values of
-files that lack their source column, ``_file``, ``_spec_id`` and ``_partition`` come from a
-small broadcast table of per-file values joined on ``_metadata.file_path``; ``_pos`` is
-``_metadata.row_index``. When the table's schema history shows that names and ids of the
-columns read always went together (no rename, no name reused by another column), the ids are
-left out and Spark matches by name, which is the same and measurably cheaper. Position
-deletes and deletion vectors are read on the driver (each delete file once) and their rows
-dropped by a bitmap filter over ``_metadata`` or a broadcast anti join (see
-:mod:`icepark.spark.read.positions`).
+becomes a Spark filter that Spark pushes to Parquet row groups (but not when a float or
+double column is read: parquet-mr's row-group filters miss NaNs and -0.0, see
+``_NO_ROW_GROUP_FILTERS``; icepark's planning has pruned files already). Identity
+partition values of files that lack their source column, ``_file``, ``_spec_id`` and
+``_partition`` come from a small broadcast table of per-file values joined on
+``_metadata.file_path``; ``_pos`` is ``_metadata.row_index``. When the table's schema
+history shows that names and ids of the columns read always went together (no rename, no
+name reused by another column), the ids are left out and Spark matches by name, which is the
+same and measurably cheaper. Position deletes and deletion vectors are read on the driver
+(each delete file once) and their rows dropped by a bitmap filter over ``_metadata`` or a
+broadcast anti join (see :mod:`icepark.spark.read.positions`).
 
 **python**: each combined scan task (:meth:`DataScan.plan_tasks`) becomes a Spark task that
 reads its files with :meth:`DataScan.read_task` (icepark's Arrow reader) and yields Arrow
@@ -76,7 +78,16 @@ from icepark.spec.metadata_columns import (
     is_metadata_field_id,
 )
 from icepark.spec.schema import Schema, walk_fields
-from icepark.spec.types import IcebergType, ListType, MapType, NestedField, StructType, UUIDType
+from icepark.spec.types import (
+    DoubleType,
+    FloatType,
+    IcebergType,
+    ListType,
+    MapType,
+    NestedField,
+    StructType,
+    UUIDType,
+)
 from icepark.table import Table
 from icepark.table.scan import DataScan
 from icepark.table.write.row_delta import deleted_positions
@@ -398,6 +409,23 @@ def _names_are_ids(metadata: TableMetadata, read: Schema) -> bool:
     return all(names.get(path, field_id) == field_id for field_id, path in wanted.items())
 
 
+# parquet-mr's row-group filters that Spark's pushed filters drive: its statistics ignore the
+# NaNs that pyarrow leaves out of min/max (Spark's "d > 5" skipped a row group holding a NaN,
+# which Spark orders above 5), its dictionary and bloom filters tell -0.0 from 0.0
+_NO_ROW_GROUP_FILTERS = (
+    "parquet.filter.stats.enabled",
+    "parquet.filter.dictionary.enabled",
+    "parquet.filter.columnindex.enabled",
+    "parquet.filter.bloom.enabled",
+)
+
+
+def _has_floating(schema: Schema) -> bool:
+    return any(
+        isinstance(f.field_type, FloatType | DoubleType) for _, f in walk_fields(schema.as_struct())
+    )
+
+
 def _read_native(
     spark: SparkSession,
     scan: DataScan,
@@ -423,7 +451,11 @@ def _read_native(
     with temporary_conf(
         spark, {"spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000"}
     ):
-        df = spark.read.schema(spark_schema).parquet(*locations)
+        reader = spark.read.schema(spark_schema)
+        if _has_floating(read_schema):
+            for key in _NO_ROW_GROUP_FILTERS:
+                reader = reader.option(key, "false")
+        df = reader.parquet(*locations)
     projected = scan.projected_schema.fields
     meta_ids = {f.field_id for f in projected if is_metadata_field_id(f.field_id)}
     constants = _identity_constants(scan, read_schema, tasks)

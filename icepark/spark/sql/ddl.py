@@ -15,7 +15,8 @@
   ``DROP NAMESPACE ... [IF EXISTS] [CASCADE]``.
 - ``SHOW NAMESPACES|DATABASES|SCHEMAS [IN ns]``, ``SHOW TABLES [IN ns]``, ``SHOW VIEWS``
   (see :mod:`~icepark.spark.sql.views`), ``SHOW TBLPROPERTIES t [('key')]``, ``SHOW CREATE
-  TABLE t``, ``DESCRIBE [TABLE] [EXTENDED] t``.
+  TABLE t``, ``DESCRIBE [TABLE] [EXTENDED] t`` (one column's:
+  :mod:`~icepark.spark.sql.describe_column`).
 """
 
 from __future__ import annotations

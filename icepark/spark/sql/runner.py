@@ -2,9 +2,10 @@
 
 A statement is recognised by its first words where sqlglot does not parse it (``ALTER
 TABLE`` and ``CALL`` go to the Iceberg extensions' own parser first, ``EXPLAIN``, ``SHOW``,
-``REPLACE TABLE``, ``SET``), otherwise parsed by sqlglot (Spark dialect) and sent by the kind
-of tree: queries to :mod:`~icepark.spark.sql.query`, DDL to :mod:`~icepark.spark.sql.ddl`,
-writes to :mod:`~icepark.spark.sql.dml`, views to :mod:`~icepark.spark.sql.views`.
+``REPLACE TABLE``, ``SET``, ``DESCRIBE t col``), otherwise parsed by sqlglot (Spark
+dialect) and sent by the kind of tree: queries to :mod:`~icepark.spark.sql.query`, DDL to
+:mod:`~icepark.spark.sql.ddl`, writes to :mod:`~icepark.spark.sql.dml`, views to
+:mod:`~icepark.spark.sql.views`.
 """
 
 from __future__ import annotations
@@ -111,6 +112,12 @@ def _run_statement(ctx: SqlContext, stmt: Statement) -> DataFrame:
         from icepark.spark.sql.ddl import create_namespace
 
         return create_namespace(ctx, stmt)
+    if head in ("DESCRIBE", "DESC"):
+        from icepark.spark.sql.describe_column import describe_column
+
+        described = describe_column(ctx, stmt)
+        if described is not None:
+            return described
     if head == "USE":
         from icepark.spark.sql.ddl import use
 
