@@ -11,8 +11,9 @@ schema whose ``StructField`` metadata carries the Iceberg field ids and
 file lacks reads as null, promoted types (int -> long, float -> double, date -> timestamp,
 wider decimals) are widened by Spark, only the needed columns are read, and the filter
 becomes a Spark filter that Spark pushes to Parquet row groups (but not when a float or
-double column is read: parquet-mr's row-group filters miss NaNs and -0.0, see
-``_NO_ROW_GROUP_FILTERS``; icepark's planning has pruned files already). Identity
+double column is read whose files may hold NaN or zero: parquet-mr's row-group filters miss
+NaNs and -0.0, see ``_row_group_filters_agree``; icepark's planning has pruned files
+already). Identity
 partition values of files that lack their source column, ``_file``, ``_spec_id`` and
 ``_partition`` come from a small broadcast table of per-file values joined on
 ``_metadata.file_path``; ``_pos`` is ``_metadata.row_index``. When the table's schema
@@ -50,7 +51,7 @@ from pyspark.sql import functions as F
 from icepark.arrow.conform import value_to_arrow_scalar
 from icepark.arrow.deletes import DeleteCache
 from icepark.arrow.schema import type_to_arrow
-from icepark.errors import ValidationError
+from icepark.errors import InvalidValueError, ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, referenced_names
 from icepark.manifest import FileContent, FileFormat
 from icepark.planning.planner import (
@@ -68,6 +69,7 @@ from icepark.spark.setup import prepare_session, temporary_conf
 from icepark.spark.storage import choose_storage_path
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
 from icepark.spec import properties as P
+from icepark.spec.conversions import from_bytes
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.metadata_columns import (
     FILE_PATH_FIELD_ID,
@@ -411,7 +413,7 @@ def _names_are_ids(metadata: TableMetadata, read: Schema) -> bool:
 
 # parquet-mr's row-group filters that Spark's pushed filters drive: its statistics ignore the
 # NaNs that pyarrow leaves out of min/max (Spark's "d > 5" skipped a row group holding a NaN,
-# which Spark orders above 5), its dictionary and bloom filters tell -0.0 from 0.0
+# which Spark orders above 5), its statistics, dictionary and bloom filters tell -0.0 from 0.0
 _NO_ROW_GROUP_FILTERS = (
     "parquet.filter.stats.enabled",
     "parquet.filter.dictionary.enabled",
@@ -420,10 +422,32 @@ _NO_ROW_GROUP_FILTERS = (
 )
 
 
-def _has_floating(schema: Schema) -> bool:
-    return any(
-        isinstance(f.field_type, FloatType | DoubleType) for _, f in walk_fields(schema.as_struct())
-    )
+def _row_group_filters_agree(schema: Schema, tasks: Sequence[FileScanTask]) -> bool:
+    """Whether parquet-mr's row-group filters keep every row Spark's predicates keep: true
+    unless a float or double column is read from a file whose metrics do not rule out NaN
+    and zero (either sign) for it. A column of nulls only is safe; missing metrics are not."""
+    floating = [
+        (f.field_id, f.field_type)
+        for _, f in walk_fields(schema.as_struct())
+        if isinstance(f.field_type, FloatType | DoubleType)
+    ]
+    for task in tasks if floating else ():
+        f = task.file
+        values, nulls, nans = f.value_counts or {}, f.null_value_counts or {}, f.nan_value_counts
+        lower, upper = f.lower_bounds or {}, f.upper_bounds or {}
+        for fid, t in floating:
+            count = values.get(fid)
+            if count is not None and count == nulls.get(fid):
+                continue
+            if (nans or {}).get(fid) != 0 or fid not in lower or fid not in upper:
+                return False
+            try:
+                low, high = from_bytes(t, lower[fid]), from_bytes(t, upper[fid])
+            except InvalidValueError:
+                return False
+            if low <= 0.0 <= high:
+                return False
+    return True
 
 
 def _read_native(
@@ -452,7 +476,7 @@ def _read_native(
         spark, {"spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000"}
     ):
         reader = spark.read.schema(spark_schema)
-        if _has_floating(read_schema):
+        if not _row_group_filters_agree(read_schema, tasks):
             for key in _NO_ROW_GROUP_FILTERS:
                 reader = reader.option(key, "false")
         df = reader.parquet(*locations)
