@@ -28,7 +28,9 @@ from icepark.spark.read.reader import _row_group_filters_agree
 def test_judged_by_each_files_metrics(tmp_path: Path, values: list[float], agree: bool) -> None:
     catalog = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path))
     catalog.create_namespace("db")
-    data = pa.table({"id": pa.array([1] * len(values), pa.int64()), "d": pa.array(values, pa.float64())})
+    data = pa.table(
+        {"id": pa.array([1] * len(values), pa.int64()), "d": pa.array(values, pa.float64())}
+    )
     table = catalog.create_table("db.t", data.schema)
     table.append(pa.table({"id": pa.array([7], pa.int64()), "d": pa.array([9.0])}))
     table.append(data)
