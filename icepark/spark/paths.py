@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-__all__ = ["spark_reported_path", "to_spark_location"]
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["parquet_files", "spark_reported_path", "to_spark_location"]
 
 
 def to_spark_location(location: str) -> str:
@@ -45,3 +48,30 @@ def spark_reported_path(location: str) -> str:
     scheme, rest = location.split("://", 1)
     authority, _, path = rest.partition("/")
     return f"{scheme}://{authority}/" + _encode_path(path)
+
+
+_SEPARATOR = "\n"
+_FEW = 8  # below this many paths, py4j's list conversion is as cheap
+
+
+def parquet_files(reader: Any, spark: Any, locations: Sequence[str]) -> Any:
+    """``reader.parquet(*locations)``, the paths handed to the JVM as one string split there.
+
+    py4j turns a Python list into a Java one element by element, a round trip per path: for
+    10,000 files that was most of the ~2 s it took to make the DataFrame. Falls back to
+    ``reader.parquet`` where a path holds the separator or the classic reader's internals
+    (``_jreader``, ``_df``) are not there."""
+    jreader = getattr(reader, "_jreader", None)
+    to_frame = getattr(reader, "_df", None)
+    jvm = getattr(spark, "_jvm", None)
+    if (
+        len(locations) < _FEW
+        or jreader is None
+        or to_frame is None
+        or jvm is None
+        or any(_SEPARATOR in p for p in locations)
+    ):
+        return reader.parquet(*locations)
+    regex = jvm.java.util.regex.Pattern
+    paths = regex.compile(regex.quote(_SEPARATOR)).split(_SEPARATOR.join(locations))
+    return to_frame(jreader.parquet(paths))  # the String[] form of Scala's varargs parquet

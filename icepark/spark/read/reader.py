@@ -62,7 +62,7 @@ from icepark.planning.planner import (
     plan_tasks,
 )
 from icepark.spark.filters import quote_column, to_spark_column
-from icepark.spark.paths import spark_reported_path, to_spark_location
+from icepark.spark.paths import parquet_files, spark_reported_path, to_spark_location
 from icepark.spark.read.metadata_tables import read_metadata_table, resolve_table_or_metadata
 from icepark.spark.read.positions import DELETED_PATH, DELETED_POS, DeletedPositions, drop_deleted
 from icepark.spark.setup import prepare_session, temporary_conf
@@ -411,6 +411,8 @@ def _names_are_ids(metadata: TableMetadata, read: Schema) -> bool:
     return all(names.get(path, field_id) == field_id for field_id, path in wanted.items())
 
 
+_DRIVER_LISTING_PATHS = 32  # spark.sql.sources.parallelPartitionDiscovery.threshold's default
+
 # parquet-mr's row-group filters that Spark's pushed filters drive: its statistics ignore the
 # NaNs that pyarrow leaves out of min/max (Spark's "d > 5" skipped a row group holding a NaN,
 # which Spark orders above 5), its statistics, dictionary and bloom filters tell -0.0 from 0.0
@@ -471,15 +473,19 @@ def _read_native(
     if not tasks:
         return spark.createDataFrame([], to_spark_schema(scan.projected_schema))
     locations = list(dict.fromkeys(to_spark_location(t.file.file_path) for t in tasks))
-    # list the given files on the driver (no listing job) and infer no partition columns
-    with temporary_conf(
-        spark, {"spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000"}
-    ):
+    # list the given files on the driver (no listing job) and infer no partition columns;
+    # up to Spark's default threshold they are anyway (and the setting costs JVM round trips)
+    listing = (
+        {"spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000"}
+        if len(locations) > _DRIVER_LISTING_PATHS
+        else {}
+    )
+    with temporary_conf(spark, listing):
         reader = spark.read.schema(spark_schema)
         if not _row_group_filters_agree(read_schema, tasks):
             for key in _NO_ROW_GROUP_FILTERS:
                 reader = reader.option(key, "false")
-        df = reader.parquet(*locations)
+        df = parquet_files(reader, spark, locations)
     projected = scan.projected_schema.fields
     meta_ids = {f.field_id for f in projected if is_metadata_field_id(f.field_id)}
     constants = _identity_constants(scan, read_schema, tasks)
