@@ -65,7 +65,14 @@ from icepark.spec.types import (
     TimestamptzType,
 )
 
-__all__ = ["conjuncts_for", "from_clause", "to_filter", "split_and", "literal_value"]
+__all__ = [
+    "conjuncts_for",
+    "from_clause",
+    "to_filter",
+    "translated",
+    "split_and",
+    "literal_value",
+]
 
 
 class _NoPush(Exception):
@@ -139,6 +146,7 @@ def _number(text: str) -> tuple[Any, str]:
 _CASTS = {
     exp.DataType.Type.DATE: "date",
     exp.DataType.Type.TIMESTAMP: "ts",
+    exp.DataType.Type.TIMESTAMPTZ: "ts",  # sqlglot reads Spark's TIMESTAMP literal as this
     exp.DataType.Type.TIMESTAMPLTZ: "ts",
     exp.DataType.Type.TIMESTAMPNTZ: "ts_ntz",
 }
@@ -386,18 +394,17 @@ class _Translator:
         return col(f.name).not_null() if negated else col(f.name).is_null()
 
 
-def to_filter(
+def translated(
     conjuncts: list[exp.Expr],
     schema: Schema,
     owns: Callable[[exp.Column], bool],
     utc: bool,
-) -> tuple[BooleanExpression | None, list[str]]:
-    """The icepark conjunction of the conjuncts that translate (None: none did) and their
-    SQL text."""
+) -> list[tuple[exp.Expr, BooleanExpression]]:
+    """The conjuncts that translate, each with its icepark filter (which keeps exactly the
+    rows the conjunct keeps, see the module docstring)."""
     fields = {f.name.lower(): f for f in schema.fields}
     translate = _Translator(fields, owns, utc)
-    taken: list[BooleanExpression] = []
-    texts: list[str] = []
+    out: list[tuple[exp.Expr, BooleanExpression]] = []
     for c in conjuncts:
         if c.find(exp.Subquery, exp.Select, exp.AggFunc, exp.Window) is not None:
             continue
@@ -406,6 +413,18 @@ def to_filter(
             bind(schema, expr, True)
         except Exception:
             continue
-        taken.append(expr)
-        texts.append(c.sql(dialect="spark"))
-    return (and_(*taken) if taken else None), texts
+        out.append((c, expr))
+    return out
+
+
+def to_filter(
+    conjuncts: list[exp.Expr],
+    schema: Schema,
+    owns: Callable[[exp.Column], bool],
+    utc: bool,
+) -> tuple[BooleanExpression | None, list[str]]:
+    """The icepark conjunction of the conjuncts that translate (None: none did) and their
+    SQL text."""
+    taken = translated(conjuncts, schema, owns, utc)
+    texts = [c.sql(dialect="spark") for c, _ in taken]
+    return (and_(*[e for _, e in taken]) if taken else None), texts

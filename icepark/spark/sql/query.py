@@ -26,12 +26,13 @@ from pyspark.sql import DataFrame
 from sqlglot import exp
 
 from icepark.errors import ValidationError
+from icepark.expressions import AlwaysTrue, and_
 from icepark.spark.read.metadata_tables import read_metadata_table
 from icepark.spark.read.reader import read_tasks
 from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
 from icepark.spark.sql.identifiers import Resolved
-from icepark.spark.sql.pushdown import conjuncts_for, to_filter
+from icepark.spark.sql.pushdown import conjuncts_for, translated
 
 __all__ = [
     "prepare_query",
@@ -131,20 +132,26 @@ def _table_frame(ctx: SqlContext, node: exp.Table, resolved: Resolved) -> DataFr
         )
     scan = table.scan(None, None, snapshot_id, as_of, ref)
     conjuncts, only = conjuncts_for(node)
-    filt, texts = to_filter(
-        conjuncts, scan.schema, owned_columns(node.alias_or_name.lower(), only), session_is_utc(ctx)
-    )
-    if filt is not None:
-        scan = scan.filter(filt)
+    owns = owned_columns(node.alias_or_name.lower(), only)
+    pushed = translated(conjuncts, scan.schema, owns, session_is_utc(ctx))
+    texts = [c.sql(dialect="spark") for c, _ in pushed]
+    if pushed:
+        scan = scan.filter(and_(*[f for _, f in pushed]))
     tasks = scan.plan_files()
+    if only and pushed and all(isinstance(t.residual, AlwaysTrue) for t in tasks):
+        # Every row of every planned file keeps the pushed conjuncts (decided by partition
+        # values, and each pushed filter keeps exactly its conjunct's rows): Spark need not
+        # read their columns to test them again, as ``ispark.read`` does not.
+        for c, _ in pushed:
+            c.replace(exp.true())
     snap = scan.snapshot
     summary = snap.summary if snap is not None else None
     total = int(summary.get("total-data-files", len(tasks))) if summary is not None else 0
     planned = len({t.file.file_path for t in tasks})
-    pushed = " AND ".join(texts) if texts else "none"
+    pushed_text = " AND ".join(texts) if texts else "none"
     at = f" at snapshot {snap.snapshot_id}" if snap is not None else " (no snapshot)"
     ctx.note(
-        f"icepark scan {resolved.name}{at}: filter pushed: {pushed}; "
+        f"icepark scan {resolved.name}{at}: filter pushed: {pushed_text}; "
         f"files planned {planned} of {total}"
     )
     return read_tasks(ctx.spark, scan, tasks)

@@ -320,3 +320,67 @@ def test_double_and_float_ranges_prune_files(spark: Any, catalog: Any) -> None:
     ispark.sql(spark, "DELETE FROM db.ranges WHERE d > 21.5", catalog)
     left = ispark.sql(spark, "SELECT id FROM db.ranges ORDER BY id", catalog).collect()
     assert [r[0] for r in left] == [0, 1, 10, 11, 20]
+
+
+def test_typed_timestamp_and_date_literals_are_pushed() -> None:
+    # sqlglot reads Spark's TIMESTAMP '...' as a cast to TIMESTAMPTZ: it went unpushed, and the
+    # 2-of-30-days benchmark read all 30 days' files through SQL (0.28 s by ispark.read, 1.6 s)
+    from icepark.spec.types import DateType, TimestampType, TimestamptzType
+
+    schema = Schema(
+        NestedField(1, "tz", TimestamptzType()),
+        NestedField(2, "ntz", TimestampType()),
+        NestedField(3, "day", DateType()),
+    )
+
+    def push(text: str, utc: bool = True) -> Any:
+        expr, texts = to_filter([_where(text)], schema, lambda c: True, utc)
+        return expr if texts else None
+
+    assert push("tz >= TIMESTAMP '2024-01-05 00:00:00'") == (col("tz") >= "2024-01-05 00:00:00")
+    assert push("tz >= TIMESTAMP_LTZ '2024-01-05 00:00:00'") is not None
+    assert push("tz >= TIMESTAMP '2024-01-05 00:00:00'", utc=False) is None  # the zone decides
+    assert push("ntz < TIMESTAMP_NTZ '2024-01-05 00:00:00'") == (col("ntz") < "2024-01-05 00:00:00")
+    assert push("ntz < TIMESTAMP '2024-01-05 00:00:00'") is None  # a zoned instant: Spark's cast
+    assert push("day = DATE '2024-01-05'") == (col("day") == "2024-01-05")
+
+
+@pytest.mark.spark
+def test_conjuncts_decided_by_partitions_are_not_tested_again(spark: Any, catalog: Any) -> None:
+    import datetime as dt
+
+    ispark.sql(
+        spark,
+        "CREATE TABLE db.days (id bigint, ts timestamp, d double) USING iceberg"
+        " PARTITIONED BY (days(ts))",
+        catalog,
+    )
+    start = dt.datetime(2024, 1, 1, 6, tzinfo=dt.UTC)
+    rows = [(i, start + dt.timedelta(hours=12 * i), float(i)) for i in range(8)]
+    spark.createDataFrame(rows, "id bigint, ts timestamp, d double").createOrReplaceTempView("src")
+    ispark.sql(spark, "INSERT INTO db.days SELECT * FROM src", catalog)
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")  # timestamptz literals push in UTC
+    try:
+        _decided_or_not(spark, catalog)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+
+
+def _decided_or_not(spark: Any, catalog: Any) -> None:
+    for where, decided, ids in [
+        # whole days: the files' partition values decide it, Spark reads no ts to test it
+        ("ts >= TIMESTAMP '2024-01-02 00:00:00' AND ts < '2024-01-03'", True, [2, 3]),
+        ("ts >= TIMESTAMP '2024-01-02 00:00:00' AND d < 3", False, [2]),  # d is not
+        ("ts > TIMESTAMP '2024-01-02 12:00:00'", False, [3, 4, 5, 6, 7]),  # part of a day
+    ]:
+        query = f"SELECT id FROM db.days WHERE {where}"
+        plan = ispark.sql(spark, f"EXPLAIN {query}", catalog).first()[0]
+        filters = [
+            line
+            for line in plan.split("== Physical Plan ==")[1].splitlines()
+            if "Filter (" in line and "FileScan" not in line
+        ]
+        assert any("ts#" in line for line in filters) is not decided, plan
+        found = sorted(r[0] for r in ispark.sql(spark, query, catalog).collect())
+        assert found == ids, where
