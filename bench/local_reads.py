@@ -126,6 +126,18 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _interleaved(
+    kinds: tuple[str, ...], warehouse: Path, point: int, runs: int
+) -> dict[str, list[dict[str, Any]]]:
+    """``runs`` fresh processes of each variant, alternating (the machine drifts over a run:
+    all of one variant and then all of the other measured the drift, up to 20%)."""
+    out: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
+    for _ in range(runs):
+        for kind in kinds:
+            out[kind].append(_child([kind, str(warehouse), str(point)]))
+    return out
+
+
 def measure_local(
     warehouse: Path, runs: int, point: int, checks: dict[str, str] | None = None
 ) -> dict[str, dict[str, list[float]]]:
@@ -151,10 +163,7 @@ def measure_local(
         ],
         "pyiceberg": [_median(lambda: py_wide.scan(selected_fields=tuple(cols)).to_arrow(), runs)],
     }
-    stream: dict[str, list[dict[str, Any]]] = {
-        kind: [_child([kind, str(warehouse), str(point)]) for _ in range(runs)]
-        for kind in ("icepark-batches", "icepark-dataset")
-    }
+    stream = _interleaved(("icepark-batches", "icepark-dataset"), warehouse, point, runs)
     out["local stream 7 columns"] = {
         "icepark": [statistics.median(r["seconds"] for r in stream["icepark-batches"])],
         "pyarrow.dataset": [statistics.median(r["seconds"] for r in stream["icepark-dataset"])],
@@ -163,10 +172,7 @@ def measure_local(
         "icepark": [max(r["rss_mb"] for r in stream["icepark-batches"])],
         "pyarrow.dataset": [max(r["rss_mb"] for r in stream["icepark-dataset"])],
     }
-    plans = {
-        kind: [_child([kind, str(warehouse), str(point)]) for _ in range(runs)]
-        for kind in ("icepark-plan", "pyiceberg-plan")
-    }
+    plans = _interleaved(("icepark-plan", "pyiceberg-plan"), warehouse, point, runs)
     out["plan point query (10,000 files), first in a process"] = {
         "icepark": [statistics.median(r["seconds"] for r in plans["icepark-plan"])],
         "pyiceberg": [statistics.median(r["seconds"] for r in plans["pyiceberg-plan"])],
