@@ -358,7 +358,10 @@ class Transaction:
                 if self._table.refresh().metadata_location == base_location:
                     self._abort_actions()
                     raise
-                failure: Exception = exc
+                failure: Exception = CommitFailedError(
+                    f"Table {self._table.name} changed while this commit read it: {exc}"
+                )
+                failure.__cause__ = exc
             except BaseException:
                 self._abort_actions()
                 raise

@@ -172,3 +172,34 @@ def test_a_missing_manifest_of_the_current_snapshot_is_not_retried(tmp_path: Pat
         table.delete("id = 1")
     assert time.monotonic() - started < 5
     assert catalog.load_table("db.t").metadata_location == location
+
+
+def test_vanished_base_past_the_retry_budget_is_a_typed_conflict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No retry left: the vanished manifest list ends the commit as a CommitFailedError (the
+    typed conflict), and the files written for it are deleted."""
+    from icepark.errors import CommitFailedError
+    from icepark.table.write.operations import AppendAction
+
+    uri, warehouse = f"sqlite:///{tmp_path}/c.db", str(tmp_path)
+    catalog = SqlCatalog("conc", uri=uri, warehouse=warehouse)
+    catalog.create_namespace("db")
+    catalog.create_table("db.t", SCHEMA, properties={"commit.retry.total-timeout-ms": "0"})
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        pool.apply(_append_and_expire, (uri, warehouse, 1))
+        writer = catalog.load_table("db.t")
+        original = AppendAction.stage
+
+        def stage_after_a_concurrent_expiry(self, base, start):  # type: ignore[no-untyped-def]
+            pool.apply(_append_and_expire, (uri, warehouse, 2))
+            return original(self, base, start)
+
+        monkeypatch.setattr(AppendAction, "stage", stage_after_a_concurrent_expiry)
+        with pytest.raises(CommitFailedError, match="changed while this commit read it"):
+            writer.append(_row(3, 3))
+    table = catalog.load_table("db.t")
+    assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [1, 2]
+    referenced = {t.file.file_path.removeprefix("file://") for t in table.scan().plan_files()}
+    assert {str(p) for p in tmp_path.rglob("*.parquet")} == referenced
