@@ -131,19 +131,21 @@ def _spark_worker(
     from icepark import spark as ispark
     from icepark.spark.session import session
 
-    spark = session(
-        "local[1]",
-        "icepark-mixed",
-        {
-            "spark.ui.enabled": "false",
-            "spark.sql.shuffle.partitions": "2",
-            "spark.driver.memory": "768m",
-        },
-    )
     folder = _stream_folder(table)
     inbox = folder / "in"
     inbox.mkdir(parents=True, exist_ok=True)
-    (folder / "ready").touch()
+    try:
+        spark = session(
+            "local[1]",
+            "icepark-mixed",
+            {
+                "spark.ui.enabled": "false",
+                "spark.sql.shuffle.partitions": "2",
+                "spark.driver.memory": "768m",
+            },
+        )
+    finally:  # the others start even if Spark does not (its error then fails the test)
+        (folder / "ready").touch()
     log: list[Logged] = []
     start = _common_start(table, start)
     while time.time() < start:
