@@ -486,10 +486,11 @@ def _describe(ctx: SqlContext, tree: exp.Describe) -> DataFrame:
             [(f.name, f.dataType.simpleString(), None) for f in meta.fields],
             "col_name string, data_type string, comment string",
         )
-    schema = to_spark_schema(table.schema(), with_ids=False)
+    iceberg_schema = resolved.schema()
+    schema = to_spark_schema(iceberg_schema, with_ids=False)
     rows = [
         (f.name, f.dataType.simpleString(), ice.doc)
-        for f, ice in zip(schema.fields, table.schema().fields, strict=True)
+        for f, ice in zip(schema.fields, iceberg_schema.fields, strict=True)
     ]
     spec = table.metadata.spec()
     if spec.fields:  # Java's Spark shows the section for a partitioned table only

@@ -74,7 +74,7 @@ def describe_column(ctx: SqlContext, stmt: Statement) -> DataFrame | None:
     if resolved.metadata is not None:
         schema = metadata_schema(resolved.table, resolved.metadata)
     else:
-        schema = resolved.table.schema()
+        schema = resolved.schema()
     spark_schema = to_spark_schema(schema, with_ids=False)
     sensitive = (ctx.spark.conf.get("spark.sql.caseSensitive") or "false").lower() == "true"
     wanted = column[0] if sensitive else column[0].lower()

@@ -25,6 +25,7 @@ from typing import Any, Literal
 from pyspark.sql import SparkSession
 
 from icepark.errors import NoSuchTableError, NoSuchViewError, ValidationError
+from icepark.spec.schema import Schema
 from icepark.table import Table
 from icepark.table.inspect import METADATA_TABLES
 
@@ -59,6 +60,14 @@ class Resolved:
     @property
     def name(self) -> str:
         return ".".join(self.parts)
+
+    def schema(self) -> Schema:
+        """The columns a table name reads, as Java's ``SparkTable`` gives them: a tag's
+        snapshot's schema, else (a branch too) the table's current one."""
+        assert self.table is not None, f"{self.name} is not an icepark table"
+        if self.ref is not None:
+            return self.table.scan(ref=self.ref).schema
+        return self.table.schema()
 
 
 def display_name(parts: Sequence[str]) -> str:

@@ -25,6 +25,9 @@ SETUP = [
     "INSERT INTO db.t VALUES (1, 1.5, named_struct('a', 1, 'b', 'x'), map('k', 1), "
     "array(named_struct('x', 1)))",
     "CREATE OR REPLACE TEMPORARY VIEW tv AS SELECT 1 AS a",
+    # a tag keeps the schema of its snapshot; a branch reads with the table's current one
+    "ALTER TABLE db.t CREATE TAG v1",
+    "ALTER TABLE db.t ADD COLUMN later string COMMENT 'added after v1'",
 ]
 
 DESCRIBED = [
@@ -39,12 +42,15 @@ DESCRIBED = [
     "DESCRIBE db.t.files content",
     "DESCRIBE TABLE db.t.snapshots committed_at",
     "DESCRIBE db.t.branch_main id",
+    "DESCRIBE db.t.branch_main later",
+    "DESCRIBE db.t.tag_v1 d",
 ]
 REFUSED = [
     ("DESCRIBE TABLE db.t s.a", "nested column: s.a"),
     ("DESCRIBE db.t `s`.`b`", "nested column: s.b"),
     ("DESCRIBE TABLE db.t nope", "`nope`"),
     ("DESCRIBE db.t `s.a`", "`s.a`"),
+    ("DESCRIBE db.t.tag_v1 later", "`later`"),
 ]
 SHOWN = [
     "SHOW TABLES IN db",
@@ -91,6 +97,10 @@ def test_describe_a_column_and_show_tables_as_java(
         liked = ispark.sql(spark, "SHOW TABLES LIKE 't*'", ours).collect()
         assert [list(r) for r in liked] == sorted(shown[-1]["rows"])
         assert [r[1] for r in liked] == ["t", "tiny"]
+        # the whole table's DESCRIBE takes the same schema as the column's (Java's above)
+        tagged = [r[0] for r in ispark.sql(spark, "DESCRIBE db.t.tag_v1", ours).collect()]
+        current = [r[0] for r in ispark.sql(spark, "DESCRIBE db.t", ours).collect()]
+        assert current[: len(tagged) + 1] == [*tagged, "later"]
         # a temporary view's own columns stay Spark's to describe
         assert ispark.sql(spark, "DESCRIBE tv a", ours).first()[1] == "a"
     finally:
