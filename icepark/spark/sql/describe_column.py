@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame
 from icepark.spark.read.metadata_tables import metadata_schema
 from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import SqlAnalysisError, UnsupportedSqlError
+from icepark.spark.sql.ext_lexer import Kind, tokens
 from icepark.spark.sql.script import Statement
 from icepark.spark.types import to_spark_schema
 
@@ -49,8 +50,8 @@ _OTHER = {
 
 
 def _parts(name: str) -> list[str]:
-    found = re.findall(_PART, name)
-    return [p[1:-1].replace("``", "`") if p.startswith("`") else p for p in found]
+    """The parts of a dotted name, back quotes undone (the extensions' tokenizer)."""
+    return [t.text for t in tokens(name) if t.kind in (Kind.WORD, Kind.QUOTED)]
 
 
 def describe_column(ctx: SqlContext, stmt: Statement) -> DataFrame | None:

@@ -16,6 +16,7 @@ import sqlglot
 from sqlglot import exp
 
 from icepark.spark.sql.errors import SqlParseError
+from icepark.spark.sql.ext_lexer import line_column
 
 __all__ = [
     "Statement",
@@ -82,11 +83,6 @@ def _skip_comment(text: str, i: int) -> int:
     return i
 
 
-def _line_col(text: str, offset: int) -> tuple[int, int]:
-    before = text[:offset]
-    return before.count("\n") + 1, offset - (before.rfind("\n") + 1) + 1
-
-
 def split_statements(text: str) -> list[Statement]:
     """The statements of ``text``, cut at ``;`` outside quotes and comments."""
     out: list[Statement] = []
@@ -96,7 +92,7 @@ def split_statements(text: str) -> list[Statement]:
     def close(end: int) -> None:
         nonlocal start
         if start is not None:
-            line, column = _line_col(text, start)
+            line, column = line_column(text, start)
             out.append(Statement(text[start:end].rstrip(), line, column))
         start = None
 
