@@ -76,6 +76,9 @@ TableChange = tuple[str | Sequence[str], Sequence[TableRequirement], Sequence[Ta
 """One table's part of a multi-table commit: identifier, requirements, updates."""
 
 
+_ABSOLUTE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|/)")  # a scheme, or a root
+
+
 class Catalog(ViewCatalog, ABC):
     """Namespaces, tables and atomic commits of table metadata."""
 
@@ -293,6 +296,13 @@ class Catalog(ViewCatalog, ABC):
         order = build_sort_order(user_schema, sort_by)
         props = dict(properties or {})
         version = P.FORMAT_VERSION.get(props)
+        if location and not _ABSOLUTE.match(location):
+            # a relative location would be resolved against whatever directory the process
+            # (a REST server, say) runs in
+            raise ValidationError(
+                f"Table {'.'.join(ident)}: location {location!r} is not absolute "
+                "(a URI such as s3://bucket/path or file:/path, or an absolute path)"
+            )
         table_location = (location or self.default_table_location(ident)).rstrip("/")
         metadata = new_table_metadata(
             user_schema, spec, order, table_location, props, format_version=version

@@ -345,3 +345,16 @@ def test_filesystem_commit_stands_when_the_next_version_lands_at_once(tmp_path: 
     assert sorted(fresh.scan().to_arrow().column("id").to_pylist()) == [1, 2]
     for task in fresh.scan().plan_files():  # every referenced file is still there
         assert Path(task.file.file_path.removeprefix("file://")).exists()
+
+
+@pytest.mark.parametrize("location", ["wh/t", "t", "./t"])
+def test_a_relative_table_location_is_refused(tmp_path: Path, location: str) -> None:
+    # a REST client's relative location was written under the server's working directory
+    catalog = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path))
+    catalog.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64())])
+    with pytest.raises(ValidationError, match="is not absolute"):
+        catalog.create_table("db.t", schema, location=location)
+    assert not catalog.table_exists("db.t")
+    for good in (str(tmp_path / "abs"), f"file://{tmp_path}/uri"):
+        catalog.create_table(f"db.t{len(good)}", schema, location=good)
