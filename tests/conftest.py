@@ -19,6 +19,24 @@ settings.register_profile(
 settings.load_profile("icepark")
 
 
+ROOT = Path(__file__).resolve().parents[1]
+# what Spark itself may leave in the working directory
+_SPARK_LEFTOVERS = {"spark-warehouse", "metastore_db", "derby.log"}
+_ROOT_AT_START = set(p.name for p in ROOT.iterdir()) | _SPARK_LEFTOVERS
+
+
+@pytest.fixture(autouse=True)
+def _nothing_written_to_the_project_root() -> Iterator[None]:
+    """A test (or the server, catalog or engine it drives) that writes into the working
+    directory fails: a relative path slipped through somewhere. With two workers sharing the
+    folder, the test blamed may be the neighbour of the one that wrote; the names tell."""
+    yield
+    new = {p.name for p in ROOT.iterdir()} - _ROOT_AT_START
+    if new:
+        _ROOT_AT_START.update(new)  # reported once
+        pytest.fail(f"new entries in {ROOT}: {sorted(map(repr, new))}")
+
+
 @pytest.fixture(scope="session")
 def conformance_dir() -> Path:
     if not CONFORMANCE.is_dir():

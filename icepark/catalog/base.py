@@ -46,6 +46,7 @@ from icepark.errors import (
 from icepark.io import FileIO, load_file_io
 from icepark.spec import properties as P
 from icepark.spec.builder import MetadataBuilder
+from icepark.spec.locations import check_location, check_location_properties
 from icepark.spec.metadata import TableMetadata, table_metadata_to_json
 from icepark.spec.new_table import creation_updates, new_table_metadata
 from icepark.spec.partitioning import build_partition_spec
@@ -74,9 +75,6 @@ __all__ = [
 
 TableChange = tuple[str | Sequence[str], Sequence[TableRequirement], Sequence[TableUpdate]]
 """One table's part of a multi-table commit: identifier, requirements, updates."""
-
-
-_ABSOLUTE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|/)")  # a scheme, or a root
 
 
 class Catalog(ViewCatalog, ABC):
@@ -296,13 +294,9 @@ class Catalog(ViewCatalog, ABC):
         order = build_sort_order(user_schema, sort_by)
         props = dict(properties or {})
         version = P.FORMAT_VERSION.get(props)
-        if location and not _ABSOLUTE.match(location):
-            # a relative location would be resolved against whatever directory the process
-            # (a REST server, say) runs in
-            raise ValidationError(
-                f"Table {'.'.join(ident)}: location {location!r} is not absolute "
-                "(a URI such as s3://bucket/path or file:/path, or an absolute path)"
-            )
+        if location:
+            check_location(location, f"Table {'.'.join(ident)}: location")
+        check_location_properties(props, f"Table {'.'.join(ident)}:")
         table_location = (location or self.default_table_location(ident)).rstrip("/")
         metadata = new_table_metadata(
             user_schema, spec, order, table_location, props, format_version=version

@@ -42,6 +42,7 @@ from icepark.errors import (
 )
 from icepark.io import FileIO
 from icepark.spec.gzip_json import GZIP_MAGIC, gunzip_metadata
+from icepark.spec.locations import check_location
 from icepark.spec.requirements import TableRequirement
 from icepark.spec.updates import RemovePropertiesUpdate, SetPropertiesUpdate, TableUpdate
 from icepark.spec.view_builder import (
@@ -215,6 +216,8 @@ class ViewCatalog:
         )
         if replace and self.view_exists(ident):
             return self._replace_view_version(ident, version, user_schema, properties)
+        if location:
+            check_location(location, f"View {'.'.join(ident)}: location")
         view_location = (location or self.default_table_location(ident)).rstrip("/")
         metadata, _ = new_view_metadata(view_location, user_schema, version, properties)
         return self.create_view_from_metadata(ident, metadata)
@@ -237,6 +240,7 @@ class ViewCatalog:
         ``ViewAlreadyExistsError`` when a view or a table holds the name."""
         ident = to_identifier(identifier)
         self._check_new_view(ident)
+        check_location(metadata.location, f"View {'.'.join(ident)}: location")
         new_location = self._new_view_metadata_location(metadata, None)
         self._write_view_metadata(metadata, new_location)
         try:

@@ -25,6 +25,7 @@ from icepark.spec._compat import (
     has_sequential_ids,
     update_snapshot_log,
 )
+from icepark.spec.locations import check_location, check_location_properties
 from icepark.spec.metadata import (
     DEFAULT_FORMAT_VERSION,
     MIN_FORMAT_VERSION_ROW_LINEAGE,
@@ -466,6 +467,7 @@ class MetadataBuilder:
 
     def set_location(self, location: str) -> MetadataBuilder:
         if location != self._location:
+            check_location(location, "Table location")
             self._location = location
             self._changes.append(up.SetLocationUpdate(location))
         return self
@@ -475,6 +477,7 @@ class MetadataBuilder:
             for key, value in updates.items():
                 if not isinstance(key, str) or not isinstance(value, str):
                     raise ValidationError(f"Table properties must be strings: {key!r}={value!r}")
+            check_location_properties(updates, "Table")
             self._properties.update(updates)
             self._changes.append(up.SetPropertiesUpdate(dict(updates)))
         return self

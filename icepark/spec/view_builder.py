@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 from icepark.errors import RequirementFailedError, ValidationError
 from icepark.spec import _jsonutil as js
+from icepark.spec.locations import check_location
 from icepark.spec.requirements import TableRequirement
 from icepark.spec.schema import Schema
 from icepark.spec.updates import (
@@ -206,6 +207,7 @@ class ViewMetadataBuilder:
         if not location:
             raise _fail("Invalid view location: empty")
         if location != self.location:
+            check_location(location, "View location")
             self.location = location
             self.changes.append(SetLocationUpdate(location))
         return self

@@ -22,7 +22,7 @@ from icepark.errors import (
     UnsupportedOperationError,
     ValidationError,
 )
-from icepark.spec.updates import AssertCurrentSchemaId, SetPropertiesUpdate
+from icepark.spec.updates import AssertCurrentSchemaId, SetLocationUpdate, SetPropertiesUpdate
 from icepark.table import ReadOnlyTableError, Table
 
 SCHEMA = pa.schema(
@@ -358,3 +358,32 @@ def test_a_relative_table_location_is_refused(tmp_path: Path, location: str) -> 
     assert not catalog.table_exists("db.t")
     for good in (str(tmp_path / "abs"), f"file://{tmp_path}/uri"):
         catalog.create_table(f"db.t{len(good)}", schema, location=good)
+
+
+def test_relative_folders_are_refused_everywhere(tmp_path: Path, monkeypatch: Any) -> None:
+    # every way a relative folder can reach table or view metadata is refused, and the
+    # process's working directory (a REST server's) stays empty
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    catalog = SqlCatalog("c", uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64())])
+    for key in ("write.metadata.path", "write.data.path", "write.folder-storage.path"):
+        with pytest.raises(ValidationError, match=f"property {key}: 'rel' is not absolute"):
+            catalog.create_table("db.t", schema, properties={key: "rel"})
+    assert not catalog.table_exists("db.t")
+    table = catalog.create_table("db.t", schema)
+    with pytest.raises(ValidationError, match=r"write\.data\.path"):
+        table.set_properties({"write.data.path": "data"})
+    with pytest.raises(ValidationError, match="Table location 'x/y' is not absolute"):
+        catalog.commit_table(
+            ("db", "t"), table.metadata, table.metadata_location, [], [SetLocationUpdate("x/y")]
+        )
+    with pytest.raises(ValidationError, match=r"View db\.v: location 'v' is not absolute"):
+        catalog.create_view("db.v", schema, "SELECT 1 AS id", location="v")
+    assert not catalog.view_exists("db.v")
+    table.set_properties({"write.data.path": str(tmp_path / "elsewhere")})  # absolute is fine
+    table.append(pa.table({"id": [1]}, schema=schema))
+    assert catalog.load_table("db.t").location == table.location
+    assert list(cwd.iterdir()) == []
