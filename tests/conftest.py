@@ -25,13 +25,19 @@ _SPARK_LEFTOVERS = {"spark-warehouse", "metastore_db", "derby.log"}
 _ROOT_AT_START = set(p.name for p in ROOT.iterdir()) | _SPARK_LEFTOVERS
 
 
+def _root_entries() -> set[str]:
+    """The project root's entries, without hidden ones (the suite's own caches and service
+    logs: .hypothesis, .services, ...)."""
+    return {p.name for p in ROOT.iterdir() if not p.name.startswith(".")}
+
+
 @pytest.fixture(autouse=True)
 def _nothing_written_to_the_project_root() -> Iterator[None]:
     """A test (or the server, catalog or engine it drives) that writes into the working
     directory fails: a relative path slipped through somewhere. With two workers sharing the
     folder, the test blamed may be the neighbour of the one that wrote; the names tell."""
     yield
-    new = {p.name for p in ROOT.iterdir()} - _ROOT_AT_START
+    new = _root_entries() - _ROOT_AT_START
     if new:
         _ROOT_AT_START.update(new)  # reported once
         pytest.fail(f"new entries in {ROOT}: {sorted(map(repr, new))}")
