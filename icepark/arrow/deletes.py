@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,7 @@ from icepark.arrow.schema import schema_to_arrow
 from icepark.errors import UnsupportedOperationError, ValidationError
 from icepark.expressions import Expression
 from icepark.io.fileio import FileIO
+from icepark.io.threads import io_map
 from icepark.planning.planner import FileScanTask
 from icepark.puffin.dv import deserialize_deletion_vector
 from icepark.puffin.file import read_puffin_blob
@@ -116,8 +116,7 @@ class DeleteCache:
         }
         if not first_use:
             return
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(lambda pair: self.positions(io, *pair), first_use.values()))
+        list(io_map(lambda pair: self.positions(io, *pair), list(first_use.values()), workers))
 
     def equality(
         self, io: FileIO, delete_file: DataFile, schema: Schema, name_mapping: NameMapping | None

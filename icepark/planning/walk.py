@@ -29,12 +29,12 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from icepark.errors import ValidationError
 from icepark.io import FileIO
+from icepark.io.threads import io_map
 from icepark.manifest import (
     ManifestContent,
     ManifestEntry,
@@ -76,15 +76,9 @@ R = TypeVar("R")
 def parallel_map(
     fn: Callable[[T], R], items: Sequence[T], workers: int = DEFAULT_WORKERS
 ) -> Iterator[R]:
-    """``map(fn, items)`` on up to ``workers`` threads, results in the order of ``items``."""
-    if len(items) <= 1 or workers <= 1:
-        yield from map(fn, items)
-        return
-    pool = ThreadPoolExecutor(max_workers=min(workers, len(items)))
-    try:
-        yield from pool.map(fn, items)
-    finally:  # a consumer that stops early does not wait for the reads it will not use
-        pool.shutdown(wait=True, cancel_futures=True)
+    """``map(fn, items)`` with up to ``workers`` items at a time on the process's shared I/O
+    threads (:func:`icepark.io.threads.io_map`), results in the order of ``items``."""
+    return io_map(fn, items, workers)
 
 
 # -- manifest lists --------------------------------------------------------------------------

@@ -5,13 +5,14 @@ The driver knows every deleted position (it read the delete files, each once). T
 drop those rows from a scan of the data files:
 
 **A bitmap filter** (:func:`bitmap_filter`), used when it is small enough. Each data file
-with deletes gets a slot in a few small array literals, found from the row's
+with deletes gets a slot in a few small arrays, found from the row's
 ``_metadata.file_size`` (a shift, an xor and a mask, chosen so that those files' slots
 differ) and confirmed by ``_metadata.file_size`` and ``_metadata.file_path``. The slot says
 where the file's words start in one array of longs, a bit a row from the word of the first
 deleted position to that of the last. A row is dropped when its ``_metadata.row_index`` bit
 is set. It is all arithmetic and array lookups in Spark's generated code; a row of a file
-without deletes costs a few bit operations and one lookup.
+without deletes costs a few bit operations and one lookup. Long arrays (the bitmap) reach the
+plan as scalar subqueries, not literals (see :class:`BitmapFilter`).
 
 **A broadcast anti join**, otherwise. The key is one long, ``xxhash64(file path) ^ row
 index``, when it is provably unique for the files read; else the pair (file path, row index).
@@ -26,7 +27,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,20 +35,25 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icepark.io import FileIO
+from icepark.io.threads import io_map
+from icepark.manifest import DataFile
 from icepark.planning.planner import FileScanTask
 from icepark.spark.paths import spark_reported_path
 
 __all__ = [
+    "BitmapFilter",
     "DeletedPositions",
     "MAX_BITMAP_BYTES",
     "bitmap_filter",
     "drop_deleted",
+    "SlotHash",
     "slot_of",
 ]
 
 _log = logging.getLogger(__name__)
 
 DELETED_PATH, DELETED_POS = "__icepark_fp__", "__icepark_pos__"  # file path, row index
+_ARRAY_COLUMN = "__icepark_deleted_bits_"  # + a number: the bitmap filter's long arrays
 # The bitmap filter's limits: its bytes (a bit a row, from the first to the last deleted
 # position of each file) and the number of files with deletes. Beyond either, the anti join
 # is used.
@@ -93,9 +98,9 @@ def drop_deleted(
     deleted rows."""
     if len(deleted.positions) <= MAX_BITMAP_FILES:
         sizes = _checked_sizes(deleted, tasks, io)
-        condition = bitmap_filter(deleted, sizes) if sizes is not None else None
-        if condition is not None:
-            return df.filter(F.expr(condition))
+        bitmap = bitmap_filter(deleted, sizes) if sizes is not None else None
+        if bitmap is not None:
+            return bitmap.apply(spark, df)
     return _anti_join(spark, df, deleted, tasks)
 
 
@@ -106,8 +111,11 @@ def _checked_sizes(
     from the file's size on storage (the bitmap filter finds files by size)."""
     files = {spark_reported_path(t.file.file_path): t.file for t in tasks}
     files = {path: f for path, f in files.items() if path in deleted.positions}
-    with ThreadPoolExecutor(max_workers=_STAT_THREADS) as pool:
-        lengths = pool.map(lambda f: io.new_input(f.file_path).length(), files.values())
+
+    def length(f: DataFile) -> int:
+        return io.new_input(f.file_path).length()
+
+    lengths = io_map(length, list(files.values()), _STAT_THREADS)
     for f, actual in zip(files.values(), lengths):
         if actual != f.file_size_in_bytes:
             _log.warning(
@@ -121,43 +129,115 @@ def _checked_sizes(
 
 
 _MAX_SLOT_BITS = 16
+_PRODUCT_BITS = 62  # size * multiplier stays below 2^62: no overflow, in numpy or in Spark
+# odd multipliers below 2^22 (any size below 2^40, a terabyte, may take them all)
+_MULTIPLIERS = np.concatenate(
+    [[1], np.random.default_rng(20261126).integers(1 << 10, 1 << 22, 255) | 1]
+).astype(np.int64)
 
 
-def slot_of(size: int, shift: int, bits: int) -> int:
-    """A file's slot: ``(size ^ (size >> shift)) & (2^bits - 1)`` (cheaper than a modulo in
-    Spark's generated code, where it is computed several times a row)."""
-    return (size ^ (size >> shift)) & ((1 << bits) - 1)
+@dataclass(frozen=True)
+class SlotHash:
+    """Where a file's size puts it in the slot arrays: ``((size * multiplier) >> shift) &
+    (2^bits - 1)``. A multiply, a shift and a mask are cheap in Spark's generated code, where
+    the slot is computed several times a row; the multiplier spreads sizes that differ only
+    in their high bits, so that few slots (small arrays, plan literals) do."""
+
+    multiplier: int
+    shift: int
+    bits: int
+
+    def sql(self, size: str) -> str:
+        """The slot of a file whose size is the SQL expression ``size``."""
+        mixed = f"shiftright({size} * {self.multiplier}, {self.shift})"
+        return f"cast({mixed} & {(1 << self.bits) - 1} AS INT)"
 
 
-def _slot_hash(sizes: np.ndarray) -> tuple[int, int] | None:
-    """The smallest ``bits`` and a ``shift`` for which :func:`slot_of` gives the sizes
-    different slots; None when there is none (equal sizes, or more than 2^16 slots needed)."""
+def slot_of(size: int, slot_hash: SlotHash) -> int:
+    """A file's slot (see :class:`SlotHash`)."""
+    mask = (1 << slot_hash.bits) - 1
+    return ((size * slot_hash.multiplier) >> slot_hash.shift) & mask
+
+
+def _slot_hash(sizes: np.ndarray) -> SlotHash | None:
+    """The fewest ``bits`` for which some multiplier and shift give the sizes different slots
+    (see :class:`SlotHash`); None when there is none (equal sizes, or more than 2^16 slots
+    needed)."""
     n = len(sizes)
-    if len(np.unique(sizes)) < n:
+    if len(np.unique(sizes)) < n or (n and int(sizes.min()) < 0):
         return None
-    shifts = np.arange(1, 49, dtype=np.int64)
-    mixed = sizes[None, :] ^ (sizes[None, :] >> shifts[:, None])
+    size_bits = int(sizes.max()).bit_length() if n else 0
+    allowed = _MULTIPLIERS[
+        np.array([int(m).bit_length() for m in _MULTIPLIERS]) <= _PRODUCT_BITS - size_bits
+    ]
+    if not len(allowed):
+        return None
+    products = allowed[:, None] * sizes[None, :]  # (multipliers, sizes), below 2^62
+    shifts = np.arange(0, _PRODUCT_BITS, dtype=np.int64)
+    tries = len(allowed) * len(shifts)
     for bits in range(max(n - 1, 1).bit_length(), _MAX_SLOT_BITS + 1):
-        slots = np.sort(mixed & ((1 << bits) - 1), axis=1)
+        m = 1 << bits
+        if tries * np.exp(-n * (n - 1) / (2 * m)) < 1e-3 and bits < _MAX_SLOT_BITS:
+            continue  # no chance worth sorting for at this size
+        slots = (products[:, None, :] >> shifts[None, :, None]) & (m - 1)
+        slots = np.sort(slots.reshape(tries, n), axis=1)
         ok = np.all(slots[:, 1:] != slots[:, :-1], axis=1)
         if ok.any():
-            return int(shifts[int(np.argmax(ok))]), bits
+            first = int(np.argmax(ok))
+            multiplier, shift = divmod(first, len(shifts))
+            return SlotHash(int(allowed[multiplier]), int(shifts[shift]), bits)
     return None
 
 
-def _array(values: list[int] | list[str], element: str) -> str:
+_LITERAL_ELEMENTS = 8192
+"""Arrays up to this many elements go into the plan as literals; longer ones come from a
+scalar subquery over a one-row table (see :class:`BitmapFilter`)."""
+
+
+def _literal(values: Sequence[int] | Sequence[str], element: str) -> str:
     """An array literal in Spark SQL, which Spark's optimizer folds into a constant: numbers
     as JSON; strings as hex-encoded JSON (nothing to escape in any string literal mode)."""
-    text = json.dumps(values, separators=(",", ":"))
+    text = json.dumps(list(values), separators=(",", ":"))
     if element == "string":
         return f"from_json(decode(unhex('{text.encode().hex()}'), 'UTF-8'), 'array<string>')"
     return f"from_json('{text}', 'array<{element}>')"
 
 
-def bitmap_filter(deleted: DeletedPositions, sizes: dict[str, int]) -> str | None:
+@dataclass(frozen=True)
+class BitmapFilter:
+    """A condition over ``_metadata``, true for the rows kept (:func:`bitmap_filter`).
+
+    ``condition`` is Spark SQL. Arrays up to ``_LITERAL_ELEMENTS`` elements are literals in
+    it; longer ones (the bitmap) are named columns whose values ``arrays`` holds, added by
+    :meth:`apply` as scalar subqueries over a one-row DataFrame made from Arrow, which Spark
+    evaluates once per query into compact primitive arrays. As a literal, a bitmap of 75,000
+    longs cost 0.1-0.25 s a query (its text parsed and folded, the boxed array serialized
+    into every task) and gained nothing a row. The text is built in Python and handed to
+    Spark once: built from Column objects it took ~50 JVM round trips.
+    """
+
+    condition: str
+    arrays: dict[str, pa.Array]
+
+    def apply(self, spark: SparkSession, df: DataFrame) -> DataFrame:
+        """``df`` (a scan still showing ``_metadata``) without the deleted rows."""
+        if not self.arrays:
+            return df.filter(F.expr(self.condition))
+        one_row = spark.createDataFrame(
+            pa.table(
+                {
+                    name: pa.ListArray.from_arrays(pa.array([0, len(a)], pa.int32()), a)
+                    for name, a in self.arrays.items()
+                }
+            )
+        )
+        added = {name: one_row.select(name).scalar() for name in self.arrays}
+        return df.withColumns(added).filter(F.expr(self.condition)).drop(*added)
+
+
+def bitmap_filter(deleted: DeletedPositions, sizes: dict[str, int]) -> BitmapFilter | None:
     """The bitmap filter for ``deleted`` (``sizes``: the manifest size of each file with
-    deletes): a Spark SQL condition over ``_metadata``, true for the rows kept. None when
-    the bitmap would be too large or no slot hash separates the sizes."""
+    deletes). None when the bitmap would be too large or no slot hash separates the sizes."""
     paths = list(deleted.positions)
     if len(paths) > MAX_BITMAP_FILES:
         return None
@@ -167,11 +247,10 @@ def bitmap_filter(deleted: DeletedPositions, sizes: dict[str, int]) -> str | Non
     lasts = [int(deleted.positions[p][-1]) >> 6 for p in paths]
     if 8 * sum(b - a + 1 for a, b in zip(firsts, lasts)) > MAX_BITMAP_BYTES:
         return None
-    found = _slot_hash(np.array([sizes[p] for p in paths], dtype=np.int64))
-    if found is None:
+    slot_hash = _slot_hash(np.array([sizes[p] for p in paths], dtype=np.int64))
+    if slot_hash is None:
         return None
-    shift, bits = found
-    m = 1 << bits
+    m = 1 << slot_hash.bits
     # per slot: the file's size and path, its first word, its number of words, and where its
     # words start in the bitmap
     slot_size, slot_path = [-1] * m, [""] * m
@@ -182,26 +261,40 @@ def bitmap_filter(deleted: DeletedPositions, sizes: dict[str, int]) -> str | Non
         pos = deleted.positions[path]
         words = np.zeros(last - first + 1, dtype=np.uint64)
         np.bitwise_or.at(words, (pos >> 6) - first, np.uint64(1) << (pos & 63).astype(np.uint64))
-        i = slot_of(sizes[path], shift, bits)
+        i = slot_of(sizes[path], slot_hash)
         slot_size[i], slot_path[i], slot_first[i] = sizes[path], path, first
         slot_words[i], slot_base[i] = len(words), base
         chunks.append(words.view(np.int64))
         base += len(words)
-    bitmap = _array(np.concatenate(chunks).tolist(), "bigint")
-    size = "_metadata.file_size"
-    slot = f"cast(({size} ^ ({size} >> {shift})) & {m - 1} AS INT)"
-    word = f"((_metadata.row_index >> 6) - get({_array(slot_first, 'bigint')}, {slot}))"
-    at = f"cast(get({_array(slot_base, 'bigint')}, {slot}) + {word} AS INT)"
+
+    arrays: dict[str, pa.Array] = {}
+
+    def array(values: Sequence[int] | Sequence[str] | np.ndarray, element: str) -> str:
+        if len(values) <= _LITERAL_ELEMENTS:
+            listed = values.tolist() if isinstance(values, np.ndarray) else values
+            return _literal(listed, element)
+        name = f"{_ARRAY_COLUMN}{len(arrays)}"
+        arrays[name] = pa.array(values, pa.string() if element == "string" else pa.int64())
+        return name
+
+    slot = slot_hash.sql("_metadata.file_size")
+
+    def at_slot(values: Sequence[int] | Sequence[str], element: str = "bigint") -> str:
+        return f"get({array(values, element)}, {slot})"
+
+    bitmap = array(np.concatenate(chunks), "bigint")
+    word = f"((_metadata.row_index >> 6) - {at_slot(slot_first)})"
+    at = f"cast({at_slot(slot_base)} + {word} AS INT)"
     # cheapest first: most rows fail the size or the bit; the path is compared last
     deleted_row = " AND ".join(
         [
-            f"get({_array(slot_size, 'bigint')}, {slot}) = {size}",
-            f"{word} >= 0 AND {word} < get({_array(slot_words, 'bigint')}, {slot})",
+            f"{at_slot(slot_size)} = _metadata.file_size",
+            f"{word} >= 0 AND {word} < {at_slot(slot_words)}",
             f"shiftright(get({bitmap}, {at}), cast(_metadata.row_index & 63 AS INT)) & 1 = 1",
-            f"get({_array(slot_path, 'string')}, {slot}) = _metadata.file_path",
+            f"{at_slot(slot_path, 'string')} = _metadata.file_path",
         ]
     )
-    return f"NOT coalesce({deleted_row}, false)"
+    return BitmapFilter(f"NOT coalesce({deleted_row}, false)", arrays)
 
 
 def _blocks_differ(hashes: list[int], bits: int) -> bool:

@@ -42,11 +42,19 @@ def _table(catalog: Any, name: str, version: int, rows: int) -> Any:
 
 @pytest.mark.parametrize("version", [2, 3])
 @pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("literals", [8192, 0], ids=["literal-arrays", "subquery-arrays"])
 def test_bitmap_filter_drops_exactly_the_deleted_rows(
-    spark: Any, catalog: Any, monkeypatch: pytest.MonkeyPatch, version: int, seed: int
+    spark: Any,
+    catalog: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    version: int,
+    seed: int,
+    literals: int,
 ) -> None:
+    # arrays up to `literals` elements are plan literals, longer ones scalar subqueries
+    monkeypatch.setattr(positions, "_LITERAL_ELEMENTS", literals)
     rows = 1200  # 400 rows a file: positions across several 64-bit words
-    table = _table(catalog, f"db.bitmap{version}{seed}", version, rows)
+    table = _table(catalog, f"db.bitmap{version}{seed}{literals}", version, rows)
     rng = random.Random(seed)
     first = set(rng.sample(range(rows), 40)) | {0, 3 * 63, 3 * 64, rows - 1}
     second = set(rng.sample(range(rows), 30))  # a second delete on the same files
@@ -146,8 +154,18 @@ def test_sizes_that_differ_from_storage_fall_back_to_the_join(
 def test_slot_hash_separates_distinct_sizes(sizes: list[int]) -> None:
     found = _slot_hash(np.array(sizes, dtype=np.int64))
     assert found is not None
-    shift, bits = found
-    assert len({slot_of(s, shift, bits) for s in sizes}) == len(sizes)
+    assert len({slot_of(s, found) for s in sizes}) == len(sizes)
+    assert found.bits <= 16
+
+
+def test_slot_hash_keeps_the_slot_arrays_small() -> None:
+    # thirty ~100 MB files (a day-partitioned table's) need no more than 2^8 slots, so the
+    # slot arrays stay plan literals
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        sizes = np.unique(rng.integers(90 << 20, 110 << 20, 30))
+        found = _slot_hash(sizes)
+        assert found is not None and found.bits <= 8, found
 
 
 def test_slot_hash_refuses_equal_sizes() -> None:
