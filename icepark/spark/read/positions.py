@@ -8,7 +8,7 @@ drop those rows from a scan of the data files:
 with deletes gets a slot in a few small arrays, found from the row's
 ``_metadata.file_size`` (a shift, an xor and a mask, chosen so that those files' slots
 differ) and confirmed by ``_metadata.file_size`` and ``_metadata.file_path``. The slot says
-where the file's words start in one array of longs, a bit a row from the word of the first
+where the file's words are in one array of longs, a bit a row from the word of the first
 deleted position to that of the last. A row is dropped when its ``_metadata.row_index`` bit
 is set. It is all arithmetic and array lookups in Spark's generated code; a row of a file
 without deletes costs a few bit operations and one lookup. Long arrays (the bitmap) reach the
@@ -251,10 +251,11 @@ def bitmap_filter(deleted: DeletedPositions, sizes: dict[str, int]) -> BitmapFil
     if slot_hash is None:
         return None
     m = 1 << slot_hash.bits
-    # per slot: the file's size and path, its first word, its number of words, and where its
-    # words start in the bitmap
+    # per slot: the file's size and path, its first and last deleted positions, and where
+    # its row 0 would be in the bitmap, in words (its words start at its first deleted
+    # position's word; rows outside the two positions are never looked up)
     slot_size, slot_path = [-1] * m, [""] * m
-    slot_first, slot_words, slot_base = [0] * m, [0] * m, [0] * m
+    slot_low, slot_high, slot_offset = [0] * m, [-1] * m, [0] * m
     chunks: list[np.ndarray] = []
     base = 0
     for path, first, last in zip(paths, firsts, lasts):
@@ -262,8 +263,8 @@ def bitmap_filter(deleted: DeletedPositions, sizes: dict[str, int]) -> BitmapFil
         words = np.zeros(last - first + 1, dtype=np.uint64)
         np.bitwise_or.at(words, (pos >> 6) - first, np.uint64(1) << (pos & 63).astype(np.uint64))
         i = slot_of(sizes[path], slot_hash)
-        slot_size[i], slot_path[i], slot_first[i] = sizes[path], path, first
-        slot_words[i], slot_base[i] = len(words), base
+        slot_size[i], slot_path[i] = sizes[path], path
+        slot_low[i], slot_high[i], slot_offset[i] = int(pos[0]), int(pos[-1]), base - first
         chunks.append(words.view(np.int64))
         base += len(words)
 
@@ -283,14 +284,14 @@ def bitmap_filter(deleted: DeletedPositions, sizes: dict[str, int]) -> BitmapFil
         return f"get({array(values, element)}, {slot})"
 
     bitmap = array(np.concatenate(chunks), "bigint")
-    word = f"((_metadata.row_index >> 6) - {at_slot(slot_first)})"
-    at = f"cast({at_slot(slot_base)} + {word} AS INT)"
-    # cheapest first: most rows fail the size or the bit; the path is compared last
+    row = "_metadata.row_index"
+    at = f"cast({at_slot(slot_offset)} + ({row} >> 6) AS INT)"
+    # cheapest first: most rows fail the size, the range or the bit; the path is compared last
     deleted_row = " AND ".join(
         [
             f"{at_slot(slot_size)} = _metadata.file_size",
-            f"{word} >= 0 AND {word} < {at_slot(slot_words)}",
-            f"shiftright(get({bitmap}, {at}), cast(_metadata.row_index & 63 AS INT)) & 1 = 1",
+            f"{row} >= {at_slot(slot_low)} AND {row} <= {at_slot(slot_high)}",
+            f"shiftright(get({bitmap}, {at}), cast({row} & 63 AS INT)) & 1 = 1",
             f"{at_slot(slot_path, 'string')} = _metadata.file_path",
         ]
     )
