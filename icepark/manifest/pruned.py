@@ -270,11 +270,13 @@ def _select(
     might_match: Callable[[EntryStats], bool],
     live_only: bool,
     count_rows: bool,
+    added_only: bool = False,
 ) -> list[_Candidate]:
-    """The entries that ``might_match`` (and are live, with ``live_only``)."""
+    """The entries that ``might_match`` (and are live, with ``live_only``; added, with
+    ``added_only``)."""
     out: list[_Candidate] = []
     rows = 0
-    deleted = ManifestEntryStatus.DELETED
+    deleted, added = ManifestEntryStatus.DELETED, ManifestEntryStatus.ADDED
     data_content = FileContent.DATA
     for b, records in enumerate(scanned):
         for i, (status, file, n, kind, row_id, vc, nc, nanc, lo, hi) in enumerate(records):
@@ -283,7 +285,7 @@ def _select(
             rows_before = rows
             if count_rows and status != deleted and row_id is None and (kind or 0) == data_content:
                 rows += n
-            if live_only and status == deleted:
+            if (live_only and status == deleted) or (added_only and status != added):
                 continue
             if might_match(EntryStats(n, vc, nc, nanc, lo, hi)):
                 out.append(_Candidate(b, i, rows_before))
@@ -382,10 +384,12 @@ def read_manifest_pruned(
     *,
     spec: PartitionSpec | None = None,
     live_only: bool = True,
+    added_only: bool = False,
 ) -> list[ManifestEntry]:
     """The entries of a manifest whose data file ``might_match``, as
     ``[e for e in read_manifest(...) if might_match(e.data_file)]`` (live entries only with
-    ``live_only``) but without decoding the others.
+    ``live_only``, entries with status ADDED only with ``added_only``) but without building
+    the others.
 
     ``might_match`` is given an :class:`EntryStats` (or, on the fallback path, the full
     :class:`DataFile`) and may only read its record count and the metrics of ``field_ids``.
@@ -414,11 +418,17 @@ def read_manifest_pruned(
             and manifest.content == ManifestContent.DATA
             and manifest.first_row_id is not None
         )
-        candidates = _select(records, might_match, live_only, count_rows)
+        candidates = _select(records, might_match, live_only, count_rows, added_only)
         return _decode(blocks, decoder, candidates)
     except _FALLBACK_ERRORS:
         entries = read_manifest(input_file, manifest, spec=spec)
-        return [e for e in entries if (e.is_live or not live_only) and might_match(e.data_file)]
+        return [
+            e
+            for e in entries
+            if (e.is_live or not live_only)
+            and (e.status == ManifestEntryStatus.ADDED or not added_only)
+            and might_match(e.data_file)
+        ]
 
 
 def _decode(

@@ -143,30 +143,38 @@ def _has_live_files(manifest: ManifestFile) -> bool:
 
 
 def _read(
-    io: FileIO, manifest: ManifestFile, matcher: FileMatcher | None, live_only: bool
+    io: FileIO,
+    manifest: ManifestFile,
+    matcher: FileMatcher | None,
+    live_only: bool,
+    added_only: bool = False,
 ) -> list[ManifestEntry]:
     input_file = io.new_input(manifest.manifest_path)
-    if matcher is not None and not matcher.matches_everything:
-        if manifest.content == ManifestContent.DATA:
-            entries = read_manifest_pruned(
-                input_file,
-                manifest,
-                matcher.metrics_field_ids,
-                matcher.metrics_might_match,
-                live_only=live_only,
-            )
-            return [e for e in entries if _partition_matches(matcher, e)]
-        entries = read_manifest(input_file, manifest)
-        return [
+    prune = matcher is not None and not matcher.matches_everything
+    if manifest.content == ManifestContent.DATA and (prune or added_only):
+        # the scanner skips, without building them, the entries pruned or not wanted
+        entries = read_manifest_pruned(
+            input_file,
+            manifest,
+            matcher.metrics_field_ids if matcher is not None and prune else (),
+            matcher.metrics_might_match if matcher is not None and prune else _anything,
+            live_only=live_only,
+            added_only=added_only,
+        )
+    else:
+        entries = [
             e
-            for e in entries
+            for e in read_manifest(input_file, manifest)
             if (e.status != ManifestEntryStatus.DELETED or not live_only)
-            and _partition_matches(matcher, e)
+            and (e.status == ManifestEntryStatus.ADDED or not added_only)
         ]
-    entries = read_manifest(input_file, manifest)
-    if live_only:
-        return [e for e in entries if e.status != ManifestEntryStatus.DELETED]
+    if matcher is not None and prune:
+        return [e for e in entries if _partition_matches(matcher, e)]
     return entries
+
+
+def _anything(stats: object) -> bool:
+    return True
 
 
 def _partition_matches(matcher: FileMatcher, entry: ManifestEntry) -> bool:
@@ -180,13 +188,15 @@ def read_entries(
     matcher: FileMatcher | None = None,
     *,
     live_only: bool = True,
+    added_only: bool = False,
     workers: int = DEFAULT_WORKERS,
 ) -> Iterator[tuple[ManifestFile, list[ManifestEntry]]]:
-    """Each manifest with its entries (live ones only with ``live_only``; with ``matcher``,
-    only those that may hold matching rows), read in parallel, in the order given."""
+    """Each manifest with its entries (live ones only with ``live_only``, those with status
+    ADDED only with ``added_only``; with ``matcher``, only those that may hold matching
+    rows), read in parallel, in the order given."""
 
     def read(manifest: ManifestFile) -> tuple[ManifestFile, list[ManifestEntry]]:
-        return manifest, _read(io, manifest, matcher, live_only)
+        return manifest, _read(io, manifest, matcher, live_only, added_only)
 
     yield from parallel_map(read, manifests, workers)
 

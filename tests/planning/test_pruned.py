@@ -407,10 +407,21 @@ def test_planner_gives_the_same_tasks_as_judging_every_file(
     fast = {text: plan(text) for text in filters}
 
     def judge_every_file(
-        input_file: Any, manifest: Any, ids: Any, might_match: Any, live_only: bool = True
+        input_file: Any,
+        manifest: Any,
+        ids: Any,
+        might_match: Any,
+        live_only: bool = True,
+        added_only: bool = False,
     ) -> list[Any]:
         entries = read_manifest(input_file, manifest)
-        return [e for e in entries if (e.is_live or not live_only) and might_match(e.data_file)]
+        return [
+            e
+            for e in entries
+            if (e.is_live or not live_only)
+            and (e.status == 1 or not added_only)
+            and might_match(e.data_file)
+        ]
 
     monkeypatch.setattr(walk, "read_manifest_pruned", judge_every_file)
     for text in filters:

@@ -49,6 +49,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType as SparkStructType
 
+from icepark.arrow.batches import coalesce_batches
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, parse_filter
 from icepark.planning.planner import CombinedScanTask, FileScanTask, SplitOptions, plan_tasks
@@ -79,6 +80,9 @@ __all__ = [
 
 #: Spark tasks a micro-batch is read with, at most
 MAX_PARTITIONS = 64
+#: rows of the Arrow batches handed to Spark, at least (but a file's last): each batch
+#: crosses to the JVM on its own, and a backlog of small files gave a batch a file
+BATCH_ROWS = 65_536
 MAX_FILES_OPTION = "streaming-max-files-per-micro-batch"
 MAX_ROWS_OPTION = "streaming-max-rows-per-micro-batch"
 _SPLIT_OPTIONS = {"split-size", "lookback", "file-open-cost"}
@@ -287,7 +291,10 @@ class IcebergStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         assert isinstance(partition, _Partition)
         scan: DataScan = pickle.loads(partition.scan)
         target = spark_arrow_schema(self.schema)
-        for task in pickle.loads(partition.task).tasks:
-            for batch in scan.read_task(task):
-                if batch.num_rows:
-                    yield cast_to_spark_arrow(batch, target)
+        batches = (
+            cast_to_spark_arrow(batch, target)
+            for task in pickle.loads(partition.task).tasks
+            for batch in scan.read_task(task)
+            if batch.num_rows
+        )
+        yield from coalesce_batches(batches, BATCH_ROWS)

@@ -62,7 +62,7 @@ def appended_entries(
         if matcher is None or matcher.manifest_might_match(m)
     ]
     out: list[ManifestEntry] = []
-    for _, entries in read_entries(io, manifests, matcher, live_only=True):
+    for _, entries in read_entries(io, manifests, matcher, live_only=True, added_only=True):
         out.extend(
             e
             for e in entries
