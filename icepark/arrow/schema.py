@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from functools import lru_cache
 
 import pyarrow as pa
 
@@ -100,7 +101,23 @@ def schema_to_arrow(
 ) -> pa.Schema:
     """The Arrow schema of an Iceberg schema; every field (list elements, map keys and values
     included) carries its id in ``PARQUET:field_id`` metadata unless ``include_field_ids`` is
-    False. Required fields are non-nullable; docs go to ``doc`` metadata."""
+    False. Required fields are non-nullable; docs go to ``doc`` metadata.
+
+    Remembered for recent schemas: a scan asks for the same one for every file it reads."""
+    try:
+        return _remembered_schema_to_arrow(schema_or_struct, include_field_ids)
+    except TypeError:  # unhashable (a default value that is a list or a map)
+        return _schema_to_arrow(schema_or_struct, include_field_ids)
+
+
+@lru_cache(maxsize=64)
+def _remembered_schema_to_arrow(
+    schema_or_struct: Schema | StructType, include_field_ids: bool
+) -> pa.Schema:
+    return _schema_to_arrow(schema_or_struct, include_field_ids)
+
+
+def _schema_to_arrow(schema_or_struct: Schema | StructType, include_field_ids: bool) -> pa.Schema:
     struct = (
         schema_or_struct.as_struct() if isinstance(schema_or_struct, Schema) else schema_or_struct
     )
@@ -327,6 +344,7 @@ _SIMPLE_FROM_ARROW: tuple[tuple[Callable[[pa.DataType], bool], PrimitiveType], .
 _EXTENSIONS: dict[str, PrimitiveType] = {"arrow.uuid": UUIDType(), "arrow.bool8": BooleanType()}
 
 
+@lru_cache(maxsize=256)  # a pure function of the type; called for every column of every file
 def primitive_from_arrow(t: pa.DataType) -> PrimitiveType:
     """The Iceberg primitive type of a non-nested Arrow type (dictionary and run-end encoded
     types by their value type, extension types by name or else by storage type).
