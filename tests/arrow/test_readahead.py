@@ -79,7 +79,8 @@ def test_stopping_early_stops_the_readers() -> None:
     assert _pairs(iter([next(gen), next(gen)])) == [(0, 0), (0, 1)]
     gen.close()  # waits for the running readers, which give up
     assert len(started) <= 4
-    assert threading.active_count() < 10
+    # its reader threads are gone (the process's shared I/O pool, icepark-io, stays)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("icepark-read")]
 
 
 @pytest.fixture
