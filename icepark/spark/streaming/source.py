@@ -83,7 +83,7 @@ __all__ = [
 #: it, within 8 to 64. A Python task costs ~25-30 ms to start: a catch-up of 10,000 small
 #: files took 5.1 s in 64 tasks on 2 cores, 4.2 s in 8.
 MAX_PARTITIONS = min(64, max(8, 2 * (os.cpu_count() or 4)))
-#: rows of the Arrow batches handed to Spark, at least (but a file's last): each batch
+#: rows of the Arrow batches handed to Spark, at least (but a task's last): each batch
 #: crosses to the JVM on its own, and a backlog of small files gave a batch a file
 BATCH_ROWS = 65_536
 MAX_FILES_OPTION = "streaming-max-files-per-micro-batch"
