@@ -268,7 +268,6 @@ def compile_skipper(avro: Any, named: Mapping[str, Any]) -> Skipper:
 @dataclass(frozen=True)
 class _Block:
     count: int
-    raw: bytes  # the block as stored: count, size, (compressed) data and sync marker
     data: bytes  # decompressed records
 
 
@@ -283,25 +282,30 @@ class AvroBlocks:
     writer_schema: Any
     named: dict[str, Any]
     metadata: dict[str, str]
-    raw_header: dict[str, Any]  # as read, with the codec the blocks are stored in
+    raw_header: dict[str, Any]  # as read
     blocks: tuple[_Block, ...]
-
-    @cached_property
-    def header(self) -> bytes:
-        """The header to put before blocks for fastavro (logical types stripped)."""
-        meta = dict(self.raw_header["meta"])
-        meta["avro.schema"] = json.dumps(strip_logical_types(self.writer_schema)).encode("utf-8")
-        out = io.BytesIO()
-        fastavro.schemaless_writer(out, _HEADER_SCHEMA, {**self.raw_header, "meta": meta})
-        return out.getvalue()
 
     def block_data(self) -> Sequence[tuple[int, bytes]]:
         """Each block's record count and decompressed records."""
         return [(b.count, b.data) for b in self.blocks]
 
-    def container(self, block_indexes: Sequence[int]) -> bytes:
-        """A container file of the given blocks only, for fastavro."""
-        return self.header + b"".join(self.blocks[i].raw for i in block_indexes)
+    @cached_property
+    def plain_header(self) -> bytes:
+        """The header to put before uncompressed blocks for fastavro (the ``null`` codec,
+        logical types stripped)."""
+        meta = dict(self.raw_header["meta"])
+        meta["avro.schema"] = json.dumps(strip_logical_types(self.writer_schema)).encode("utf-8")
+        meta["avro.codec"] = b"null"
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, _HEADER_SCHEMA, {**self.raw_header, "meta": meta})
+        return out.getvalue()
+
+    def records_container(self, records: Sequence[bytes]) -> bytes:
+        """A container file of one uncompressed block holding the given encoded records
+        (slices of the blocks' decompressed data), for fastavro to decode only those."""
+        body = b"".join(records)
+        sync: bytes = self.raw_header["sync"]
+        return self.plain_header + _write_long(len(records)) + _write_long(len(body)) + body + sync
 
 
 @lru_cache(maxsize=64)
@@ -321,15 +325,13 @@ def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
         writer_schema = _writer_schema(location, header["meta"])  # the error, naming the file
     if writer_schema is None:
         writer_schema = _writer_schema(location, header["meta"])
-    raw_meta = dict(header["meta"])
-    codec = bytes(raw_meta.get("avro.codec", b"null")).decode("utf-8", errors="replace")
+    codec = bytes(header["meta"].get("avro.codec", b"null")).decode("utf-8", errors="replace")
     sync: bytes = header["sync"]
     pos = stream.tell()
     blocks: list[_Block] = []
     budget = file_budget(len(data))
     try:
         while pos < len(data):
-            start = pos
             count, pos = read_long(data, pos)
             size, pos = read_long(data, pos)
             end = pos + size
@@ -337,7 +339,7 @@ def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
                 raise InvalidAvroFileError(f"Cannot read Avro file {location}: corrupt block")
             block = decompress_block(codec, data[pos:end], budget)
             budget -= len(block)
-            blocks.append(_Block(count, data[start : end + 16], block))
+            blocks.append(_Block(count, block))
             pos = end + 16
     except InvalidAvroFileError:
         raise
@@ -345,22 +347,13 @@ def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
         raise InvalidAvroFileError(
             f"Cannot read Avro file {location}: corrupt block ({exc})"
         ) from exc
-    if codec not in ("null", "deflate"):
-        # fastavro may lack the codec: hand it the blocks uncompressed
-        codec = "null"
-        rebuilt = []
-        for b in blocks:
-            body = _write_long(b.count) + _write_long(len(b.data)) + b.data + sync
-            rebuilt.append(_Block(b.count, body, b.data))
-        blocks = rebuilt
-    raw_meta["avro.codec"] = codec.encode("utf-8")
     metadata = _metadata_strings(header["meta"])
     return AvroBlocks(
         location,
         writer_schema,
         named,
         metadata,
-        {**header, "meta": raw_meta},
+        header,
         tuple(blocks),
     )
 

@@ -144,6 +144,7 @@ def compile_scanner(
     named: Mapping[str, Any],
     wanted: Mapping[int, tuple[int, Any]],
     slots: int,
+    start_slot: int | None = None,
 ) -> RecordScanner:
     """A scanner of records of the (writer) record schema ``record``.
 
@@ -151,7 +152,9 @@ def compile_scanner(
     result tuples (``0 <= slot < slots``) and how to read them: :data:`LONG`, or a factory
     taking the field's resolved schema and returning a :data:`Reader`. A nested record whose
     own fields are wanted is marked with a ``dict`` as its reader (its slot gets ``True``).
-    Fields that are null (or not read) are ``None``.
+    Fields that are null (or not read) are ``None``. With ``start_slot``, that slot gets the
+    position where the record starts in ``data`` (the next record's start, or the position
+    returned after the last, is where it ends).
     """
     gen = ScannerCodegen(named, wanted)
     names = ", ".join(f"v{i}" for i in range(slots))
@@ -161,6 +164,8 @@ def compile_scanner(
     gen.emit(1, "append = out.append")
     gen.emit(1, "for _ in range(count):")
     gen.emit(2, f"{names} = {', '.join(['None'] * slots)}" if slots > 1 else f"{names} = None")
+    if start_slot is not None:
+        gen.emit(2, f"v{start_slot} = pos")
     for f in record.get("fields", []):
         gen.field(2, f)
     gen.emit(2, f"append(({names},))")

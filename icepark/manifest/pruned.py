@@ -6,8 +6,9 @@ far more than judging the entries: a point query on a 10,000-file table keeps on
 entry only its status, content, record count, first row id and the metric map items of the
 wanted field ids (:mod:`icepark.avro.scanner`), and asks ``might_match`` about those
 (:class:`EntryStats`, which has the attributes of :class:`DataFile` that metrics evaluators
-read). Only the blocks holding entries that pass are then decoded by fastavro, and only the
-passing entries become :class:`ManifestEntry` objects, with the same inheritance as
+read). Only the records of the entries that pass are then decoded by fastavro (cut out of
+their blocks where the scanner saw them start and end), and only they become
+:class:`ManifestEntry` objects, with the same inheritance as
 :func:`~icepark.manifest.reader.read_manifest` (row ids count the files skipped before them).
 
 Whatever the scanner does not handle (another codec, an unusual schema, a corrupt file)
@@ -213,7 +214,8 @@ def _metric_map_reader(
 @dataclass(frozen=True)
 class _Candidate:
     block: int
-    index: int  # within the block
+    start: int  # where its record starts in the block's data
+    end: int  # and ends
     rows_before: int  # record counts of earlier files that inherit row ids
 
 
@@ -221,8 +223,9 @@ class _Scanner:
     """Scans the entries of a manifest into tuples of what pruning needs (see the slots),
     compiled for one writer schema and set of wanted field ids."""
 
-    # slots of the scanned values
+    # slots of the scanned values (and the record's start in its block)
     _STATUS, _FILE, _COUNT, _KIND, _ROW_ID, _VALUES, _NULLS, _NANS, _LOWER, _UPPER = range(10)
+    _START = 10
 
     def __init__(self, blocks: AvroBlocks, decoder: EntryDecoder, field_ids: frozenset[int]):
         named = blocks.named
@@ -248,14 +251,15 @@ class _Scanner:
             if fid in file_fields:
                 wanted[id(file_fields[fid])] = (slot, self._maps(named, field_ids, kind))
         top = resolve_named(blocks.writer_schema, named)
-        self._scan = compile_scanner(top, named, wanted, 10)
+        self._scan = compile_scanner(top, named, wanted, 11, start_slot=self._START)
 
     @staticmethod
     def _maps(named: dict[str, Any], ids: frozenset[int], kind: str) -> Callable[[Any], Reader]:
         return lambda avro: _metric_map_reader(avro, named, ids, kind)
 
     def records(self, blocks: AvroBlocks) -> list[list[tuple[Any, ...]]]:
-        """The scanned values of every entry, block by block."""
+        """The scanned values of every entry, block by block; each ends with where the
+        entry's record starts in its block."""
         out = []
         for b, (count, data) in enumerate(blocks.block_data()):
             records, end = self._scan(data, count)
@@ -267,6 +271,7 @@ class _Scanner:
 
 def _select(
     scanned: list[list[tuple[Any, ...]]],
+    block_sizes: list[int],
     might_match: Callable[[EntryStats], bool],
     live_only: bool,
     count_rows: bool,
@@ -278,8 +283,8 @@ def _select(
     rows = 0
     deleted, added = ManifestEntryStatus.DELETED, ManifestEntryStatus.ADDED
     data_content = FileContent.DATA
-    for b, records in enumerate(scanned):
-        for i, (status, file, n, kind, row_id, vc, nc, nanc, lo, hi) in enumerate(records):
+    for b, (records, size) in enumerate(zip(scanned, block_sizes, strict=True)):
+        for i, (status, file, n, kind, row_id, vc, nc, nanc, lo, hi, start) in enumerate(records):
             if file is None or n is None or status is None:
                 raise UnsupportedAvroError("entry without a status or record count")
             rows_before = rows
@@ -288,7 +293,8 @@ def _select(
             if (live_only and status == deleted) or (added_only and status != added):
                 continue
             if might_match(EntryStats(n, vc, nc, nanc, lo, hi)):
-                out.append(_Candidate(b, i, rows_before))
+                end = records[i + 1][-1] if i + 1 < len(records) else size
+                out.append(_Candidate(b, start, end, rows_before))
     return out
 
 
@@ -418,7 +424,8 @@ def read_manifest_pruned(
             and manifest.content == ManifestContent.DATA
             and manifest.first_row_id is not None
         )
-        candidates = _select(records, might_match, live_only, count_rows, added_only)
+        sizes = [len(b.data) for b in blocks.blocks]
+        candidates = _select(records, sizes, might_match, live_only, count_rows, added_only)
         return _decode(blocks, decoder, candidates)
     except _FALLBACK_ERRORS:
         entries = read_manifest(input_file, manifest, spec=spec)
@@ -434,26 +441,24 @@ def read_manifest_pruned(
 def _decode(
     blocks: AvroBlocks, decoder: EntryDecoder, candidates: list[_Candidate]
 ) -> list[ManifestEntry]:
-    """The candidates' entries, decoded by fastavro from the blocks that hold them."""
+    """The candidates' entries: fastavro decodes their records only (a container of one
+    block holding them), not the whole blocks they are in."""
     if not candidates:
         return []
-    used = sorted({c.block for c in candidates})
-    first: dict[int, int] = {}
-    offset = 0
-    for b in used:
-        first[b] = offset
-        offset += blocks.blocks[b].count
+    chosen = [blocks.blocks[c.block].data[c.start : c.end] for c in candidates]
     try:
-        reader = fastavro.reader(io.BytesIO(blocks.container(used)))
+        reader = fastavro.reader(io.BytesIO(blocks.records_container(chosen)))
         records = cast(list[dict[str, Any]], list(reader))
     except Exception as exc:
         raise InvalidAvroFileError(f"Cannot read Avro file {blocks.location}: {exc}") from exc
+    if len(records) != len(candidates):
+        raise InvalidAvroFileError(f"Cannot read Avro file {blocks.location}: records differ")
     manifest = decoder.manifest
     start_row_id = None if manifest is None else manifest.first_row_id
     out = []
-    for c in candidates:
+    for c, record in zip(candidates, records, strict=True):
         inherit = decoder.inheritance()
         if inherit.next_row_id is not None and start_row_id is not None:
             inherit.next_row_id = start_row_id + c.rows_before
-        out.append(inherit.apply(decoder.entry(records[first[c.block] + c.index])))
+        out.append(inherit.apply(decoder.entry(record)))
     return out
