@@ -19,6 +19,7 @@ Each timed figure is the median of ``runs`` after a warm-up (the page cache is w
 
 from __future__ import annotations
 
+import importlib
 import json
 import resource
 import statistics
@@ -61,8 +62,32 @@ def _child(args: list[str]) -> dict[str, Any]:
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
+_PLAN_MODULES = {
+    # what each side's first plan would otherwise import while it is timed
+    "icepark-plan": (
+        "encodings.utf_8_sig",
+        "icepark.catalog.filesystem",
+        "icepark.table",
+        "icepark.manifest.pruned",
+    ),
+    "pyiceberg-plan": (
+        "encodings.utf_8_sig",
+        "pyiceberg.avro.decoder_fast",
+        "pyiceberg.catalog.noop",
+        "pyiceberg.io.pyarrow",
+        "pyiceberg.manifest",
+        "pyiceberg.serializers",
+        "pyiceberg.table",
+    ),
+}
+
+
 def _variant(kind: str, warehouse: Path, point: int) -> dict[str, Any]:
-    """Run in a fresh process: one variant, its time (and import time) and peak RSS."""
+    """Run in a fresh process: one variant, its time (and import time) and peak RSS, and
+    the modules imported while it was timed (``late_imports``: none, for a plan)."""
+    location = ""
+    if kind == "pyiceberg-plan":  # found by a child of its own: icepark is not imported here
+        location = _child(["locate", str(warehouse), "bench.many"])["location"]
     t0 = time.perf_counter()
     if kind.startswith("icepark"):
         from icepark.catalog import load_catalog
@@ -70,7 +95,10 @@ def _variant(kind: str, warehouse: Path, point: int) -> dict[str, Any]:
         from pyiceberg.table import StaticTable
     if kind.endswith("dataset"):
         import pyarrow.dataset as ds
+    for module in _PLAN_MODULES.get(kind, ()):
+        importlib.import_module(module)
     imported = time.perf_counter() - t0
+    loaded = set(sys.modules)
     start = time.perf_counter()
     if kind == "icepark-plan":
         table = load_catalog("bench", type="filesystem", warehouse=str(warehouse)).load_table(
@@ -78,17 +106,9 @@ def _variant(kind: str, warehouse: Path, point: int) -> dict[str, Any]:
         )
         n = len(table.scan(filter=f"id = {point}").plan_files())
     elif kind == "pyiceberg-plan":
-        from icepark.catalog import load_catalog as _lc  # only to find the metadata file
-
-        location = (
-            _lc("bench", type="filesystem", warehouse=str(warehouse))
-            .load_table("bench.many")
-            .metadata_location
-        )
-        start = time.perf_counter()
-        static = StaticTable.from_metadata(location)
         from pyiceberg.expressions import EqualTo
 
+        static = StaticTable.from_metadata(location)
         n = len(list(static.scan(row_filter=EqualTo("id", point)).plan_files()))
     elif kind == "icepark-batches":
         table = load_catalog("bench", type="filesystem", warehouse=str(warehouse)).load_table(
@@ -108,6 +128,7 @@ def _variant(kind: str, warehouse: Path, point: int) -> dict[str, Any]:
     return {
         "kind": kind,
         "import": imported,
+        "late_imports": sorted(set(sys.modules) - loaded),
         "seconds": seconds,
         "rows": n,
         "rss_mb": _peak_rss_mb(),
@@ -217,5 +238,15 @@ def contention(appends: int = 50) -> list[dict[str, Any]]:
     return results
 
 
+def _locate(warehouse: Path, name: str) -> dict[str, Any]:
+    from icepark.catalog import load_catalog
+
+    table = load_catalog("bench", type="filesystem", warehouse=str(warehouse)).load_table(name)
+    return {"location": table.metadata_location}
+
+
 if __name__ == "__main__":
-    print(json.dumps(_variant(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]))))
+    if sys.argv[1] == "locate":
+        print(json.dumps(_locate(Path(sys.argv[2]), sys.argv[3])))
+    else:
+        print(json.dumps(_variant(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]))))

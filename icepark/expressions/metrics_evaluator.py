@@ -38,7 +38,7 @@ from icepark.expressions.predicates import (
     BoundSetPredicate,
 )
 from icepark.expressions.visitors import BoundPredicateVisitor, rewrite_not, visit
-from icepark.spec.conversions import from_bytes
+from icepark.spec.conversions import from_bytes, from_bytes_reader
 from icepark.spec.manifests import DataFile
 from icepark.spec.schema import Schema
 from icepark.spec.types import DoubleType, FloatType, PrimitiveType
@@ -271,19 +271,24 @@ def _compile_inclusive(expr: Expression) -> _Check:
 
 def _bound_decoder(t: PrimitiveType) -> Callable[[bytes], Any]:
     """``_Metrics._decode`` for one type: the bound's value, or None when unusable."""
+    read = from_bytes_reader(t)
+    floating = isinstance(t, FloatType | DoubleType)
 
     def decode(raw: bytes) -> Any:
         try:
-            value = from_bytes(t, raw)
+            value = read(raw)
         except InvalidValueError:
             return None
-        return None if _is_nan(value) else value
+        return None if floating and _is_nan(value) else value
 
     return decode
 
 
 def _compile_predicate(pred: BoundPredicate) -> _Check | None:
-    """Comparisons and ``in`` as closures equivalent to :class:`_Inclusive`'s methods."""
+    """Comparisons and ``in`` as closures equivalent to :class:`_Inclusive`'s methods. Each
+    check can only rule a file out, so their order does not change the answer: the bounds
+    come first, as they rule out most files and the counts may cost more to read (a pruned
+    manifest scan decodes them only when asked)."""
     op = pred.op
     fid = pred.term.field_id
     decode = _bound_decoder(pred.term.type)  # type: ignore[arg-type]
@@ -295,10 +300,10 @@ def _compile_predicate(pred: BoundPredicate) -> _Check | None:
             return None
 
         def in_(f: Any) -> bool:
-            if _nulls_or_nans_only(f, fid):
-                return False
             lo, hi = _bound(f.lower_bounds, fid, decode), _bound(f.upper_bounds, fid, decode)
-            return any((lo is None or lo <= v) and (hi is None or v <= hi) for v in literals)
+            if not any((lo is None or lo <= v) and (hi is None or v <= hi) for v in literals):
+                return False
+            return not _nulls_or_nans_only(f, fid)
 
         return in_
     if not isinstance(pred, BoundLiteralPredicate):
@@ -321,8 +326,6 @@ def _compile_predicate(pred: BoundPredicate) -> _Check | None:
         return None
 
     def compare(f: Any) -> bool:
-        if _nulls_or_nans_only(f, fid):
-            return False
         if lower_ok is not None:
             lo = _bound(f.lower_bounds, fid, decode)
             if lo is not None and not lower_ok(lo):
@@ -331,7 +334,7 @@ def _compile_predicate(pred: BoundPredicate) -> _Check | None:
             hi = _bound(f.upper_bounds, fid, decode)
             if hi is not None and not upper_ok(hi):
                 return False
-        return True
+        return not _nulls_or_nans_only(f, fid)
 
     return compare
 

@@ -37,6 +37,7 @@ from icepark.avro.blocks import (
     VARINT,
     AvroBlocks,
     UnsupportedAvroError,
+    compile_skipper,
     read_avro_blocks,
     read_long,
     resolve_named,
@@ -71,20 +72,48 @@ _COUNT_MAPS = {109: "value_counts", 110: "null_value_counts", 137: "nan_value_co
 _BOUND_MAPS = {125: "lower_bounds", 128: "upper_bounds"}
 
 
-@dataclass(slots=True)
 class EntryStats:
     """The metrics of one entry's data file, limited to some field ids.
 
     Has the :class:`~icepark.spec.manifests.DataFile` attributes that the metrics evaluators
     read; a map is ``None`` when the entry has none, and holds only the wanted field ids.
+    The count maps are decoded from the block when first read: an evaluator that rules a
+    file out by its bounds never pays for them.
     """
 
-    record_count: int
-    value_counts: dict[int, int] | None
-    null_value_counts: dict[int, int] | None
-    nan_value_counts: dict[int, int] | None
-    lower_bounds: dict[int, bytes] | None
-    upper_bounds: dict[int, bytes] | None
+    __slots__ = ("_at", "_data", "_read", "lower_bounds", "record_count", "upper_bounds")
+
+    def __init__(
+        self,
+        record_count: int,
+        data: bytes,
+        counts_at: tuple[int | None, int | None, int | None],
+        read_counts: Reader,
+        lower_bounds: dict[int, bytes] | None,
+        upper_bounds: dict[int, bytes] | None,
+    ) -> None:
+        self.record_count = record_count
+        self.lower_bounds = lower_bounds
+        self.upper_bounds = upper_bounds
+        self._data = data
+        self._at = counts_at  # where the value, null and NaN count maps start in ``data``
+        self._read = read_counts
+
+    def _counts(self, which: int) -> dict[int, int] | None:
+        pos = self._at[which]
+        return None if pos is None else cast(dict[int, int], self._read(self._data, pos)[0])
+
+    @property
+    def value_counts(self) -> dict[int, int] | None:
+        return self._counts(0)
+
+    @property
+    def null_value_counts(self) -> dict[int, int] | None:
+        return self._counts(1)
+
+    @property
+    def nan_value_counts(self) -> dict[int, int] | None:
+        return self._counts(2)
 
 
 _PAIR = b"(?:" + VARINT + VARINT + b")"
@@ -111,6 +140,7 @@ def _encode_key(value: int) -> bytes:
     return bytes(out)
 
 
+@lru_cache(maxsize=256)
 def _count_map_reader(field_ids: frozenset[int]) -> Reader:
     """Reads an array of ``{key: int, value: long}`` records into a dict of the keys in
     ``field_ids``. A map written as one block of fewer than 64 items (the usual case) is
@@ -199,7 +229,8 @@ def _bounds_map_reader(field_ids: frozenset[int]) -> Reader:
 def _metric_map_reader(
     avro: Any, named: dict[str, Any], field_ids: frozenset[int], values: str
 ) -> Reader:
-    """A reader for a metrics map: an array of ``k_v`` records with an int key."""
+    """A reader for a metrics map: an array of ``k_v`` records with an int key. A bounds map
+    is read into a dict of the wanted keys; of a count map only its position is kept."""
     if not (isinstance(avro, dict) and avro.get("type") == "array"):
         raise UnsupportedAvroError(f"expected an array map, got {avro!r}")
     item = resolve_named(avro["items"], named)
@@ -208,7 +239,14 @@ def _metric_map_reader(
     kinds = [k.get("type") if isinstance(k, dict) else k for k in kinds]
     if len(kinds) != 2 or kinds[0] != "int" or kinds[1] != values:
         raise UnsupportedAvroError(f"unexpected metrics map items {item!r}")
-    return _bounds_map_reader(field_ids) if values == "bytes" else _count_map_reader(field_ids)
+    if values == "bytes":
+        return _bounds_map_reader(field_ids)
+    skip = compile_skipper(avro, named)
+
+    def position(data: bytes, pos: int) -> tuple[Any, int]:
+        return pos, skip(data, pos)  # decoded later, if asked (EntryStats)
+
+    return position
 
 
 @dataclass(frozen=True)
@@ -271,7 +309,8 @@ class _Scanner:
 
 def _select(
     scanned: list[list[tuple[Any, ...]]],
-    block_sizes: list[int],
+    blocks: AvroBlocks,
+    field_ids: frozenset[int],
     might_match: Callable[[EntryStats], bool],
     live_only: bool,
     count_rows: bool,
@@ -279,11 +318,13 @@ def _select(
 ) -> list[_Candidate]:
     """The entries that ``might_match`` (and are live, with ``live_only``; added, with
     ``added_only``)."""
+    read_counts = _count_map_reader(field_ids)
     out: list[_Candidate] = []
     rows = 0
     deleted, added = ManifestEntryStatus.DELETED, ManifestEntryStatus.ADDED
     data_content = FileContent.DATA
-    for b, (records, size) in enumerate(zip(scanned, block_sizes, strict=True)):
+    for b, (records, block) in enumerate(zip(scanned, blocks.blocks, strict=True)):
+        data = block.data
         for i, (status, file, n, kind, row_id, vc, nc, nanc, lo, hi, start) in enumerate(records):
             if file is None or n is None or status is None:
                 raise UnsupportedAvroError("entry without a status or record count")
@@ -292,8 +333,8 @@ def _select(
                 rows += n
             if (live_only and status == deleted) or (added_only and status != added):
                 continue
-            if might_match(EntryStats(n, vc, nc, nanc, lo, hi)):
-                end = records[i + 1][-1] if i + 1 < len(records) else size
+            if might_match(EntryStats(n, data, (vc, nc, nanc), read_counts, lo, hi)):
+                end = records[i + 1][-1] if i + 1 < len(records) else len(data)
                 out.append(_Candidate(b, start, end, rows_before))
     return out
 
@@ -424,8 +465,7 @@ def read_manifest_pruned(
             and manifest.content == ManifestContent.DATA
             and manifest.first_row_id is not None
         )
-        sizes = [len(b.data) for b in blocks.blocks]
-        candidates = _select(records, sizes, might_match, live_only, count_rows, added_only)
+        candidates = _select(records, blocks, ids, might_match, live_only, count_rows, added_only)
         return _decode(blocks, decoder, candidates)
     except _FALLBACK_ERRORS:
         entries = read_manifest(input_file, manifest, spec=spec)

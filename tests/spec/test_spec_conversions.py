@@ -25,6 +25,7 @@ from icepark.spec.conversions import (
     days_to_civil,
     decimal_to_unscaled,
     from_bytes,
+    from_bytes_reader,
     partition_value_to_str,
     to_bytes,
     unscaled_to_decimal,
@@ -322,3 +323,30 @@ def test_float_human_string_reads_back(x: float) -> None:
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_double_human_string_reads_back(x: float) -> None:
     assert float(partition_value_to_str(DoubleType(), x)) == x
+
+
+_READER_TYPES: list[PrimitiveType] = [
+    IntegerType(),
+    DateType(),
+    LongType(),
+    TimeType(),
+    TimestampType(),
+    TimestamptzType(),
+    TimestampNanoType(),
+    TimestamptzNanoType(),
+    DoubleType(),
+    StringType(),
+]
+
+
+@given(t=st.sampled_from(_READER_TYPES), raw=st.binary(min_size=0, max_size=10))
+def test_from_bytes_reader_is_from_bytes(t: PrimitiveType, raw: bytes) -> None:
+    try:
+        expected: Any = from_bytes(t, raw)
+    except InvalidValueError as exc:
+        with pytest.raises(InvalidValueError, match=re.escape(str(exc))):
+            from_bytes_reader(t)(raw)
+        return
+    got = from_bytes_reader(t)(raw)
+    assert got == expected or (math.isnan(got) and math.isnan(expected))
+    assert type(got) is type(expected)
