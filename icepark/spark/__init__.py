@@ -55,8 +55,11 @@ Python workers must run the same interpreter as the driver (``PYSPARK_PYTHON`` o
 
 from __future__ import annotations
 
+import importlib
+import sys
+import types
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 try:
     import pyspark  # noqa: F401
@@ -66,31 +69,27 @@ except ImportError as _missing:  # pragma: no cover - depends on the install
         "pip install 'icepark[spark]' (PySpark >= 4.1 and pandas)"
     ) from _missing
 
-from pyspark.sql import DataFrame, SparkSession
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
-from icepark.spark.datasource import IcebergDataSource, register, register_tables
-from icepark.spark.maintenance.add_files import add_files
-from icepark.spark.maintenance.compute_table_stats import compute_table_stats
-from icepark.spark.maintenance.remove_orphan_files import remove_orphan_files
-from icepark.spark.maintenance.rewrite_data_files import rewrite_data_files
-from icepark.spark.maintenance.rewrite_position_delete_files import rewrite_position_delete_files
-from icepark.spark.read.reader import ReadPath, choose_path, read, read_scan
-from icepark.spark.session import session
-from icepark.spark.setup import SparkSetupError, prepare_session
-
-# Importing the package icepark.spark.sql binds this module's attribute ``sql`` to the
-# package; this import then rebinds it to the function, so ``ispark.sql(spark, "...")`` runs
-# SQL, while ``from icepark.spark.sql.errors import ...`` (and ``from icepark.spark.sql import
-# errors``) still find the package in sys.modules. Only ``import icepark.spark.sql.errors as
-# e`` and attribute chains like ``icepark.spark.sql.errors`` go through the function: use the
-# ``from`` forms.
-from icepark.spark.sql import sql
-from icepark.spark.streaming.queries import read_stream, write_stream
-from icepark.spark.tables import resolve_table
-from icepark.spark.types import iceberg_schema_from_spark, to_spark_schema
-from icepark.spark.write.row_level import delete, merge, update
-from icepark.spark.write.writer import WriteMode, WritePath, choose_write_path, write
-from icepark.table import Table
+    from icepark.spark.datasource import IcebergDataSource, register, register_tables
+    from icepark.spark.maintenance.add_files import add_files
+    from icepark.spark.maintenance.compute_table_stats import compute_table_stats
+    from icepark.spark.maintenance.remove_orphan_files import remove_orphan_files
+    from icepark.spark.maintenance.rewrite_data_files import rewrite_data_files
+    from icepark.spark.maintenance.rewrite_position_delete_files import (
+        rewrite_position_delete_files,
+    )
+    from icepark.spark.read.reader import ReadPath, choose_path, read, read_scan
+    from icepark.spark.session import session
+    from icepark.spark.setup import SparkSetupError, prepare_session
+    from icepark.spark.sql import sql
+    from icepark.spark.streaming.queries import read_stream, write_stream
+    from icepark.spark.tables import resolve_table
+    from icepark.spark.types import to_spark_schema
+    from icepark.spark.write.row_level import delete, merge, update
+    from icepark.spark.write.writer import WriteMode, WritePath, choose_write_path, write
+    from icepark.table import Table
 
 __all__ = [
     "IcebergDataSource",
@@ -123,6 +122,87 @@ __all__ = [
     "write_stream",
 ]
 
+# Each public name is imported from its module when first used. A Python worker of a Spark
+# task only unpickles (and so imports) the module its function lives in: importing all of
+# icepark.spark up front (SQL parser, maintenance, metadata tables...) cost a streaming source
+# or data source worker ~0.3 s of its start.
+_LAZY = {
+    "IcebergDataSource": "icepark.spark.datasource",
+    "register": "icepark.spark.datasource",
+    "register_tables": "icepark.spark.datasource",
+    "add_files": "icepark.spark.maintenance.add_files",
+    "compute_table_stats": "icepark.spark.maintenance.compute_table_stats",
+    "remove_orphan_files": "icepark.spark.maintenance.remove_orphan_files",
+    "rewrite_data_files": "icepark.spark.maintenance.rewrite_data_files",
+    "rewrite_position_delete_files": "icepark.spark.maintenance.rewrite_position_delete_files",
+    "ReadPath": "icepark.spark.read.reader",
+    "choose_path": "icepark.spark.read.reader",
+    "read": "icepark.spark.read.reader",
+    "read_scan": "icepark.spark.read.reader",
+    "session": "icepark.spark.session",
+    "SparkSetupError": "icepark.spark.setup",
+    "prepare_session": "icepark.spark.setup",
+    "sql": "icepark.spark.sql",
+    "read_stream": "icepark.spark.streaming.queries",
+    "write_stream": "icepark.spark.streaming.queries",
+    "resolve_table": "icepark.spark.tables",
+    "iceberg_schema_from_spark": "icepark.spark.types",
+    "to_spark_schema": "icepark.spark.types",
+    "delete": "icepark.spark.write.row_level",
+    "merge": "icepark.spark.write.row_level",
+    "update": "icepark.spark.write.row_level",
+    "WriteMode": "icepark.spark.write.writer",
+    "WritePath": "icepark.spark.write.writer",
+    "choose_write_path": "icepark.spark.write.writer",
+    "write": "icepark.spark.write.writer",
+}
+
+# Names that are both a function here and a subpackage or module (``icepark.spark.read``...).
+# Importing the subpackage makes Python bind it on this module under the same name; these
+# names are properties of the module's class, so they always give the function and the
+# binding is ignored (``from icepark.spark.read.reader import ...`` still finds the modules).
+_SHADOWED = ("read", "session", "sql", "write")
+
+
+def _load(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __getattr__(name: str) -> Any:
+    value = _load(name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+def _function(name: str) -> property:
+    loaded: list[Any] = []
+
+    def get(_: types.ModuleType) -> Any:
+        if not loaded:
+            loaded.append(_load(name))
+        return loaded[0]
+
+    def ignore(_: types.ModuleType, value: Any) -> None:
+        pass  # the import system binding the subpackage of the same name
+
+    return property(get, ignore)
+
+
+class _Package(types.ModuleType):
+    pass
+
+
+for _name in _SHADOWED:
+    setattr(_Package, _name, _function(_name))
+sys.modules[__name__].__class__ = _Package
+
 
 def create_table_from(
     spark: SparkSession,
@@ -137,6 +217,8 @@ def create_table_from(
     AS SELECT makes them) and partitioning terms like ``day(ts)`` or ``bucket(16, id)``,
     then write ``df`` into it. If the write fails the new table is dropped."""
     from icepark.catalog import Catalog, load_catalog
+    from icepark.spark.types import iceberg_schema_from_spark
+    from icepark.spark.write.writer import write
 
     if isinstance(catalog, Catalog):
         cat = catalog
