@@ -6,6 +6,7 @@ columns is projected to the Arrow form of the projected schema. Used by
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,12 +189,23 @@ class Planner:
         self.constants = constants
 
     def top(
-        self, output: Schema, target: pa.Schema, file_schema: pa.Schema, meta: MetaValues
+        self,
+        output: Schema,
+        target: pa.Schema,
+        file_schema: pa.Schema,
+        meta: MetaValues,
+        known: Sequence[Read | None] = (),
     ) -> list[Read | Const | Pos]:
+        """The plan of ``output`` (as ``target``) over a file with ``file_schema``; an item
+        of ``known`` that is not None is taken as it is (a read planned over a file of the
+        same schema)."""
         plan: list[Read | Const | Pos] = []
         by_id = _by_id(list(file_schema))
-        for f, tf in zip(output.fields, target):
-            if f.field_id == POS_FIELD_ID:
+        for i, (f, tf) in enumerate(zip(output.fields, target)):
+            item = known[i] if i < len(known) else None
+            if item is not None:
+                plan.append(item)
+            elif f.field_id == POS_FIELD_ID:
                 plan.append(Pos())
             elif f.field_id in META_IDS:
                 plan.append(meta.constant(f, tf.type))

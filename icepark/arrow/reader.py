@@ -34,7 +34,6 @@ by a row group's (Avro: a batch's, ORC: a stripe's) worth of the selected column
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -50,21 +49,18 @@ from icepark.arrow._projection import (
     Pos,
     Read,
     StructNode,
-    child_fields,
     project,
 )
 from icepark.arrow.avro_reader import AvroDataFile, plan_selection
 from icepark.arrow.expressions import storage_type, to_arrow_expression, to_arrow_scalar
+from icepark.arrow.file_layout import FileColumn, file_layout, file_schema_with_ids, index_file
 from icepark.arrow.orc_reader import OrcDataFile
 from icepark.arrow.read_errors import typed_read_errors
 from icepark.arrow.schema import (
-    apply_name_mapping,
-    field_id_of,
     schema_to_arrow,
     type_to_arrow,
 )
 from icepark.errors import (
-    InvalidSchemaError,
     InvalidValueError,
     NoSuchFileError,
     UnsupportedOperationError,
@@ -160,73 +156,7 @@ def read_data_file(
     return typed_read_errors(io, data_file, batches)
 
 
-def file_schema_with_ids(
-    arrow_schema: pa.Schema, name_mapping: NameMapping | None, location: str
-) -> pa.Schema:
-    """A data file's Arrow schema with field ids: as it is when any field has an id, else
-    with ids from ``name_mapping``; a file without ids and without a mapping is an error."""
-    if _has_ids(arrow_schema):
-        return arrow_schema
-    if name_mapping is None:
-        raise InvalidSchemaError(
-            f"Data file {location} has no field ids and no name mapping was given to read it "
-            "(set the table property schema.name-mapping.default)"
-        )
-    return apply_name_mapping(arrow_schema, name_mapping)
-
-
-def _has_ids(schema: pa.Schema) -> bool:
-    def walk(f: pa.Field) -> bool:
-        if field_id_of(f) is not None:
-            return True
-        return any(walk(c) for c in child_fields(f.type))
-
-    return any(walk(f) for f in schema)
-
-
 # -- reading -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _FileColumn:
-    path: tuple[str, ...]
-    repeated: bool  # inside a list or map: cannot be filtered on
-
-
-def _index_file(schema: pa.Schema, location: str) -> dict[int, _FileColumn]:
-    """The file's columns by field id; a bad field id or two columns of one name in a struct
-    (columns are found by name paths) is a ValidationError naming the file."""
-    out: dict[int, _FileColumn] = {}
-
-    def walk(f: pa.Field, path: tuple[str, ...], repeated: bool) -> None:
-        try:
-            fid = field_id_of(f)
-        except InvalidSchemaError as exc:
-            raise InvalidSchemaError(f"Cannot read data file {location}: {exc}") from exc
-        if fid is not None:
-            out.setdefault(fid, _FileColumn(path, repeated))
-        t = f.type
-        if pa.types.is_struct(t):
-            unique(list(t), path)
-            for c in t:
-                walk(c, (*path, c.name), repeated)
-        else:
-            for c in child_fields(t):
-                walk(c, (*path, c.name), True)
-
-    def unique(fields: list[pa.Field], path: tuple[str, ...]) -> None:
-        names = [f.name for f in fields]
-        if len(set(names)) < len(names):
-            twice = sorted({n for n in names if names.count(n) > 1})
-            where = ".".join(path) or "the top level"
-            raise ValidationError(
-                f"Cannot read data file {location}: two columns named {twice[0]!r} in {where}"
-            )
-
-    unique(list(schema), ())
-    for f in schema:
-        walk(f, (f.name,), False)
-    return out
 
 
 def _type_at(schema: pa.Schema, path: tuple[str, ...]) -> pa.DataType:
@@ -274,7 +204,7 @@ class _Reader:
         self,
         field_id: int,
         schema: pa.Schema,
-        index: dict[int, _FileColumn],
+        index: dict[int, FileColumn],
         used: set[tuple[str, ...]],
     ) -> pc.Expression:
         """The expression of a filter column over a file (or batch) with ``schema``; the
@@ -300,7 +230,7 @@ class _Reader:
         return self._missing_filter_column(field, index, used)
 
     def _missing_filter_column(
-        self, field: NestedField, index: dict[int, _FileColumn], used: set[tuple[str, ...]]
+        self, field: NestedField, index: dict[int, FileColumn], used: set[tuple[str, ...]]
     ) -> pc.Expression:
         storage = storage_type(type_to_arrow(field.field_type))
         null = pc.scalar(pa.scalar(None, storage))
@@ -355,10 +285,10 @@ def _read_parquet(
             metadata=fragment.metadata if fragment is not None else None,
             pre_buffer=not (small and opened.is_local),
         )
-        file_schema = file_schema_with_ids(pf.schema_arrow, name_mapping, location)
-        index = _index_file(file_schema, location)
+        layout = file_layout(pf.schema_arrow, name_mapping, location)
+        index = layout.index
         planner = Planner(location, reader.constants)
-        plan = planner.top(output, reader.target, file_schema, reader.meta_values())
+        plan = layout.plan(planner, output, reader.target, reader.meta_values())
         row_groups = _row_groups_in_split(pf.metadata, split)
         row_expr: pc.Expression | None = None
         filter_paths: set[tuple[str, ...]] = set()
@@ -463,7 +393,7 @@ def _plan(
 ) -> tuple[list[Read | Const | Pos], pc.Expression | None, set[tuple[str, ...]]]:
     """The projection plan over a file's columns, the filter over them and the column paths
     the filter reads."""
-    index = _index_file(file_schema, reader.location)
+    index = index_file(file_schema, reader.location)
     planner = Planner(reader.location, reader.constants)
     plan = planner.top(reader.output, reader.target, file_schema, reader.meta_values())
     filter_paths: set[tuple[str, ...]] = set()

@@ -791,3 +791,44 @@ def test_files_of_the_icepark_writer_read_back(tmp_path: Path) -> None:
     ]
     wanted = [{"id": r["id"], "cat": r["cat"]} for r in rows if r["id"] >= 10]
     assert sorted(got, key=lambda r: r["id"]) == wanted
+
+
+def test_files_of_one_schema_keep_their_own_constants(tmp_path: Path) -> None:
+    """The plan of one file schema is reused (icepark.arrow.file_layout), but not the values
+    taken from each file's partition: at the top level and inside a struct."""
+    table_schema = Schema(
+        NestedField(1, "id", LongType()),
+        NestedField(2, "cat", StringType()),
+        NestedField(
+            3, "s", StructType(NestedField(4, "a", LongType()), NestedField(5, "b", StringType()))
+        ),
+    )
+    spec = build_partition_spec(table_schema, ["cat", "s.b"], spec_id=1)
+    file_schema = Schema(
+        NestedField(1, "id", LongType()),
+        NestedField(3, "s", StructType(NestedField(4, "a", LongType()))),
+    )
+    files = [
+        _write(
+            tmp_path / f"f{i}.parquet",
+            file_schema,
+            [{"id": i, "s": {"a": 10 * i}}],
+            partition=(f"cat{i}", f"b{i}"),
+            spec_id=1,
+        )
+        for i in range(4)
+    ]
+    for i, df in enumerate(files):
+        assert _read(df, table_schema, spec=spec) == [
+            {"id": i, "cat": f"cat{i}", "s": {"a": 10 * i, "b": f"b{i}"}}
+        ]
+
+
+def test_same_names_other_field_ids_are_another_layout(tmp_path: Path) -> None:
+    projected = Schema(NestedField(1, "x", LongType()), NestedField(2, "y", LongType()))
+    straight = _write(tmp_path / "a.parquet", projected, [{"x": 1, "y": 2}])
+    swapped_schema = Schema(NestedField(2, "x", LongType()), NestedField(1, "y", LongType()))
+    swapped = _write(tmp_path / "b.parquet", swapped_schema, [{"x": 1, "y": 2}])
+    assert _read(straight, projected) == [{"x": 1, "y": 2}]
+    assert _read(swapped, projected) == [{"x": 2, "y": 1}]  # matched by id, not by name
+    assert _read(straight, projected) == [{"x": 1, "y": 2}]
