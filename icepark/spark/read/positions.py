@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from icepark.io import FileIO
@@ -39,6 +39,7 @@ from icepark.io.threads import io_map
 from icepark.manifest import DataFile
 from icepark.planning.planner import FileScanTask
 from icepark.spark.paths import spark_reported_path
+from icepark.spark.read.delete_cache import remembered
 
 __all__ = [
     "BitmapFilter",
@@ -95,10 +96,23 @@ def drop_deleted(
     io: FileIO,
 ) -> DataFrame:
     """``df`` (a scan of the tasks' files that still shows ``_metadata``) without the
-    deleted rows."""
+    deleted rows. The bitmap filter made for a set of positions (and the files' manifest
+    sizes, checked against storage once) is kept for the next query (see
+    :mod:`~icepark.spark.read.delete_cache`)."""
     if len(deleted.positions) <= MAX_BITMAP_FILES:
-        sizes = _checked_sizes(deleted, tasks, io)
-        bitmap = bitmap_filter(deleted, sizes) if sizes is not None else None
+        manifest_sizes = tuple(
+            sorted(
+                (path, t.file.file_size_in_bytes)
+                for t in tasks
+                if (path := spark_reported_path(t.file.file_path)) in deleted.positions
+            )
+        )
+
+        def make() -> tuple[DeletedPositions, BitmapFilter | None]:
+            sizes = _checked_sizes(deleted, tasks, io)
+            return deleted, bitmap_filter(deleted, sizes) if sizes is not None else None
+
+        _, bitmap = remembered("derived", (id(deleted), manifest_sizes), make)
         if bitmap is not None:
             return bitmap.apply(spark, df)
     return _anti_join(spark, df, deleted, tasks)
@@ -223,6 +237,13 @@ class BitmapFilter:
         """``df`` (a scan still showing ``_metadata``) without the deleted rows."""
         if not self.arrays:
             return df.filter(F.expr(self.condition))
+        kept = remembered(
+            "sessions", (id(spark), id(self)), lambda: (spark, self, self._added(spark))
+        )
+        added: dict[str, Column] = kept[2]
+        return df.withColumns(added).filter(F.expr(self.condition)).drop(*added)
+
+    def _added(self, spark: SparkSession) -> dict[str, Column]:
         one_row = spark.createDataFrame(
             pa.table(
                 {
@@ -231,8 +252,7 @@ class BitmapFilter:
                 }
             )
         )
-        added = {name: one_row.select(name).scalar() for name in self.arrays}
-        return df.withColumns(added).filter(F.expr(self.condition)).drop(*added)
+        return {name: one_row.select(name).scalar() for name in self.arrays}
 
 
 def bitmap_filter(deleted: DeletedPositions, sizes: dict[str, int]) -> BitmapFilter | None:

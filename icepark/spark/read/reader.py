@@ -63,6 +63,7 @@ from icepark.planning.planner import (
 )
 from icepark.spark.filters import quote_column, to_spark_column
 from icepark.spark.paths import parquet_files, spark_reported_path, to_spark_location
+from icepark.spark.read.delete_cache import deletes_key, remembered
 from icepark.spark.read.metadata_tables import read_metadata_table, resolve_table_or_metadata
 from icepark.spark.read.positions import DELETED_PATH, DELETED_POS, DeletedPositions, drop_deleted
 from icepark.spark.setup import prepare_session, temporary_conf
@@ -273,7 +274,20 @@ def resolve_path(
 
 def _deleted_positions(scan: DataScan, tasks: Sequence[FileScanTask]) -> DeletedPositions | None:
     """The rows the tasks' position deletes and deletion vectors delete, read on the driver
-    (each delete file once, several at a time); None when no task has any."""
+    (each delete file once, several at a time) or kept from an earlier query with the same
+    deletes (:mod:`~icepark.spark.read.delete_cache`); None when no task has any."""
+    key = deletes_key(tasks)
+    if not key:
+        return None
+    found: DeletedPositions | None = remembered(
+        "positions", key, lambda: _load_deleted_positions(scan, tasks)
+    )
+    return found
+
+
+def _load_deleted_positions(
+    scan: DataScan, tasks: Sequence[FileScanTask]
+) -> DeletedPositions | None:
     cache = DeleteCache()
     with_deletes = {t.file.file_path: t for t in tasks if t.delete_files}
     cache.load_positions(scan.io, with_deletes.values())

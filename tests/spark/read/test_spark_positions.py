@@ -13,12 +13,20 @@ from hypothesis import strategies as st
 
 from icepark.spark import read
 from icepark.spark.paths import spark_reported_path
-from icepark.spark.read import positions
+from icepark.spark.read import delete_cache, positions, reader
 from icepark.spark.read.positions import DeletedPositions, _checked_sizes, _slot_hash, slot_of
 
 pytestmark = pytest.mark.spark
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
+
+
+@pytest.fixture(autouse=True)
+def _fresh_delete_cache() -> Any:
+    # these tests change how deletes are turned into filters: nothing kept from another test
+    delete_cache.clear()
+    yield
+    delete_cache.clear()
 
 
 def _rows(df: Any) -> list[tuple[Any, ...]]:
@@ -170,3 +178,30 @@ def test_slot_hash_keeps_the_slot_arrays_small() -> None:
 
 def test_slot_hash_refuses_equal_sizes() -> None:
     assert _slot_hash(np.array([10, 20, 10], dtype=np.int64)) is None
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_a_query_again_reuses_the_deletes_and_a_new_delete_is_seen(
+    spark: Any, catalog: Any, monkeypatch: pytest.MonkeyPatch, version: int
+) -> None:
+    table = _table(catalog, f"db.again{version}", version, 300)
+    loads: list[int] = []
+    original = reader._load_deleted_positions
+    monkeypatch.setattr(
+        reader, "_load_deleted_positions", lambda *a: loads.append(1) or original(*a)
+    )
+    _no_join(monkeypatch)
+    table.delete("id in (1, 100, 299)")
+    expected = [i for i in range(300) if i not in (1, 100, 299)]
+    for _ in range(3):
+        assert sorted(r.id for r in read(spark, table, path="native").collect()) == expected
+    assert len(loads) == 1  # the delete files were read for the first query only
+    table.delete("id in (2, 200)")
+    got = sorted(r.id for r in read(spark, table, path="native").collect())
+    assert got == [i for i in expected if i not in (2, 200)]
+    assert len(loads) == 2
+    # the snapshot of the first delete still reads as it was
+    ordered = sorted(table.snapshots(), key=lambda s: s.sequence_number)
+    old = read(spark, table, snapshot_id=ordered[-2].snapshot_id, path="native")
+    assert sorted(r.id for r in old.collect()) == expected
+    assert len(loads) == 2
