@@ -234,16 +234,21 @@ class BitmapFilter:
     arrays: dict[str, pa.Array]
 
     def apply(self, spark: SparkSession, df: DataFrame) -> DataFrame:
-        """``df`` (a scan still showing ``_metadata``) without the deleted rows."""
-        if not self.arrays:
-            return df.filter(F.expr(self.condition))
-        kept = remembered(
-            "sessions", (id(spark), id(self)), lambda: (spark, self, self._added(spark))
-        )
+        """``df`` (a scan still showing ``_metadata``) without the deleted rows. The parsed
+        condition and the subqueries are made once a session and kept for the next query
+        (:mod:`~icepark.spark.read.delete_cache`)."""
+        key = (id(spark), id(self))  # the value holds both: the ids stay theirs
+        kept = remembered("sessions", key, lambda: (spark, self, *self._columns(spark)))
         added: dict[str, Column] = kept[2]
-        return df.withColumns(added).filter(F.expr(self.condition)).drop(*added)
+        condition: Column = kept[3]
+        if not added:
+            return df.filter(condition)
+        return df.withColumns(added).filter(condition).drop(*added)
 
-    def _added(self, spark: SparkSession) -> dict[str, Column]:
+    def _columns(self, spark: SparkSession) -> tuple[dict[str, Column], Column]:
+        condition = F.expr(self.condition)
+        if not self.arrays:
+            return {}, condition
         one_row = spark.createDataFrame(
             pa.table(
                 {
@@ -252,7 +257,7 @@ class BitmapFilter:
                 }
             )
         )
-        return {name: one_row.select(name).scalar() for name in self.arrays}
+        return {name: one_row.select(name).scalar() for name in self.arrays}, condition
 
 
 def bitmap_filter(deleted: DeletedPositions, sizes: dict[str, int]) -> BitmapFilter | None:
