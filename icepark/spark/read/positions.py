@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -66,9 +66,14 @@ _STAT_THREADS = 16  # sizes are looked up in parallel (one request each on objec
 @dataclass(frozen=True)
 class DeletedPositions:
     """Positions deleted by position deletes and DVs: one sorted int64 array per data file,
-    by the file's path as Spark reports it (``_metadata.file_path``)."""
+    by the file's path as Spark reports it (``_metadata.file_path``). ``filters`` keeps the
+    bitmap filters made from them (by the files' manifest sizes): they live as long as the
+    positions do (see :mod:`~icepark.spark.read.delete_cache`)."""
 
     positions: dict[str, np.ndarray]
+    filters: dict[tuple[tuple[str, int], ...], BitmapFilter | None] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def count(self) -> int:
@@ -108,11 +113,12 @@ def drop_deleted(
             )
         )
 
-        def make() -> tuple[DeletedPositions, BitmapFilter | None]:
+        if manifest_sizes in deleted.filters:
+            bitmap = deleted.filters[manifest_sizes]
+        else:
             sizes = _checked_sizes(deleted, tasks, io)
-            return deleted, bitmap_filter(deleted, sizes) if sizes is not None else None
-
-        _, bitmap = remembered("derived", (id(deleted), manifest_sizes), make)
+            bitmap = bitmap_filter(deleted, sizes) if sizes is not None else None
+            deleted.filters[manifest_sizes] = bitmap
         if bitmap is not None:
             return bitmap.apply(spark, df)
     return _anti_join(spark, df, deleted, tasks)

@@ -190,12 +190,16 @@ def test_a_query_again_reuses_the_deletes_and_a_new_delete_is_seen(
     monkeypatch.setattr(
         reader, "_load_deleted_positions", lambda *a: loads.append(1) or original(*a)
     )
+    checks: list[int] = []
+    checked = positions._checked_sizes
+    monkeypatch.setattr(positions, "_checked_sizes", lambda *a: checks.append(1) or checked(*a))
     _no_join(monkeypatch)
     table.delete("id in (1, 100, 299)")
     expected = [i for i in range(300) if i not in (1, 100, 299)]
     for _ in range(3):
         assert sorted(r.id for r in read(spark, table, path="native").collect()) == expected
     assert len(loads) == 1  # the delete files were read for the first query only
+    assert len(checks) == 1  # and the files' sizes checked on storage once
     table.delete("id in (2, 200)")
     got = sorted(r.id for r in read(spark, table, path="native").collect())
     assert got == [i for i in expected if i not in (2, 200)]
