@@ -181,8 +181,10 @@ def slot_of(size: int, slot_hash: SlotHash) -> int:
 
 def _slot_hash(sizes: np.ndarray) -> SlotHash | None:
     """The fewest ``bits`` for which some multiplier and shift give the sizes different slots
-    (see :class:`SlotHash`); None when there is none (equal sizes, or more than 2^16 slots
-    needed)."""
+    (see :class:`SlotHash`); None when there is none (equal sizes, more than 2^16 slots
+    needed, or sizes apart only in bits far above the smallest ones, such as 1, 2 and
+    2^38 + 1: a multiply carries bits upward only). The deletes are then applied by the
+    join."""
     n = len(sizes)
     if len(np.unique(sizes)) < n or (n and int(sizes.min()) < 0):
         return None
