@@ -13,13 +13,29 @@ A value that does not decode (a union branch out of range, a truncated block) ra
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from icepark.avro.blocks import Skipper, UnsupportedAvroError, compile_skipper, read_long
+from icepark.avro.blocks import (
+    VARINT,
+    Skipper,
+    UnsupportedAvroError,
+    compile_skipper,
+    read_long,
+)
 from icepark.avro.blocks import resolve_named as _resolve
 
-__all__ = ["LONG", "Reader", "RecordScanner", "ScannerCodegen", "compile_scanner"]
+__all__ = [
+    "LONG",
+    "Reader",
+    "RecordScanner",
+    "Run",
+    "RunReader",
+    "ScannerCodegen",
+    "compile_scanner",
+]
 
 Reader = Callable[[bytes, int], tuple[Any, int]]
 """Reads one value: ``read(data, pos)`` is the value and the position after it."""
@@ -29,6 +45,23 @@ LONG = "long"
 
 RecordScanner = Callable[[bytes, int], tuple[list[tuple[Any, ...]], int]]
 """``scan(data, count)``: the wanted values of ``count`` records and the position after them."""
+
+
+class RunReader(Protocol):
+    """What reads a :class:`Run`; its ``read`` may be replaced between calls."""
+
+    read: Callable[[bytes, int], tuple[tuple[Any, ...], int] | None]
+
+
+@dataclass(frozen=True)
+class Run:
+    """``length`` consecutive fields of a record read by one call: ``reader.read(data, pos)``
+    gives the values for ``slots`` (in order) and the position after the fields, or None when
+    it cannot read them there; the scanner then reads those fields one by one."""
+
+    length: int
+    slots: tuple[int, ...]
+    reader: RunReader
 
 
 class _Bad(UnsupportedAvroError):
@@ -43,11 +76,21 @@ class ScannerCodegen:
     """Emits the source of a scanner (and, extended, of :mod:`icepark.avro.decoder`): code
     that steps over values of a writer schema inline."""
 
-    def __init__(self, named: Mapping[str, Any], wanted: Mapping[int, tuple[int, Any]]) -> None:
+    def __init__(
+        self,
+        named: Mapping[str, Any],
+        wanted: Mapping[int, tuple[int, Any]],
+        runs: Mapping[int, Run] | None = None,
+    ) -> None:
         self.named = named
         self.wanted = wanted
+        self.runs = runs or {}
         self.lines: list[str] = []
-        self.env: dict[str, Any] = {"read_long": read_long, "_fail": _fail}
+        self.env: dict[str, Any] = {
+            "read_long": read_long,
+            "_fail": _fail,
+            "_varint": re.compile(VARINT).match,
+        }
 
     def emit(self, indent: int, line: str) -> None:
         self.lines.append("    " * indent + line)
@@ -62,6 +105,10 @@ class ScannerCodegen:
         self.emit(indent, "if b < 0x80:")
         self.emit(indent + 1, f"{target} = (b >> 1) ^ -(b & 1)")
         self.emit(indent + 1, "pos += 1")
+        self.emit(indent, "elif data[pos + 1] < 0x80:")  # two bytes (a record count)
+        self.emit(indent + 1, f"{target} = (b & 0x7F) | (data[pos + 1] << 7)")
+        self.emit(indent + 1, f"{target} = ({target} >> 1) ^ -({target} & 1)")
+        self.emit(indent + 1, "pos += 2")
         self.emit(indent, "else:")
         self.emit(indent + 1, f"{target}, pos = read_long(data, pos)")
 
@@ -73,13 +120,16 @@ class ScannerCodegen:
         elif kind == "null":
             pass
         elif kind in ("int", "long", "enum"):
-            self.emit(indent, "while data[pos] > 0x7F:")
+            self.emit(indent, "if data[pos] < 0x80:")
             self.emit(indent + 1, "pos += 1")
-            self.emit(indent, "pos += 1")
+            self.emit(indent, "else:")  # a longer varint: a snapshot id takes ten bytes
+            self.emit(indent + 1, "pos = _varint(data, pos).end()")
         elif kind in ("string", "bytes"):
             self.emit(indent, "b = data[pos]")
             self.emit(indent, "if not b & 0x81:")  # one byte, not negative
             self.emit(indent + 1, "pos += 1 + (b >> 1)")
+            self.emit(indent, "elif b & 0x80 and data[pos + 1] < 0x80 and not b & 1:")  # two
+            self.emit(indent + 1, "pos += 2 + (((b & 0x7F) | (data[pos + 1] << 7)) >> 1)")
             self.emit(indent, "else:")
             self.emit(indent + 1, "n, pos = read_long(data, pos)")
             self.emit(indent + 1, "if n < 0:")
@@ -89,8 +139,7 @@ class ScannerCodegen:
             size = {"boolean": 1, "float": 4, "double": 8}.get(kind) or int(avro["size"])
             self.emit(indent, f"pos += {size}")
         elif kind == "record":
-            for f in avro.get("fields", []):
-                self.field(indent, f)
+            self.fields(indent, avro.get("fields", []))
         else:
             skipper: Skipper = compile_skipper(avro, self.named)
             self.emit(indent, f"pos = {self.add(skipper)}(data, pos)")
@@ -118,6 +167,26 @@ class ScannerCodegen:
         else:
             self.emit(indent, f"v{slot}, pos = {self.add(reader(avro))}(data, pos)")
 
+    def fields(self, indent: int, fields: list[dict[str, Any]]) -> None:
+        """The fields of a record in order; a :class:`Run` starting at one of them is tried
+        first, with its fields one by one as the fallback."""
+        i = 0
+        while i < len(fields):
+            run = self.runs.get(id(fields[i]))
+            if run is None or run.length < 1 or i + run.length > len(fields):
+                self.field(indent, fields[i])
+                i += 1
+                continue
+            self.emit(indent, f"r = {self.add(run.reader)}.read(data, pos)")
+            self.emit(indent, "if r is not None:")
+            targets = "".join(f"v{slot}, " for slot in run.slots)
+            self.emit(indent + 1, f"({targets}), pos = r" if targets else "pos = r[1]")
+            self.emit(indent, "else:")
+            for f in fields[i : i + run.length]:
+                self.field(indent + 1, f)
+            self.emit(indent + 1, "pass")
+            i += run.length
+
     def field(self, indent: int, f: dict[str, Any]) -> None:
         want = self.wanted.get(id(f))
         if want is None:
@@ -129,8 +198,7 @@ class ScannerCodegen:
             if not isinstance(record, dict) or record.get("type") != "record":
                 raise UnsupportedAvroError(f"expected a record for {f.get('name')}")
             self.emit(indent, f"v{slot} = True")
-            for inner in record.get("fields", []):
-                self.field(indent, inner)
+            self.fields(indent, record.get("fields", []))
             return
         avro = _resolve(f["type"], self.named)
         if isinstance(avro, list):
@@ -145,6 +213,7 @@ def compile_scanner(
     wanted: Mapping[int, tuple[int, Any]],
     slots: int,
     start_slot: int | None = None,
+    runs: Mapping[int, Run] | None = None,
 ) -> RecordScanner:
     """A scanner of records of the (writer) record schema ``record``.
 
@@ -154,9 +223,10 @@ def compile_scanner(
     own fields are wanted is marked with a ``dict`` as its reader (its slot gets ``True``).
     Fields that are null (or not read) are ``None``. With ``start_slot``, that slot gets the
     position where the record starts in ``data`` (the next record's start, or the position
-    returned after the last, is where it ends).
+    returned after the last, is where it ends). ``runs`` maps ``id()`` of a field dict to a
+    :class:`Run` of fields starting there.
     """
-    gen = ScannerCodegen(named, wanted)
+    gen = ScannerCodegen(named, wanted, runs)
     names = ", ".join(f"v{i}" for i in range(slots))
     gen.emit(0, "def scan(data, count):")
     gen.emit(1, "pos = 0")
@@ -166,8 +236,7 @@ def compile_scanner(
     gen.emit(2, f"{names} = {', '.join(['None'] * slots)}" if slots > 1 else f"{names} = None")
     if start_slot is not None:
         gen.emit(2, f"v{start_slot} = pos")
-    for f in record.get("fields", []):
-        gen.field(2, f)
+    gen.fields(2, record.get("fields", []))
     gen.emit(2, f"append(({names},))")
     gen.emit(1, "return out, pos")
     source = "\n".join(gen.lines) + "\n"

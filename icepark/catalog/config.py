@@ -36,6 +36,7 @@ import yaml
 
 from icepark.catalog.base import Catalog
 from icepark.errors import CatalogConfigError
+from icepark.io import is_local_location
 
 __all__ = ["load_catalog", "catalog_properties", "DEFAULT_WAREHOUSE", "ENV_URI", "ENV_WAREHOUSE"]
 
@@ -65,15 +66,11 @@ def _config_file() -> dict[str, Any]:
     return loaded
 
 
-def _is_local(location: str) -> bool:
-    return "://" not in location or location.startswith("file:")
-
-
 def _absolute(location: str) -> str:
     if location.startswith("file:"):
         location = location[len("file:") :].lstrip("/")
         location = "/" + location
-    return str(Path(location).expanduser().resolve()) if _is_local(location) else location
+    return str(Path(location).expanduser().resolve()) if is_local_location(location) else location
 
 
 def catalog_properties(name: str | None = None, **overrides: Any) -> tuple[str, dict[str, str]]:
@@ -114,7 +111,11 @@ def catalog_properties(name: str | None = None, **overrides: Any) -> tuple[str, 
         warehouse = DEFAULT_WAREHOUSE
     props["warehouse"] = _absolute(warehouse)
     if kind == "sql" and not props.get("uri"):
-        base = props["warehouse"] if _is_local(props["warehouse"]) else _absolute(DEFAULT_WAREHOUSE)
+        base = (
+            props["warehouse"]
+            if is_local_location(props["warehouse"])
+            else _absolute(DEFAULT_WAREHOUSE)
+        )
         props["uri"] = f"sqlite:///{base}/catalog.db"
     return name, props
 

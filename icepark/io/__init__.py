@@ -9,6 +9,7 @@ from icepark.io.pyarrow_fileio import (
     LOCAL_SCHEMES,
     S3_SCHEMES,
     PyArrowFileIO,
+    is_local_location,
     load_file_io,
 )
 from icepark.io.s3 import (
@@ -30,6 +31,7 @@ __all__ = [
     "OutputStream",
     "FileEntry",
     "PyArrowFileIO",
+    "is_local_location",
     "load_file_io",
     "IO_IMPL",
     "S3_ENDPOINT",

@@ -55,6 +55,7 @@ __all__ = [
     "LOCAL_SCHEMES",
     "S3_SCHEMES",
     "PyArrowFileIO",
+    "is_local_location",
     "is_partial_write",
     "translate_errors",
     "load_file_io",
@@ -127,6 +128,11 @@ def _split_scheme(location: str) -> tuple[str, str]:
     if sep and len(head) > 1 and head.replace("+", "").replace("-", "").isalnum():
         return head.lower(), rest
     return "", location
+
+
+def is_local_location(location: str) -> bool:
+    """Whether ``location`` names a file on this machine (no scheme, or ``file:``)."""
+    return _split_scheme(location)[0] in LOCAL_SCHEMES
 
 
 @contextlib.contextmanager

@@ -4,7 +4,8 @@ Decoding every entry of a big manifest (fastavro dicts, then :class:`DataFile` o
 far more than judging the entries: a point query on a 10,000-file table keeps one of them.
 :func:`read_manifest_pruned` first scans the decompressed Avro blocks itself, decoding of each
 entry only its status, content, record count, first row id and the metric map items of the
-wanted field ids (:mod:`icepark.avro.scanner`), and asks ``might_match`` about those
+wanted field ids (:mod:`icepark.avro.scanner`; the metric maps with one pattern match per
+entry, :mod:`icepark.manifest.metric_maps`), and asks ``might_match`` about those
 (:class:`EntryStats`, which has the attributes of :class:`DataFile` that metrics evaluators
 read). Only the records of the entries that pass are then decoded by fastavro (cut out of
 their blocks where the scanner saw them start and end), and only they become
@@ -23,27 +24,30 @@ and a cached scan used only for the very same bytes.
 from __future__ import annotations
 
 import io
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, cast
 
 import fastavro
 
 from icepark.avro.blocks import (
-    VARINT,
     AvroBlocks,
     UnsupportedAvroError,
-    compile_skipper,
     read_avro_blocks,
-    read_long,
     resolve_named,
 )
-from icepark.avro.scanner import LONG, Reader, compile_scanner
+from icepark.avro.scanner import LONG, Reader, Run, compile_scanner
 from icepark.errors import InvalidAvroFileError
+from icepark.manifest.metric_maps import (
+    BOUNDS,
+    COUNTS,
+    SKIPPED,
+    count_map_reader,
+    metric_map_reader,
+    metrics_run,
+)
 from icepark.manifest.reader import EntryDecoder, read_manifest
 from icepark.spec.manifests import (
     FileContent,
@@ -54,7 +58,7 @@ from icepark.spec.manifests import (
 )
 from icepark.spec.partitioning import PartitionSpec
 
-__all__ = ["EntryStats", "read_manifest_pruned"]
+__all__ = ["EntryStats", "FetchedManifest", "fetch_manifest", "read_manifest_pruned"]
 
 _FALLBACK_ERRORS = (
     UnsupportedAvroError,
@@ -70,6 +74,7 @@ _FALLBACK_ERRORS = (
 _RECORD_COUNT, _CONTENT, _FIRST_ROW_ID = 103, 134, 142
 _COUNT_MAPS = {109: "value_counts", 110: "null_value_counts", 137: "nan_value_counts"}
 _BOUND_MAPS = {125: "lower_bounds", 128: "upper_bounds"}
+_COLUMN_SIZES = 108
 
 
 class EntryStats:
@@ -116,139 +121,6 @@ class EntryStats:
         return self._counts(2)
 
 
-_PAIR = b"(?:" + VARINT + VARINT + b")"
-
-
-@lru_cache(maxsize=1024)
-def _pairs_with_keys(n: int, keys: tuple[bytes, ...]) -> re.Pattern[bytes]:
-    """A pattern matching ``n`` pairs of ints or longs; group ``i + 1`` is the value of the
-    last pair whose key is encoded as ``keys[i]`` (unset when there is none)."""
-    find = b"".join(
-        b"(?=(?:" + _PAIR + b"{0,%d}" % (n - 1) + re.escape(k) + b"(" + VARINT + b"))?)"
-        for k in keys
-    )
-    return re.compile(find + _PAIR + b"{%d}" % n)
-
-
-def _encode_key(value: int) -> bytes:
-    n = value << 1 if value >= 0 else (-value << 1) - 1
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-@lru_cache(maxsize=256)
-def _count_map_reader(field_ids: frozenset[int]) -> Reader:
-    """Reads an array of ``{key: int, value: long}`` records into a dict of the keys in
-    ``field_ids``. A map written as one block of fewer than 64 items (the usual case) is
-    matched by one regular expression that also captures the wanted values."""
-    fids = sorted(field_ids)
-    keys = tuple(_encode_key(fid) for fid in fids)
-    groups = list(enumerate(fids, 1))
-
-    def read_slow(data: bytes, pos: int) -> tuple[Any, int]:
-        out: dict[int, int] = {}
-        while True:
-            n, pos = read_long(data, pos)
-            if n == 0:
-                return out, pos
-            if n < 0:
-                n = -n
-                _, pos = read_long(data, pos)
-            m = _pairs_with_keys(n, keys).match(data, pos)
-            if m is None:
-                raise InvalidAvroFileError("truncated block")
-            for g, fid in groups:
-                start = m.start(g)
-                if start >= 0:
-                    out[fid] = read_long(data, start)[0]
-            pos = m.end()
-
-    matchers: list[Callable[[bytes, int], re.Match[bytes] | None] | None] = [None] * 64
-
-    def read(data: bytes, pos: int) -> tuple[Any, int]:
-        b = data[pos]
-        if b == 0:
-            return {}, pos + 1
-        if b < 0x80 and not b & 1:
-            match = matchers[b >> 1]
-            if match is None:
-                match = matchers[b >> 1] = _pairs_with_keys(b >> 1, keys).match
-            m = match(data, pos + 1)
-            if m is not None:
-                end = m.end()
-                if data[end] == 0:
-                    out: dict[int, int] = {}
-                    for g, fid in groups:
-                        start = m.start(g)
-                        if start >= 0:
-                            out[fid] = read_long(data, start)[0]
-                    return out, end + 1
-        return read_slow(data, pos)
-
-    return read
-
-
-def _bounds_map_reader(field_ids: frozenset[int]) -> Reader:
-    """Reads an array of ``{key: int, value: bytes}`` records into a dict of the keys in
-    ``field_ids``."""
-    one_byte = {fid << 1: fid for fid in field_ids if 0 <= fid < 64}  # zig-zag encodings
-
-    def read(data: bytes, pos: int) -> tuple[Any, int]:
-        out: dict[int, bytes] = {}
-        while True:
-            n, pos = read_long(data, pos)
-            if n == 0:
-                return out, pos
-            if n < 0:
-                n = -n
-                _, pos = read_long(data, pos)
-            for _ in range(n):
-                key = data[pos]
-                size = data[pos + 1]
-                if key < 0x80 and not size & 0x81:  # one-byte key and length
-                    size = (size >> 1) + pos + 2
-                    if key in one_byte:
-                        out[one_byte[key]] = data[pos + 2 : size]
-                    pos = size
-                    continue
-                key, pos = read_long(data, pos)
-                size, pos = read_long(data, pos)
-                if size < 0:
-                    raise InvalidAvroFileError("negative length")
-                if key in field_ids:
-                    out[key] = data[pos : pos + size]
-                pos += size
-
-    return read
-
-
-def _metric_map_reader(
-    avro: Any, named: dict[str, Any], field_ids: frozenset[int], values: str
-) -> Reader:
-    """A reader for a metrics map: an array of ``k_v`` records with an int key. A bounds map
-    is read into a dict of the wanted keys; of a count map only its position is kept."""
-    if not (isinstance(avro, dict) and avro.get("type") == "array"):
-        raise UnsupportedAvroError(f"expected an array map, got {avro!r}")
-    item = resolve_named(avro["items"], named)
-    fields = item.get("fields", []) if isinstance(item, dict) else []
-    kinds = [resolve_named(f["type"], named) for f in fields]
-    kinds = [k.get("type") if isinstance(k, dict) else k for k in kinds]
-    if len(kinds) != 2 or kinds[0] != "int" or kinds[1] != values:
-        raise UnsupportedAvroError(f"unexpected metrics map items {item!r}")
-    if values == "bytes":
-        return _bounds_map_reader(field_ids)
-    skip = compile_skipper(avro, named)
-
-    def position(data: bytes, pos: int) -> tuple[Any, int]:
-        return pos, skip(data, pos)  # decoded later, if asked (EntryStats)
-
-    return position
-
-
 @dataclass(frozen=True)
 class _Candidate:
     block: int
@@ -289,11 +161,42 @@ class _Scanner:
             if fid in file_fields:
                 wanted[id(file_fields[fid])] = (slot, self._maps(named, field_ids, kind))
         top = resolve_named(blocks.writer_schema, named)
-        self._scan = compile_scanner(top, named, wanted, 11, start_slot=self._START)
+        runs = self._runs(resolve_named(decoder.top_fields[2]["type"], named), named, field_ids)
+        self._scan = compile_scanner(top, named, wanted, 11, start_slot=self._START, runs=runs)
+
+    @classmethod
+    def _runs(
+        cls, file_record: Any, named: dict[str, Any], field_ids: frozenset[int]
+    ) -> dict[int, Run]:
+        """Runs of metric maps that follow each other in the data file record, each read by
+        one pattern match per entry (:func:`~icepark.manifest.metric_maps.metrics_run`)."""
+        slots = dict(zip((*_COUNT_MAPS, *_BOUND_MAPS), range(cls._VALUES, cls._UPPER + 1)))
+        fields = file_record.get("fields", []) if isinstance(file_record, dict) else []
+        runs: dict[int, Run] = {}
+        i = 0
+        while i < len(fields):
+            j = i
+            while j < len(fields) and (
+                fields[j].get("field-id") in slots or (fields[j].get("field-id") == _COLUMN_SIZES)
+            ):
+                j += 1
+            if j - i >= 2:
+                ids = [fields[k]["field-id"] for k in range(i, j)]
+                roles = [
+                    BOUNDS if fid in _BOUND_MAPS else COUNTS if fid in _COUNT_MAPS else SKIPPED
+                    for fid in ids
+                ]
+                run = metrics_run(
+                    fields[i:j], roles, named, field_ids, [slots[f] for f in ids if f in slots]
+                )
+                if run is not None:
+                    runs[id(fields[i])] = run
+            i = max(j, i + 1)
+        return runs
 
     @staticmethod
     def _maps(named: dict[str, Any], ids: frozenset[int], kind: str) -> Callable[[Any], Reader]:
-        return lambda avro: _metric_map_reader(avro, named, ids, kind)
+        return lambda avro: metric_map_reader(avro, named, ids, kind)
 
     def records(self, blocks: AvroBlocks) -> list[list[tuple[Any, ...]]]:
         """The scanned values of every entry, block by block; each ends with where the
@@ -318,7 +221,7 @@ def _select(
 ) -> list[_Candidate]:
     """The entries that ``might_match`` (and are live, with ``live_only``; added, with
     ``added_only``)."""
-    read_counts = _count_map_reader(field_ids)
+    read_counts = count_map_reader(field_ids)
     out: list[_Candidate] = []
     rows = 0
     deleted, added = ManifestEntryStatus.DELETED, ManifestEntryStatus.ADDED
@@ -432,6 +335,7 @@ def read_manifest_pruned(
     spec: PartitionSpec | None = None,
     live_only: bool = True,
     added_only: bool = False,
+    fetched: FetchedManifest | None = None,
 ) -> list[ManifestEntry]:
     """The entries of a manifest whose data file ``might_match``, as
     ``[e for e in read_manifest(...) if might_match(e.data_file)]`` (live entries only with
@@ -443,15 +347,17 @@ def read_manifest_pruned(
     With ``manifest``, the scanned manifest is kept in a process-wide cache (by path and
     length, up to 64 MB of decompressed blocks) so that planning it again skips scanning it;
     the file is still read, and the cached scan used only when its bytes are the same.
+    ``fetched`` is the file when it was read already (:func:`fetch_manifest`).
     """
     location: str = input_file.location
     ids = frozenset(field_ids)
     key = None if manifest is None else (manifest.manifest_path, manifest.manifest_length)
     try:
-        raw = input_file.read_bytes()
+        raw = input_file.read_bytes() if fetched is None else fetched.data
         scanned = _CACHE.manifest(key)
         if scanned is None or scanned.raw != raw:  # a file rewritten in place is not reused
-            blocks = read_avro_blocks(location, raw)
+            split = None if fetched is None else fetched.blocks
+            blocks = read_avro_blocks(location, raw) if split is None else split
             scanned = _Scanned(raw, blocks, {})
         blocks = scanned.blocks
         decoder = EntryDecoder(location, blocks.writer_schema, blocks.metadata, manifest, spec)
@@ -476,6 +382,27 @@ def read_manifest_pruned(
             and (e.status == ManifestEntryStatus.ADDED or not added_only)
             and might_match(e.data_file)
         ]
+
+
+@dataclass(frozen=True)
+class FetchedManifest:
+    """A manifest's bytes, and its blocks decompressed (None when they do not split)."""
+
+    data: bytes
+    blocks: AvroBlocks | None
+
+
+def fetch_manifest(input_file: Any) -> FetchedManifest:
+    """Reads a manifest and decompresses its blocks. On a pool thread this overlaps reading
+    and decompressing (neither holds the GIL for long) with another thread scanning the
+    manifests before it; :func:`read_manifest_pruned` then takes it as ``fetched`` (and
+    reports any error in the file)."""
+    data: bytes = input_file.read_bytes()
+    try:
+        blocks: AvroBlocks | None = read_avro_blocks(input_file.location, data)
+    except Exception:  # read_manifest_pruned splits it again and reports the error
+        blocks = None
+    return FetchedManifest(data, blocks)
 
 
 def _decode(

@@ -445,3 +445,22 @@ def test_pickle_roundtrip(tmp_path: Path) -> None:
     copy = pickle.loads(pickle.dumps(fileio))
     assert copy.properties == {"s3.region": "us-east-1"}
     assert copy.new_input(location).read_bytes() == b"p"
+
+
+@pytest.mark.parametrize(
+    ("location", "local"),
+    [
+        ("/tmp/wh/t/metadata/m.avro", True),
+        ("file:/tmp/wh/m.avro", True),
+        ("file:///tmp/wh/m.avro", True),
+        ("relative/dir/m.avro", True),
+        ("C:/data/m.avro", True),  # a drive letter, not a scheme
+        ("s3://bucket/wh/m.avro", False),
+        ("s3a://bucket/wh/m.avro", False),
+        ("gs://bucket/m.avro", False),
+    ],
+)
+def test_is_local_location(location: str, local: bool) -> None:
+    from icepark.io import is_local_location
+
+    assert is_local_location(location) is local
