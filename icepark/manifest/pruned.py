@@ -4,8 +4,8 @@ Decoding every entry of a big manifest (fastavro dicts, then :class:`DataFile` o
 far more than judging the entries: a point query on a 10,000-file table keeps one of them.
 :func:`read_manifest_pruned` first scans the decompressed Avro blocks itself, decoding of each
 entry only its status, content, record count, first row id and the metric map items of the
-wanted field ids (:mod:`icepark.avro.scanner`; the metric maps with one pattern match per
-entry, :mod:`icepark.manifest.metric_maps`), and asks ``might_match`` about those
+wanted field ids (:mod:`icepark.avro.scanner`; the fields around the file path with one
+pattern match per entry, :mod:`icepark.avro.pattern_run`), and asks ``might_match`` about those
 (:class:`EntryStats`, which has the attributes of :class:`DataFile` that metrics evaluators
 read). Only the records of the entries that pass are then decoded by fastavro (cut out of
 their blocks where the scanner saw them start and end), and only they become
@@ -38,16 +38,10 @@ from icepark.avro.blocks import (
     read_avro_blocks,
     resolve_named,
 )
+from icepark.avro.pattern_run import START, KeyedBytes, pattern_run
 from icepark.avro.scanner import LONG, Reader, Run, compile_scanner
 from icepark.errors import InvalidAvroFileError
-from icepark.manifest.metric_maps import (
-    BOUNDS,
-    COUNTS,
-    SKIPPED,
-    count_map_reader,
-    metric_map_reader,
-    metrics_run,
-)
+from icepark.manifest.metric_maps import count_map_reader, metric_map_reader
 from icepark.manifest.reader import EntryDecoder, read_manifest
 from icepark.spec.manifests import (
     FileContent,
@@ -74,7 +68,7 @@ _FALLBACK_ERRORS = (
 _RECORD_COUNT, _CONTENT, _FIRST_ROW_ID = 103, 134, 142
 _COUNT_MAPS = {109: "value_counts", 110: "null_value_counts", 137: "nan_value_counts"}
 _BOUND_MAPS = {125: "lower_bounds", 128: "upper_bounds"}
-_COLUMN_SIZES = 108
+_FILE_PATH = 100
 
 
 class EntryStats:
@@ -121,6 +115,27 @@ class EntryStats:
         return self._counts(2)
 
 
+def _runs(
+    fields: list[dict[str, Any]],
+    named: dict[str, Any],
+    wanted: dict[int, tuple[int, Any]],
+    breaks: set[int],
+) -> dict[int, Run]:
+    """Pattern runs (:func:`~icepark.avro.pattern_run.pattern_run`) over the consecutive
+    ``fields`` between the ``breaks``, keyed by ``id()`` of their first field."""
+    runs: dict[int, Run] = {}
+    start = 0
+    for end in range(len(fields) + 1):
+        if end < len(fields) and id(fields[end]) not in breaks:
+            continue
+        if end - start >= 2:
+            run = pattern_run(fields[start:end], named, wanted)
+            if run is not None:
+                runs[id(fields[start])] = run
+        start = end + 1
+    return runs
+
+
 @dataclass(frozen=True)
 class _Candidate:
     block: int
@@ -161,38 +176,23 @@ class _Scanner:
             if fid in file_fields:
                 wanted[id(file_fields[fid])] = (slot, self._maps(named, field_ids, kind))
         top = resolve_named(blocks.writer_schema, named)
-        runs = self._runs(resolve_named(decoder.top_fields[2]["type"], named), named, field_ids)
+        # the scanned fields, read with one pattern match per entry where it fits them
+        in_runs = {key: want for key, want in wanted.items() if want[1] == LONG}
+        for fid, slot in zip(_COUNT_MAPS, (self._VALUES, self._NULLS, self._NANS), strict=True):
+            if fid in file_fields:
+                in_runs[id(file_fields[fid])] = (slot, START)
+        for fid, slot in zip(_BOUND_MAPS, (self._LOWER, self._UPPER), strict=True):
+            if fid in file_fields:
+                in_runs[id(file_fields[fid])] = (slot, KeyedBytes(field_ids))
+        file_record = resolve_named(decoder.top_fields[2]["type"], named)
+        breaks = {id(decoder.top_fields[2])}
+        if _FILE_PATH in file_fields:  # every file has its own: no pattern would fit them
+            breaks.add(id(file_fields[_FILE_PATH]))
+        runs = {
+            **_runs(top.get("fields", []), named, in_runs, breaks),
+            **_runs(file_record.get("fields", []), named, in_runs, breaks),
+        }
         self._scan = compile_scanner(top, named, wanted, 11, start_slot=self._START, runs=runs)
-
-    @classmethod
-    def _runs(
-        cls, file_record: Any, named: dict[str, Any], field_ids: frozenset[int]
-    ) -> dict[int, Run]:
-        """Runs of metric maps that follow each other in the data file record, each read by
-        one pattern match per entry (:func:`~icepark.manifest.metric_maps.metrics_run`)."""
-        slots = dict(zip((*_COUNT_MAPS, *_BOUND_MAPS), range(cls._VALUES, cls._UPPER + 1)))
-        fields = file_record.get("fields", []) if isinstance(file_record, dict) else []
-        runs: dict[int, Run] = {}
-        i = 0
-        while i < len(fields):
-            j = i
-            while j < len(fields) and (
-                fields[j].get("field-id") in slots or (fields[j].get("field-id") == _COLUMN_SIZES)
-            ):
-                j += 1
-            if j - i >= 2:
-                ids = [fields[k]["field-id"] for k in range(i, j)]
-                roles = [
-                    BOUNDS if fid in _BOUND_MAPS else COUNTS if fid in _COUNT_MAPS else SKIPPED
-                    for fid in ids
-                ]
-                run = metrics_run(
-                    fields[i:j], roles, named, field_ids, [slots[f] for f in ids if f in slots]
-                )
-                if run is not None:
-                    runs[id(fields[i])] = run
-            i = max(j, i + 1)
-        return runs
 
     @staticmethod
     def _maps(named: dict[str, Any], ids: frozenset[int], kind: str) -> Callable[[Any], Reader]:
