@@ -263,7 +263,8 @@ def test_spark_reads_reference_row_level_changes_on_refs(
     spark: Any, refspark: RefEngine, tmp_path: Path
 ) -> None:
     """The reference engine's merge-on-read DELETE on a branch (a tag keeps the old rows),
-    two deletes on the same files and a MERGE INTO read the same through icepark on Spark."""
+    two deletes on the same files and a MERGE INTO read the same through icepark on Spark;
+    so does a second read (deletes from the driver's cache) and one after another delete."""
     warehouse = tmp_path / "wh"
     c = refspark.catalog_for(warehouse)
     t = f"{c}.db.r"
@@ -294,6 +295,14 @@ def test_spark_reads_reference_row_level_changes_on_refs(
         ours = sorted(tuple(r) for r in read(spark, table, columns=columns, ref=ref).collect())
         assert ours == theirs, ref
     assert len(sorted(read(spark, table, ref="before").collect())) == 60
+    # read again (the driver's delete cache is warm), then after one more delete by Java
+    main = sorted(tuple(r) for r in refspark.rows(query.format(t=t)))
+    assert sorted(tuple(r) for r in read(spark, table, columns=columns).collect()) == main
+    refspark.request([f"DELETE FROM {t} WHERE id IN (42, 44)"])  # rows of c0 and c2
+    theirs = sorted(tuple(r) for r in refspark.rows(query.format(t=t)))
+    table = FileSystemCatalog("fs", warehouse=str(warehouse)).load_table("db.r")
+    ours = sorted(tuple(r) for r in read(spark, table, columns=columns).collect())
+    assert ours == theirs and len(ours) == len(main) - 2
 
 
 def test_equality_deletes_written_by_java_read_the_same(
