@@ -452,3 +452,39 @@ def test_long_bounds_and_changing_shapes(tmp_path: Path, text: str) -> None:
     expected = _expected(input_file, manifest, matcher)
     assert got == expected
     assert expected  # the filter keeps some files
+
+
+def test_the_collector_is_paused_only_while_scanning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gc
+
+    from icepark.expressions import parse_filter
+
+    input_file, manifest = _write(tmp_path, "gc.avro", 2, "deflate", _many(50))
+    matcher = FileMatcher(SCHEMA, {0: SPEC}, parse_filter("id < 1000"))
+    seen: list[bool] = []
+    scanning: list[bool] = []
+    records = pruned._Scanner.records
+
+    def watched(self: Any, blocks: Any) -> Any:
+        scanning.append(gc.isenabled())
+        return records(self, blocks)
+
+    monkeypatch.setattr(pruned._Scanner, "records", watched)
+
+    def might_match(stats: Any) -> bool:
+        seen.append(gc.isenabled())
+        return matcher.metrics_might_match(stats)
+
+    assert gc.isenabled()
+    read_manifest_pruned(input_file, manifest, matcher.metrics_field_ids, might_match)
+    assert scanning == [False]  # off while scanning
+    assert gc.isenabled() and seen and all(seen)  # judged with it on, and on again after
+    pruned.clear_cache()
+    gc.disable()
+    try:
+        read_manifest_pruned(input_file, None, matcher.metrics_field_ids, might_match)
+        assert not gc.isenabled()  # turned off by someone else: left off
+    finally:
+        gc.enable()
