@@ -36,10 +36,10 @@ from icepark.avro.file import (
     _HEADER_SCHEMA,
     _metadata_strings,
     _read_header,
-    _write_long,
     _writer_schema,
     read_exactly,
     read_long,
+    write_long,
 )
 from icepark.avro.schema import named_avro_types, strip_logical_types
 from icepark.errors import InvalidAvroFileError
@@ -305,7 +305,7 @@ class AvroBlocks:
         (slices of the blocks' decompressed data), for fastavro to decode only those."""
         body = b"".join(records)
         sync: bytes = self.raw_header["sync"]
-        return self.plain_header + _write_long(len(records)) + _write_long(len(body)) + body + sync
+        return self.plain_header + write_long(len(records)) + write_long(len(body)) + body + sync
 
 
 @lru_cache(maxsize=64)

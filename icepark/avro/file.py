@@ -36,6 +36,7 @@ __all__ = [
     "read_avro_file",
     "read_avro_metadata",
     "read_long",
+    "write_long",
     "FASTAVRO_CODECS",
     "WRITE_CODECS",
 ]
@@ -369,7 +370,8 @@ def read_long(data: bytes, pos: int) -> tuple[int, int]:
             raise ValueError("an Avro long longer than 10 bytes")
 
 
-def _write_long(value: int) -> bytes:
+def write_long(value: int) -> bytes:
+    """The Avro encoding of an int or long (zig-zag, then a varint)."""
     n = (value << 1) ^ (value >> 63)
     out = bytearray()
     while n & ~0x7F:
@@ -397,7 +399,7 @@ def _decompress_blocks(location: str, blocks: bytes, sync: bytes, codec: str) ->
             if blocks[pos : pos + len(sync)] != sync:
                 raise ValueError("expected sync marker not found")
             pos += len(sync)
-            out += _write_long(count) + _write_long(len(raw)) + raw + sync
+            out += write_long(count) + write_long(len(raw)) + raw + sync
     except (EOFError, ValueError, IndexError) as exc:
         raise _invalid(location, exc) from exc
     return bytes(out)
@@ -508,7 +510,7 @@ class AvroBlockWriter:
         if self._closed:
             raise ValidationError(f"Cannot write to a closed Avro file: {self.location}")
         payload = self._compress(data)
-        self._write(_write_long(count) + _write_long(len(payload)) + payload + self._sync)
+        self._write(write_long(count) + write_long(len(payload)) + payload + self._sync)
 
     def close(self) -> int:
         """Publish the file; its length in bytes."""

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icepark.avro.blocks import VARINT, UnsupportedAvroError, read_long, resolve_named
+from icepark.avro.file import write_long
 from icepark.avro.scanner import LONG, Run
 
 __all__ = ["START", "KeyedBytes", "pattern_run"]
@@ -150,6 +151,8 @@ def _walk(node: _Node, data: bytes, pos: int, seen: list[set[int]]) -> int:
     count, pos = read_long(data, pos)  # an array or a map: one block, then the end
     if count < 0:
         raise _Unfit("a block with its size")
+    if count > len(data):  # items of no bytes (nulls) in such numbers: not worth a pattern
+        raise _Unfit("more items than bytes")
     seen[node.index].add(count)
     if count == 0:
         return pos
@@ -162,16 +165,6 @@ def _walk(node: _Node, data: bytes, pos: int, seen: list[set[int]]) -> int:
 
 
 # -- patterns --------------------------------------------------------------------------------
-
-
-def _varint(value: int) -> bytes:
-    n = value << 1 if value >= 0 else (-value << 1) - 1
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 @dataclass
@@ -195,7 +188,7 @@ class _Compiler:
             branches = []
             for i, child in enumerate(node.children):
                 inner = self.pattern(child, want if child.kind != "null" else None)
-                branches.append(re.escape(_varint(i)) + inner)
+                branches.append(re.escape(write_long(i)) + inner)
             return b"(?:" + b"|".join(branches) + b")"
         if want == LONG:
             self.group()
@@ -222,11 +215,8 @@ class _Compiler:
         lengths = sorted(self.sets[node.index])
         if not lengths:
             return b"(?!)"  # never seen: cannot match yet
-        return (
-            b"(?:"
-            + b"|".join(re.escape(_varint(n)) + (b"(?s:.{%d})" % n if n else b"") for n in lengths)
-            + b")"
-        )
+        values = (re.escape(write_long(n)) + (b"(?s:.{%d})" % n if n else b"") for n in lengths)
+        return b"(?:" + b"|".join(values) + b")"
 
     def array(self, node: _Node, keyed: KeyedBytes | None) -> bytes:
         counts = sorted(self.sets[node.index])
@@ -238,7 +228,7 @@ class _Compiler:
                 branches.append(b"\x00")
                 continue
             item = self.keyed_item(node, keyed) if keyed else self.item(node)
-            branches.append(re.escape(_varint(count)) + b"(?:" + item + b"){%d}\x00" % count)
+            branches.append(re.escape(write_long(count)) + b"(?:" + item + b"){%d}\x00" % count)
         return b"(?:" + b"|".join(branches) + b")"
 
     def item(self, node: _Node) -> bytes:
@@ -249,7 +239,7 @@ class _Compiler:
         branches = []
         for key in sorted(keyed.keys):
             self.keys.append((key, self.group()))
-            branches.append(re.escape(_varint(key)) + b"(" + value + b")")
+            branches.append(re.escape(write_long(key)) + b"(" + value + b")")
         branches.append(VARINT + value)
         return b"(?:" + b"|".join(branches) + b")"
 
@@ -347,7 +337,11 @@ class _PatternRun:
                 return None
             self.sets = grown
             self.compiles += 1
-            current = self.current = self.compile()
+            try:
+                current = self.current = self.compile()
+            except (re.error, OverflowError, RecursionError):  # a pattern too big to build
+                self._failed(give_up=True)
+                return None
         m = current.match(data, pos)
         if m is None or m.end() != end:
             self._failed()
@@ -386,6 +380,6 @@ def pattern_run(
                 _check_want(node, node.want)
                 slots.append(node.slot)
             nodes.append(node)
-    except UnsupportedAvroError:
+    except (UnsupportedAvroError, RecursionError):  # a recursive type: read field by field
         return None
     return Run(len(nodes), tuple(slots), _PatternRun(tuple(nodes), build.sets))

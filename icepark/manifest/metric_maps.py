@@ -24,6 +24,7 @@ from icepark.avro.blocks import (
     read_long,
     resolve_named,
 )
+from icepark.avro.file import write_long
 from icepark.avro.scanner import Reader
 from icepark.errors import InvalidAvroFileError
 
@@ -43,23 +44,13 @@ def _pairs_with_keys(n: int, keys: tuple[bytes, ...]) -> re.Pattern[bytes]:
     return re.compile(find + _PAIR + b"{%d}" % n)
 
 
-def _encode_long(value: int) -> bytes:
-    n = value << 1 if value >= 0 else (-value << 1) - 1
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
 @lru_cache(maxsize=256)
 def count_map_reader(field_ids: frozenset[int]) -> Reader:
     """Reads an array of ``{key: int, value: long}`` records into a dict of the keys in
     ``field_ids``. A map written as one block of fewer than 64 items (the usual case) is
     matched by one regular expression that also captures the wanted values."""
     fids = sorted(field_ids)
-    keys = tuple(_encode_long(fid) for fid in fids)
+    keys = tuple(write_long(fid) for fid in fids)
     groups = list(enumerate(fids, 1))
 
     def read_slow(data: bytes, pos: int) -> tuple[Any, int]:

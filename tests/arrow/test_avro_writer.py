@@ -195,10 +195,10 @@ def _encoded_file(batch: pa.RecordBatch, schema: Schema) -> bytes:
     fastavro.writer(buf, fastavro.parse_schema(avro), [])
     header = buf.getvalue()
     sync = header[-16:]
-    from icepark.avro.file import _write_long
+    from icepark.avro.file import write_long
 
     data = b"".join(rows.to_pylist())
-    return header + _write_long(len(batch)) + _write_long(len(data)) + data + sync
+    return header + write_long(len(batch)) + write_long(len(data)) + data + sync
 
 
 def test_every_type_encodes_as_fastavro_decodes() -> None:
