@@ -405,18 +405,24 @@ def read_manifest_pruned(
 
 @dataclass(frozen=True)
 class FetchedManifest:
-    """A manifest's bytes, and its blocks decompressed (None when they do not split)."""
+    """A manifest's bytes, and its blocks decompressed (None when they were scanned already
+    or do not split)."""
 
     data: bytes
     blocks: AvroBlocks | None
 
 
-def fetch_manifest(input_file: Any) -> FetchedManifest:
-    """Reads a manifest and decompresses its blocks. On a pool thread this overlaps reading
-    and decompressing (neither holds the GIL for long) with another thread scanning the
-    manifests before it; :func:`read_manifest_pruned` then takes it as ``fetched`` (and
-    reports any error in the file)."""
+def fetch_manifest(input_file: Any, manifest: ManifestFile | None = None) -> FetchedManifest:
+    """Reads a manifest and decompresses its blocks, unless the same bytes were scanned
+    already (kept by :func:`read_manifest_pruned` under ``manifest``). On a pool thread this
+    overlaps reading and decompressing (neither holds the GIL for long) with another thread
+    scanning the manifests before it; :func:`read_manifest_pruned` then takes it as
+    ``fetched`` (and reports any error in the file)."""
     data: bytes = input_file.read_bytes()
+    key = None if manifest is None else (manifest.manifest_path, manifest.manifest_length)
+    scanned = _CACHE.manifest(key)
+    if scanned is not None and scanned.raw == data:
+        return FetchedManifest(data, None)
     try:
         blocks: AvroBlocks | None = read_avro_blocks(input_file.location, data)
     except Exception:  # read_manifest_pruned splits it again and reports the error

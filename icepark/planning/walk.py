@@ -211,7 +211,7 @@ def read_entries(
         manifest: ManifestFile,
     ) -> tuple[ManifestFile, list[ManifestEntry] | FetchedManifest]:
         if _scans(manifest, matcher, added_only):
-            return manifest, fetch_manifest(io.new_input(manifest.manifest_path))
+            return manifest, fetch_manifest(io.new_input(manifest.manifest_path), manifest)
         return manifest, _read(io, manifest, matcher, live_only, added_only)
 
     remote = any(not is_local_location(m.manifest_path) for m in manifests)

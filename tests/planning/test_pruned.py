@@ -488,3 +488,29 @@ def test_the_collector_is_paused_only_while_scanning(
         assert not gc.isenabled()  # turned off by someone else: left off
     finally:
         gc.enable()
+
+
+def test_a_manifest_scanned_already_is_not_decompressed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icepark.expressions import parse_filter
+
+    input_file, manifest = _write(tmp_path, "again.avro", 2, "deflate", _many(100))
+    matcher = FileMatcher(SCHEMA, {0: SPEC}, parse_filter("id < 1000"))
+    splits: list[str] = []
+    split = pruned.read_avro_blocks
+    monkeypatch.setattr(pruned, "read_avro_blocks", lambda *a: splits.append(a[0]) or split(*a))
+    results = []
+    for _ in range(2):
+        fetched = pruned.fetch_manifest(input_file, manifest)
+        results.append(
+            read_manifest_pruned(
+                input_file,
+                manifest,
+                matcher.metrics_field_ids,
+                matcher.metrics_might_match,
+                fetched=fetched,
+            )
+        )
+    assert results[0] == results[1] == _expected(input_file, manifest, matcher)
+    assert len(splits) == 1  # the second fetch found the scan kept for the same bytes
