@@ -39,7 +39,6 @@ from icepark.io.threads import io_map
 from icepark.manifest import DataFile
 from icepark.planning.planner import FileScanTask
 from icepark.spark.paths import spark_reported_path
-from icepark.spark.read.delete_cache import remembered
 
 __all__ = [
     "BitmapFilter",
@@ -240,15 +239,19 @@ class BitmapFilter:
 
     condition: str
     arrays: dict[str, pa.Array]
+    sessions: dict[SparkSession, tuple[dict[str, Column], Column]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """The subquery columns and the parsed condition, made once a session."""
 
     def apply(self, spark: SparkSession, df: DataFrame) -> DataFrame:
         """``df`` (a scan still showing ``_metadata``) without the deleted rows. The parsed
-        condition and the subqueries are made once a session and kept for the next query
-        (:mod:`~icepark.spark.read.delete_cache`)."""
-        key = (id(spark), id(self))  # the value holds both: the ids stay theirs
-        kept = remembered("sessions", key, lambda: (spark, self, *self._columns(spark)))
-        added: dict[str, Column] = kept[2]
-        condition: Column = kept[3]
+        condition and the subqueries are made once a session and kept, with this filter, for
+        the next query (:mod:`~icepark.spark.read.delete_cache`)."""
+        kept = self.sessions.get(spark)
+        if kept is None:
+            kept = self.sessions[spark] = self._columns(spark)
+        added, condition = kept
         if not added:
             return df.filter(condition)
         return df.withColumns(added).filter(condition).drop(*added)

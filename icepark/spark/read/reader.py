@@ -279,9 +279,7 @@ def _deleted_positions(scan: DataScan, tasks: Sequence[FileScanTask]) -> Deleted
     key = deletes_key(tasks)
     if not key:
         return None
-    found: DeletedPositions | None = remembered(
-        "positions", key, lambda: _load_deleted_positions(scan, tasks)
-    )
+    found: DeletedPositions | None = remembered(key, lambda: _load_deleted_positions(scan, tasks))
     return found
 
 
