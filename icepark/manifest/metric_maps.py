@@ -44,6 +44,16 @@ def _pairs_with_keys(n: int, keys: tuple[bytes, ...]) -> re.Pattern[bytes]:
     return re.compile(find + _PAIR + b"{%d}" % n)
 
 
+def _block_count(data: bytes, pos: int) -> tuple[int, int]:
+    """The item count of the array block at ``pos`` and where its items start (a block
+    written with its size in bytes gives a negative count, then the size)."""
+    n, pos = read_long(data, pos)
+    if n < 0:
+        n = -n
+        _, pos = read_long(data, pos)
+    return n, pos
+
+
 @lru_cache(maxsize=256)
 def count_map_reader(field_ids: frozenset[int]) -> Reader:
     """Reads an array of ``{key: int, value: long}`` records into a dict of the keys in
@@ -56,12 +66,9 @@ def count_map_reader(field_ids: frozenset[int]) -> Reader:
     def read_slow(data: bytes, pos: int) -> tuple[Any, int]:
         out: dict[int, int] = {}
         while True:
-            n, pos = read_long(data, pos)
+            n, pos = _block_count(data, pos)
             if n == 0:
                 return out, pos
-            if n < 0:
-                n = -n
-                _, pos = read_long(data, pos)
             m = _pairs_with_keys(n, keys).match(data, pos)
             if m is None:
                 raise InvalidAvroFileError("truncated block")
@@ -104,12 +111,9 @@ def _bounds_map_reader(field_ids: frozenset[int]) -> Reader:
     def read(data: bytes, pos: int) -> tuple[Any, int]:
         out: dict[int, bytes] = {}
         while True:
-            n, pos = read_long(data, pos)
+            n, pos = _block_count(data, pos)
             if n == 0:
                 return out, pos
-            if n < 0:
-                n = -n
-                _, pos = read_long(data, pos)
             for _ in range(n):
                 key = data[pos]
                 size = data[pos + 1]

@@ -184,24 +184,21 @@ class _Scanner:
         ):
             if fid in file_fields:
                 wanted[id(file_fields[fid])] = (slot, LONG)
+        # the same fields as read by a pattern run (one match an entry) where it fits them
+        in_runs = {key: want for key, want in wanted.items() if want[1] == LONG}
+        bounds = KeyedBytes(field_ids)
         maps = zip(
             (*_COUNT_MAPS, *_BOUND_MAPS),
             (self._VALUES, self._NULLS, self._NANS, self._LOWER, self._UPPER),
             ("long", "long", "long", "bytes", "bytes"),
+            (START, START, START, bounds, bounds),
             strict=True,
         )
-        for fid, slot, kind in maps:
+        for fid, slot, kind, in_run in maps:
             if fid in file_fields:
                 wanted[id(file_fields[fid])] = (slot, self._maps(named, field_ids, kind))
+                in_runs[id(file_fields[fid])] = (slot, in_run)
         top = resolve_named(blocks.writer_schema, named)
-        # the scanned fields, read with one pattern match per entry where it fits them
-        in_runs = {key: want for key, want in wanted.items() if want[1] == LONG}
-        for fid, slot in zip(_COUNT_MAPS, (self._VALUES, self._NULLS, self._NANS), strict=True):
-            if fid in file_fields:
-                in_runs[id(file_fields[fid])] = (slot, START)
-        for fid, slot in zip(_BOUND_MAPS, (self._LOWER, self._UPPER), strict=True):
-            if fid in file_fields:
-                in_runs[id(file_fields[fid])] = (slot, KeyedBytes(field_ids))
         file_record = resolve_named(decoder.top_fields[2]["type"], named)
         breaks = {id(decoder.top_fields[2])}
         if _FILE_PATH in file_fields:  # every file has its own: no pattern would fit them
