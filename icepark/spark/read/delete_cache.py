@@ -9,8 +9,8 @@ native icepark read applies the deletes from the driver, so the driver keeps:
   applied to it (:func:`remembered`; up to :data:`MAX_POSITIONS` positions in all);
 * with those positions, the bitmap filter made from them (by the files' manifest sizes,
   checked against storage when it was made: ``DeletedPositions.filters``);
-* with each bitmap filter, per Spark session, its parsed condition and scalar subqueries
-  (their one-row Arrow DataFrame: ``BitmapFilter.sessions``).
+* with each bitmap filter, per Spark session, its condition (with the scalar subqueries over
+  their one-row Arrow DataFrame in it: ``BitmapFilter.sessions``).
 
 Querying a table with deletes again then costs no delete file reads, no storage size checks
 and no Arrow upload: building the DataFrame took ~0.05 s instead of ~0.1 s on the bench's

@@ -6,7 +6,7 @@ drop those rows from a scan of the data files:
 
 **A bitmap filter** (:func:`bitmap_filter`), used when it is small enough. Each data file
 with deletes gets a slot in a few small arrays, found from the row's
-``_metadata.file_size`` (a shift, an xor and a mask, chosen so that those files' slots
+``_metadata.file_size`` (a multiply, a shift and a mask, chosen so that those files' slots
 differ) and confirmed by ``_metadata.file_size`` and ``_metadata.file_path``. The slot says
 where the file's words are in one array of longs, a bit a row from the word of the first
 deleted position to that of the last. A row is dropped when its ``_metadata.row_index`` bit
@@ -53,7 +53,6 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 DELETED_PATH, DELETED_POS = "__icepark_fp__", "__icepark_pos__"  # file path, row index
-_ARRAY_COLUMN = "__icepark_deleted_bits_"  # + a number: the bitmap filter's long arrays
 # The bitmap filter's limits: its bytes (a bit a row, from the first to the last deleted
 # position of each file) and the number of files with deletes. Beyond either, the anti join
 # is used.
@@ -224,51 +223,91 @@ def _literal(values: Sequence[int] | Sequence[str], element: str) -> str:
     return f"from_json('{text}', 'array<{element}>')"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class BitmapFilter:
-    """A condition over ``_metadata``, true for the rows kept (:func:`bitmap_filter`).
+    """The arrays of a bitmap filter (:func:`bitmap_filter`) and, per Spark session, the
+    condition over ``_metadata`` made from them, true for the rows kept.
 
-    ``condition`` is Spark SQL. Arrays up to ``_LITERAL_ELEMENTS`` elements are literals in
-    it; longer ones (the bitmap) are named columns whose values ``arrays`` holds, added by
-    :meth:`apply` as scalar subqueries over a one-row DataFrame made from Arrow, which Spark
-    evaluates once per query into compact primitive arrays. As a literal, a bitmap of 75,000
-    longs cost 0.1-0.25 s a query (its text parsed and folded, the boxed array serialized
-    into every task) and gained nothing a row. The text is built in Python and handed to
-    Spark once: built from Column objects it took ~50 JVM round trips.
+    Per slot (see :class:`SlotHash`): the size and path of the file with deletes there (-1
+    and "" where none is), its first and last deleted positions, and where its row 0 would
+    be in ``bitmap``, in words. ``bitmap`` holds each file's words, a bit a row, from the
+    word of its first deleted position to that of its last.
+
+    Arrays up to ``_LITERAL_ELEMENTS`` elements are literals in the condition; longer ones
+    (the bitmap) are scalar subqueries over a one-row DataFrame made from Arrow, inside the
+    condition, which Spark evaluates once per query into compact primitive arrays. As a
+    literal, a bitmap of 75,000 longs cost 0.1-0.25 s a query (its text parsed and folded,
+    the boxed array serialized into every task) and gained nothing a row. The condition is
+    one filter: adding the subqueries as columns, filtering and dropping them had Spark
+    analyse the plan three times (~0.03 s a query) and carry the columns through every row.
     """
 
-    condition: str
-    arrays: dict[str, pa.Array]
-    sessions: dict[SparkSession, tuple[dict[str, Column], Column]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
-    """The subquery columns and the parsed condition, made once a session."""
+    slot_hash: SlotHash
+    slot_size: np.ndarray
+    slot_path: list[str]
+    slot_low: np.ndarray
+    slot_high: np.ndarray
+    slot_offset: np.ndarray
+    bitmap: np.ndarray
+    sessions: dict[SparkSession, Column] = field(default_factory=dict, compare=False, repr=False)
+    """The condition, made once a session (about 40 JVM calls)."""
 
     def apply(self, spark: SparkSession, df: DataFrame) -> DataFrame:
-        """``df`` (a scan still showing ``_metadata``) without the deleted rows. The parsed
-        condition and the subqueries are made once a session and kept, with this filter, for
-        the next query (:mod:`~icepark.spark.read.delete_cache`)."""
-        kept = self.sessions.get(spark)
-        if kept is None:
-            kept = self.sessions[spark] = self._columns(spark)
-        added, condition = kept
-        if not added:
-            return df.filter(condition)
-        return df.withColumns(added).filter(condition).drop(*added)
+        """``df`` (a scan still showing ``_metadata``) without the deleted rows. The
+        condition is made once a session and kept, with this filter, for the next query
+        (:mod:`~icepark.spark.read.delete_cache`)."""
+        condition = self.sessions.get(spark)
+        if condition is None:
+            condition = self.sessions[spark] = self._condition(spark)
+        return df.filter(condition)
 
-    def _columns(self, spark: SparkSession) -> tuple[dict[str, Column], Column]:
-        condition = F.expr(self.condition)
-        if not self.arrays:
-            return {}, condition
-        one_row = spark.createDataFrame(
-            pa.table(
-                {
-                    name: pa.ListArray.from_arrays(pa.array([0, len(a)], pa.int32()), a)
-                    for name, a in self.arrays.items()
-                }
+    def _condition(self, spark: SparkSession) -> Column:
+        arrays: dict[str, tuple[np.ndarray | list[str], str]] = {
+            "size": (self.slot_size, "bigint"),
+            "path": (self.slot_path, "string"),
+            "low": (self.slot_low, "bigint"),
+            "high": (self.slot_high, "bigint"),
+            "offset": (self.slot_offset, "bigint"),
+            "bitmap": (self.bitmap, "bigint"),
+        }
+        long = {name: a for name, a in arrays.items() if len(a[0]) > _LITERAL_ELEMENTS}
+        if long:
+            one_row = spark.createDataFrame(
+                pa.table(
+                    {
+                        name: pa.ListArray.from_arrays(
+                            pa.array([0, len(values)], pa.int32()),
+                            pa.array(values, pa.string() if t == "string" else pa.int64()),
+                        )
+                        for name, (values, t) in long.items()
+                    }
+                )
             )
+
+        def array(name: str) -> Column:
+            if name in long:
+                return one_row.select(name).scalar()
+            values, element = arrays[name]
+            listed = values.tolist() if isinstance(values, np.ndarray) else values
+            return F.expr(_literal(listed, element))
+
+        slot = F.expr(self.slot_hash.sql("_metadata.file_size"))
+        row = F.col("_metadata.row_index")
+        at = (F.get(array("offset"), slot) + F.expr("_metadata.row_index >> 6")).cast("int")
+        bit = F.call_function(
+            "shiftright",
+            F.get(array("bitmap"), at),
+            F.expr("cast(_metadata.row_index & 63 AS INT)"),
         )
-        return {name: one_row.select(name).scalar() for name in self.arrays}, condition
+        # cheapest first: most rows fail the size, the range or the bit; the path is last
+        deleted_row = (
+            (F.get(array("size"), slot) == F.col("_metadata.file_size"))
+            & (row >= F.get(array("low"), slot))
+            & (row <= F.get(array("high"), slot))
+            & (bit.bitwiseAND(F.lit(1)) == F.lit(1))
+            & (F.get(array("path"), slot) == F.col("_metadata.file_path"))
+        )
+        return ~F.coalesce(deleted_row, F.lit(False))
 
 
 def bitmap_filter(deleted: DeletedPositions, sizes: dict[str, int]) -> BitmapFilter | None:
@@ -287,11 +326,12 @@ def bitmap_filter(deleted: DeletedPositions, sizes: dict[str, int]) -> BitmapFil
     if slot_hash is None:
         return None
     m = 1 << slot_hash.bits
-    # per slot: the file's size and path, its first and last deleted positions, and where
-    # its row 0 would be in the bitmap, in words (its words start at its first deleted
-    # position's word; rows outside the two positions are never looked up)
-    slot_size, slot_path = [-1] * m, [""] * m
-    slot_low, slot_high, slot_offset = [0] * m, [-1] * m, [0] * m
+    slot_size, slot_path = np.full(m, -1, np.int64), [""] * m
+    slot_low, slot_high, slot_offset = (
+        np.zeros(m, np.int64),
+        np.full(m, -1, np.int64),
+        np.zeros(m, np.int64),
+    )
     chunks: list[np.ndarray] = []
     base = 0
     for path, first, last in zip(paths, firsts, lasts):
@@ -300,38 +340,12 @@ def bitmap_filter(deleted: DeletedPositions, sizes: dict[str, int]) -> BitmapFil
         np.bitwise_or.at(words, (pos >> 6) - first, np.uint64(1) << (pos & 63).astype(np.uint64))
         i = slot_of(sizes[path], slot_hash)
         slot_size[i], slot_path[i] = sizes[path], path
+        # rows outside the first and last deleted positions are never looked up
         slot_low[i], slot_high[i], slot_offset[i] = int(pos[0]), int(pos[-1]), base - first
         chunks.append(words.view(np.int64))
         base += len(words)
-
-    arrays: dict[str, pa.Array] = {}
-
-    def array(values: Sequence[int] | Sequence[str] | np.ndarray, element: str) -> str:
-        if len(values) <= _LITERAL_ELEMENTS:
-            listed = values.tolist() if isinstance(values, np.ndarray) else values
-            return _literal(listed, element)
-        name = f"{_ARRAY_COLUMN}{len(arrays)}"
-        arrays[name] = pa.array(values, pa.string() if element == "string" else pa.int64())
-        return name
-
-    slot = slot_hash.sql("_metadata.file_size")
-
-    def at_slot(values: Sequence[int] | Sequence[str], element: str = "bigint") -> str:
-        return f"get({array(values, element)}, {slot})"
-
-    bitmap = array(np.concatenate(chunks), "bigint")
-    row = "_metadata.row_index"
-    at = f"cast({at_slot(slot_offset)} + ({row} >> 6) AS INT)"
-    # cheapest first: most rows fail the size, the range or the bit; the path is compared last
-    deleted_row = " AND ".join(
-        [
-            f"{at_slot(slot_size)} = _metadata.file_size",
-            f"{row} >= {at_slot(slot_low)} AND {row} <= {at_slot(slot_high)}",
-            f"shiftright(get({bitmap}, {at}), cast({row} & 63 AS INT)) & 1 = 1",
-            f"{at_slot(slot_path, 'string')} = _metadata.file_path",
-        ]
-    )
-    return BitmapFilter(f"NOT coalesce({deleted_row}, false)", arrays)
+    bitmap = np.concatenate(chunks) if chunks else np.zeros(0, np.int64)
+    return BitmapFilter(slot_hash, slot_size, slot_path, slot_low, slot_high, slot_offset, bitmap)
 
 
 def _blocks_differ(hashes: list[int], bits: int) -> bool:

@@ -209,9 +209,9 @@ def test_a_query_again_reuses_the_deletes_and_a_new_delete_is_seen(
     checked = positions._checked_sizes
     monkeypatch.setattr(positions, "_checked_sizes", lambda *a: checks.append(1) or checked(*a))
     parsed: list[int] = []
-    columns = positions.BitmapFilter._columns
+    made = positions.BitmapFilter._condition
     monkeypatch.setattr(
-        positions.BitmapFilter, "_columns", lambda *a: parsed.append(1) or columns(*a)
+        positions.BitmapFilter, "_condition", lambda *a: parsed.append(1) or made(*a)
     )
     _no_join(monkeypatch)
     table.delete("id in (1, 100, 299)")
@@ -220,7 +220,7 @@ def test_a_query_again_reuses_the_deletes_and_a_new_delete_is_seen(
         assert sorted(r.id for r in read(spark, table, path="native").collect()) == expected
     assert len(loads) == 1  # the delete files were read for the first query only
     assert len(checks) == 1  # and the files' sizes checked on storage once
-    assert len(parsed) == 1  # and the condition parsed once in this session
+    assert len(parsed) == 1  # and the condition made once in this session
     table.delete("id in (2, 200)")
     got = sorted(r.id for r in read(spark, table, path="native").collect())
     assert got == [i for i in expected if i not in (2, 200)]
