@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "icepark"
 
 # The README's layers, bottom first; a module may import from its own layer and those below.
 LAYERS: list[tuple[str, ...]] = [
-    ("icepark.errors",),
+    ("icepark.errors", "icepark.lru"),
     ("icepark.spec",),
     ("icepark.expressions", "icepark.types"),
     ("icepark.io", "icepark.avro", "icepark.manifest", "icepark.puffin"),

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import gc
 import io
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,6 +41,7 @@ from icepark.avro.blocks import (
 from icepark.avro.pattern_run import START, KeyedBytes, pattern_run
 from icepark.avro.scanner import LONG, Reader, Run, compile_scanner
 from icepark.errors import InvalidAvroFileError
+from icepark.lru import LruCache
 from icepark.manifest.metric_maps import count_map_reader, metric_map_reader
 from icepark.manifest.reader import EntryDecoder, read_manifest
 from icepark.spec.manifests import (
@@ -273,72 +272,25 @@ class _Scanned:
         return len(self.raw) + data + 1024 * entries
 
 
-class _Cache:
-    """Recently scanned manifests by path and length (manifests never change once written),
-    up to ``max_bytes`` of decompressed blocks; and compiled scanners by schema."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._lock = threading.Lock()
-        self._manifests: OrderedDict[tuple[str, int], _Scanned] = OrderedDict()
-        self._weights: dict[tuple[str, int], int] = {}
-        self._bytes = 0
-        self._scanners: dict[tuple[str, frozenset[int]], _Scanner] = {}
-
-    def manifest(self, key: tuple[str, int] | None) -> _Scanned | None:
-        if key is None:
-            return None
-        with self._lock:
-            found = self._manifests.get(key)
-            if found is not None:
-                self._manifests.move_to_end(key)
-            return found
-
-    def add_manifest(self, key: tuple[str, int] | None, scanned: _Scanned) -> None:
-        if key is None:
-            return
-        weight = scanned.weight()
-        with self._lock:
-            old = self._manifests.pop(key, None)
-            if old is not None:
-                self._bytes -= self._weights.pop(key)
-            if weight > self.max_bytes:
-                return
-            self._manifests[key] = scanned
-            self._weights[key] = weight
-            self._bytes += weight
-            while self._bytes > self.max_bytes:
-                dropped, _ = self._manifests.popitem(last=False)
-                self._bytes -= self._weights.pop(dropped)
-
-    def scanner(
-        self, blocks: AvroBlocks, decoder: EntryDecoder, field_ids: frozenset[int]
-    ) -> _Scanner:
-        key = (blocks.metadata.get("avro.schema", ""), field_ids)
-        with self._lock:
-            found = self._scanners.get(key)
-        if found is None:
-            found = _Scanner(blocks, decoder, field_ids)
-            with self._lock:
-                if len(self._scanners) >= 256:
-                    self._scanners.clear()
-                self._scanners[key] = found
-        return found
-
-    def clear(self) -> None:
-        with self._lock:
-            self._manifests.clear()
-            self._weights.clear()
-            self._scanners.clear()
-            self._bytes = 0
+# Recently scanned manifests by path and length (manifests never change once written), up to
+# 64 MB of decompressed blocks; and compiled scanners by writer schema and field ids.
+_MANIFESTS: LruCache[tuple[str, int], _Scanned] = LruCache(64 * 1024 * 1024, _Scanned.weight)
+_SCANNERS: LruCache[tuple[str, frozenset[int]], _Scanner] = LruCache(256)
 
 
-_CACHE = _Cache(64 * 1024 * 1024)
+def _scanner(blocks: AvroBlocks, decoder: EntryDecoder, field_ids: frozenset[int]) -> _Scanner:
+    key = (blocks.metadata.get("avro.schema", ""), field_ids)
+    return _SCANNERS.get_or_compute(key, lambda: _Scanner(blocks, decoder, field_ids))
+
+
+def _kept(key: tuple[str, int] | None) -> _Scanned | None:
+    return None if key is None else _MANIFESTS.get(key)
 
 
 def clear_cache() -> None:
     """Forget the manifests and scanners kept by :func:`read_manifest_pruned`."""
-    _CACHE.clear()
+    _MANIFESTS.clear()
+    _SCANNERS.clear()
 
 
 def read_manifest_pruned(
@@ -369,7 +321,7 @@ def read_manifest_pruned(
     key = None if manifest is None else (manifest.manifest_path, manifest.manifest_length)
     try:
         raw = input_file.read_bytes() if fetched is None else fetched.data
-        scanned = _CACHE.manifest(key)
+        scanned = _kept(key)
         if scanned is None or scanned.raw != raw:  # a file rewritten in place is not reused
             split = None if fetched is None else fetched.blocks
             blocks = read_avro_blocks(location, raw) if split is None else split
@@ -379,9 +331,10 @@ def read_manifest_pruned(
         records = scanned.records.get(ids)
         if records is None:
             with _collector_paused():
-                records = _CACHE.scanner(blocks, decoder, ids).records(blocks)
+                records = _scanner(blocks, decoder, ids).records(blocks)
             scanned.records[ids] = records
-            _CACHE.add_manifest(key, scanned)
+            if key is not None:
+                _MANIFESTS.put(key, scanned)
         count_rows = (
             manifest is not None
             and manifest.content == ManifestContent.DATA
@@ -417,7 +370,7 @@ def fetch_manifest(input_file: Any, manifest: ManifestFile | None = None) -> Fet
     ``fetched`` (and reports any error in the file)."""
     data: bytes = input_file.read_bytes()
     key = None if manifest is None else (manifest.manifest_path, manifest.manifest_length)
-    scanned = _CACHE.manifest(key)
+    scanned = _kept(key)
     if scanned is not None and scanned.raw == data:
         return FetchedManifest(data, None)
     try:

@@ -26,8 +26,6 @@ once written).
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
@@ -35,6 +33,7 @@ from typing import TYPE_CHECKING, TypeVar
 from icepark.errors import ValidationError
 from icepark.io import FileIO, is_local_location
 from icepark.io.threads import io_map
+from icepark.lru import LruCache
 from icepark.manifest import (
     ManifestContent,
     ManifestEntry,
@@ -84,45 +83,14 @@ def parallel_map(
 # -- manifest lists --------------------------------------------------------------------------
 
 
-class _ListCache:
-    """Recently read manifest lists by path (a manifest list is never rewritten)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._lock = threading.Lock()
-        self._lists: OrderedDict[str, tuple[ManifestFile, ...]] = OrderedDict()
-
-    def get(self, io: FileIO, path: str) -> tuple[ManifestFile, ...]:
-        with self._lock:
-            found = self._lists.get(path)
-            if found is not None:
-                self._lists.move_to_end(path)
-                return found
-        manifests = tuple(read_manifest_list(io.new_input(path)))
-        with self._lock:
-            self._lists[path] = manifests
-            while len(self._lists) > self.size:
-                self._lists.popitem(last=False)
-        return manifests
-
-    def put(self, path: str, manifests: Sequence[ManifestFile]) -> None:
-        with self._lock:
-            self._lists[path] = tuple(manifests)
-            while len(self._lists) > self.size:
-                self._lists.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._lists.clear()
-
-
-_LISTS = _ListCache(256)
+# Recently read manifest lists by path (a manifest list is never rewritten).
+_LISTS: LruCache[str, tuple[ManifestFile, ...]] = LruCache(256)
 
 
 def remember_manifest_list(path: str, manifests: Sequence[ManifestFile]) -> None:
     """Record a manifest list just written (``manifests`` as written, sequence numbers
     assigned), so that the next commit reads its parent's list from memory."""
-    _LISTS.put(path, manifests)
+    _LISTS.put(path, tuple(manifests))
 
 
 def manifests_of(
@@ -131,7 +99,8 @@ def manifests_of(
     """The manifests of ``snapshot`` (of one content when given), in manifest-list order."""
     if snapshot is None or not snapshot.manifest_list:
         return []
-    manifests = _LISTS.get(io, snapshot.manifest_list)
+    path = snapshot.manifest_list
+    manifests = _LISTS.get_or_compute(path, lambda: tuple(read_manifest_list(io.new_input(path))))
     return [m for m in manifests if content is None or m.content == content]
 
 

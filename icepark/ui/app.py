@@ -31,9 +31,7 @@ the pages.
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -53,6 +51,7 @@ from icepark.errors import (
     UnsupportedOperationError,
     ValidationError,
 )
+from icepark.lru import LruCache
 from icepark.table.maintenance.doctor import diagnose
 from icepark.table.table import Table
 from icepark.table.units import human_bytes
@@ -235,23 +234,15 @@ def create_ui_app(
             ),
         )
 
-    badges: OrderedDict[tuple[str, int], tuple[str, str]] = OrderedDict()
-    badges_lock = threading.Lock()
+    badges: LruCache[tuple[str, int], tuple[str, str]] = LruCache(_BADGE_CACHE_SIZE)
 
     def badge_for(table: Table, hour: int) -> tuple[str, str]:
         """The doctor's verdict without listing storage, kept per metadata file (a commit
         writes a new one) and hour (snapshots age into the retention's reach)."""
-        key = (table.metadata_location, hour)
-        with badges_lock:
-            if key in badges:
-                badges.move_to_end(key)
-                return badges[key]
-        verdict = badge_of(diagnose(table, orphans=False, listing=False))
-        with badges_lock:
-            badges[key] = verdict
-            while len(badges) > _BADGE_CACHE_SIZE:
-                badges.popitem(last=False)
-        return verdict
+        return badges.get_or_compute(
+            (table.metadata_location, hour),
+            lambda: badge_of(diagnose(table, orphans=False, listing=False)),
+        )
 
     @app.get("/t/{name}/badge.svg")
     def badge(name: str, request: Request) -> Response:

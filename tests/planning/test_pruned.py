@@ -339,18 +339,24 @@ def test_a_manifest_rewritten_in_place_is_scanned_again(tmp_path: Path) -> None:
 
 def test_cache_drops_the_least_recently_used(tmp_path: Path) -> None:
     from icepark.avro.blocks import read_avro_blocks
+    from icepark.lru import LruCache
 
     input_file, _ = _write(tmp_path, "w.avro", 2, "null", _many(10))
     raw = input_file.read_bytes()
     blocks = read_avro_blocks(input_file.location, raw)
     weight = pruned._Scanned(raw, blocks, {}).weight()
-    cache = pruned._Cache(2 * weight + 1)
+    assert weight > len(raw)  # the file and its decompressed blocks
+    # the module's cache, at room for two of these manifests
+    cache: LruCache[tuple[str, int], pruned._Scanned] = LruCache(
+        2 * weight + 1, pruned._Scanned.weight
+    )
+    assert pruned._MANIFESTS._weigh is pruned._Scanned.weight
     for name in ("a", "b", "c"):
-        cache.add_manifest((name, 1), pruned._Scanned(raw, blocks, {}))
-        assert cache.manifest(("a", 1)) is not None or name == "c"
-    assert cache.manifest(("a", 1)) is not None  # used last, kept
-    assert cache.manifest(("b", 1)) is None
-    assert cache.manifest(("c", 1)) is not None
+        cache.put((name, 1), pruned._Scanned(raw, blocks, {}))
+        assert cache.get(("a", 1)) is not None or name == "c"
+    assert cache.get(("a", 1)) is not None  # used last, kept
+    assert cache.get(("b", 1)) is None
+    assert cache.get(("c", 1)) is not None
 
 
 def test_planner_gives_the_same_tasks_as_judging_every_file(

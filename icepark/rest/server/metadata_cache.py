@@ -9,17 +9,16 @@ server processes on one database stay consistent: a location another process wro
 simply a miss, read once.
 
 Bounded: the most recently used ``size`` locations (a 1,000-snapshot table renders to about
-0.5 MB), under one lock shared by the server's worker threads.
+0.5 MB), shared by the server's worker threads (:class:`~icepark.lru.LruCache`).
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from icepark.lru import LruCache
 from icepark.spec.metadata import TableMetadata
 
 __all__ = ["MetadataCache"]
@@ -27,24 +26,14 @@ __all__ = ["MetadataCache"]
 
 class MetadataCache:
     def __init__(self, size: int = 32) -> None:
-        self._size = size
-        self._lock = threading.Lock()
-        self._parsed: OrderedDict[str, TableMetadata] = OrderedDict()
-        self._rendered: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._parsed: LruCache[str, TableMetadata] = LruCache(size)
+        self._rendered: LruCache[tuple[str, str], str] = LruCache(size)
 
     def parsed(self, location: str) -> TableMetadata | None:
-        with self._lock:
-            found = self._parsed.get(location)
-            if found is not None:
-                self._parsed.move_to_end(location)
-            return found
+        return self._parsed.get(location)
 
     def remember(self, location: str, metadata: TableMetadata) -> None:
-        with self._lock:
-            self._parsed[location] = metadata
-            self._parsed.move_to_end(location)
-            while len(self._parsed) > self._size:
-                self._parsed.popitem(last=False)
+        self._parsed.put(location, metadata)
 
     def rendered(
         self,
@@ -55,15 +44,9 @@ class MetadataCache:
     ) -> str:
         """The JSON text of the metadata at ``location`` in the answer shape ``snapshots``
         (``all`` or ``refs``); ``metadata`` gives the parsed metadata on a miss."""
-        key = (location, snapshots)
-        with self._lock:
-            text = self._rendered.get(key)
-            if text is not None:
-                self._rendered.move_to_end(key)
-                return text
-        text = json.dumps(to_json(metadata(), snapshots), ensure_ascii=False, separators=(",", ":"))
-        with self._lock:
-            self._rendered[key] = text
-            while len(self._rendered) > self._size:
-                self._rendered.popitem(last=False)
-        return text
+
+        def render() -> str:
+            answer = to_json(metadata(), snapshots)
+            return json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+
+        return self._rendered.get_or_compute((location, snapshots), render)

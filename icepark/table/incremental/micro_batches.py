@@ -42,14 +42,13 @@ streaming reads (later deletes do not retract rows already streamed).
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from icepark.errors import NoSuchTableError, ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression
+from icepark.lru import LruCache
 from icepark.manifest import ManifestContent
 from icepark.planning.planner import FileScanTask, TaskBuilder, delete_index
 from icepark.planning.walk import live_entries, parallel_map
@@ -154,9 +153,7 @@ class MicroBatchPlanner:
         self.cap: int | None = None  # Trigger.AvailableNow: read no further than this
         self._builder: TaskBuilder | None = None
         self._builder_key: int | None = None
-        self._files: OrderedDict[tuple[int, bool], list[FileScanTask]] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
+        self._files: LruCache[tuple[int, bool], list[FileScanTask]] = LruCache(cache_size)
 
     # -- the table -------------------------------------------------------------------------
 
@@ -396,24 +393,17 @@ class MicroBatchPlanner:
     def files(self, snapshot: Snapshot, all_files: bool) -> list[FileScanTask]:
         """A snapshot's file list (see the module docstring), unfiltered: offsets count
         every file."""
-        key = (snapshot.snapshot_id, all_files)
-        with self._lock:
-            found = self._files.get(key)
-            if found is not None:
-                self._files.move_to_end(key)
-                return found
+        return self._files.get_or_compute(
+            (snapshot.snapshot_id, all_files), lambda: self._list(snapshot, all_files)
+        )
+
+    def _list(self, snapshot: Snapshot, all_files: bool) -> list[FileScanTask]:
         io, metadata, builder = self.table.io, self.table.metadata, self.builder
         if all_files:
             deletes = delete_index(io, metadata, snapshot)
-            listing = [
+            return [
                 builder.task(e, deletes)
                 for _, entries in live_entries(io, metadata, snapshot, None, ManifestContent.DATA)
                 for e in entries
             ]
-        else:
-            listing = [builder.task(e) for e in appended_entries(io, snapshot)]
-        with self._lock:
-            self._files[key] = listing
-            while len(self._files) > self._cache_size:
-                self._files.popitem(last=False)
-        return listing
+        return [builder.task(e) for e in appended_entries(io, snapshot)]
