@@ -326,8 +326,9 @@ STREAM_SCHEMA = Schema(
 
 
 def _when_idle(query: Any, timeout: float = 60.0) -> None:
-    """Wait until no micro-batch is running: stopping a query in the middle of a
-    ``foreachBatch`` call makes Spark print a stack overflow of its stream thread."""
+    """Wait until no micro-batch is running: stopping a query in the middle of one is safe
+    (:class:`~icepark.spark.streaming.sink.BatchInterruptedError`), but Spark logs the write
+    job it aborts, which would clutter the demo's output."""
     deadline = time.monotonic() + timeout
     while query.status.get("isTriggerActive") and time.monotonic() < deadline:
         time.sleep(0.05)

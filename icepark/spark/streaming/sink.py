@@ -48,6 +48,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 import pyarrow as pa
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
@@ -73,6 +74,7 @@ __all__ = [
     "last_committed_epoch",
     "sink_options",
     "BatchCommitter",
+    "BatchInterruptedError",
     "OutputMode",
 ]
 
@@ -337,6 +339,40 @@ def _delete_quietly(io: FileIO, path: str) -> None:
 # -- foreachBatch on the batch write path ------------------------------------------------------
 
 
+# What Spark's stream thread takes for an interruption in a Python ``foreachBatch`` function
+# (``StreamExecution.isInterruptionException``): a Py4J error of one of these Java classes.
+_INTERRUPTIONS = (
+    "java.lang.InterruptedException",
+    "java.io.InterruptedIOException",
+    "java.nio.channels.ClosedByInterruptException",
+)
+
+
+class BatchInterruptedError(IceparkError):
+    """A micro-batch's write was interrupted, as it is when its query is stopped mid-batch.
+
+    Spark tells a stop from a failure of a Python ``foreachBatch`` function by a pattern over
+    the error's text, which names the interrupted Py4J call; over the text of the Py4J error
+    itself (its Java stack trace, ~12,000 characters) the pattern overflowed the stream
+    thread's stack, and every stop mid-batch printed a ``StackOverflowError`` instead of
+    stopping quietly. This error says the same in one line, so the query stops as Spark
+    means it to. The batch was not committed; a restart from the checkpoint writes it again.
+    """
+
+
+def _interruption(error: Py4JJavaError) -> str | None:
+    """The Java class of an interruption in ``error``'s chain of causes, if any."""
+    cause = error.java_exception
+    for _ in range(16):
+        if cause is None:
+            return None
+        name = str(cause.getClass().getName())
+        if name in _INTERRUPTIONS:
+            return name
+        cause = cause.getCause()
+    return None
+
+
 class BatchCommitter:
     """The ``foreachBatch`` function of :func:`write_stream`."""
 
@@ -353,6 +389,19 @@ class BatchCommitter:
         self.path = path
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
+        try:
+            self._commit(df, batch_id)
+        except Py4JJavaError as exc:
+            interruption = _interruption(exc)
+            if interruption is None:
+                raise
+            message = (
+                "py4j.protocol.Py4JJavaError: An error occurred while calling the write of "
+                f"micro-batch {batch_id}: {interruption}"
+            )
+            raise BatchInterruptedError(message) from None
+
+    def _commit(self, df: DataFrame, batch_id: int) -> None:
         from icepark.spark.write.writer import write_files
 
         spark = df.sparkSession

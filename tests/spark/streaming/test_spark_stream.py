@@ -264,6 +264,47 @@ def test_sink_exactly_once_when_a_batch_is_replayed(
     assert {str(p) for p in data.rglob("*.parquet")} == live
 
 
+def test_stopping_write_stream_mid_batch_stops_cleanly_and_a_restart_writes_the_batch(
+    spark: Any, catalog: Any, tmp_path: Path
+) -> None:
+    from icepark.spark import write_stream
+
+    rows = 400_000  # a batch's write takes long enough to be stopped in the middle
+    table = catalog.create_table("db.stopped", SCHEMA)
+    checkpoint = str(tmp_path / "chk")
+    tracker = spark.sparkContext.statusTracker()
+
+    def start() -> Any:
+        df = (
+            spark.readStream.format("rate-micro-batch")
+            .option("rowsPerBatch", rows)
+            .option("numPartitions", 2)
+            .load()
+            .selectExpr("value AS id", "CAST(value % 3 AS INT) AS p")
+        )
+        return write_stream(df, table, checkpoint_location=checkpoint)
+
+    query = start()
+    _until(lambda: bool(query.lastProgress))  # batch 0 committed, batch 1 under way
+    deadline = time.monotonic() + 60
+    while not (query.status["isTriggerActive"] and tracker.getActiveJobsIds()):
+        assert time.monotonic() < deadline, "no batch was seen writing"
+        time.sleep(0.005)
+    query.stop()  # while a batch's write job runs
+    # Spark took it for a stop: a Py4J error's full text overflowed its stream thread's stack
+    assert query.status["message"] == "Stopped"
+    assert query.exception() is None
+    committed = len(table.refresh().snapshots())
+    query = start()  # from the checkpoint: the stopped batch is written again, once
+    _until(lambda: bool(query.lastProgress) and query.lastProgress["batchId"] >= committed)
+    query.stop()  # mid-batch again, or not: either way what is committed is whole
+    assert query.status["message"] == "Stopped"
+    ids = table.refresh().scan().to_arrow().column("id").to_pylist()
+    epochs = [e for _, e in _summaries(table)]
+    assert epochs == [str(e) for e in range(len(epochs))] and len(epochs) > committed
+    assert sorted(ids) == list(range(len(epochs) * rows))
+
+
 def test_sink_complete_mode_and_options(
     spark: Any, catalog: Any, catalog_options: dict[str, str], tmp_path: Path
 ) -> None:
