@@ -14,7 +14,8 @@ on the same tables, as ratios.
   appends; 1, 4 and 8 writers) on SQLite, and on PostgreSQL when ``scripts/postgres.sh``
   can start one.
 
-Each timed figure is the median of ``runs`` after a warm-up (the page cache is warm).
+Each timed figure is the median of ``runs`` after a warm-up (the page cache is warm); the
+in-process rows alternate their variants, over at least 9 rounds.
 """
 
 from __future__ import annotations
@@ -41,14 +42,25 @@ def _tables(warehouse: Path) -> tuple[Any, Any]:
     return catalog.load_table("bench.wide"), catalog.load_table("bench.many")
 
 
-def _median(fn: Any, runs: int) -> float:
-    fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
+_SHORT_ROUNDS = 9
+
+
+def _medians(fns: dict[str, Any], runs: int) -> dict[str, list[float]]:
+    """Each function once to warm up, then rounds running them in turn (the order rotating
+    each round): the median of each, as one-element lists. These rows take ~0.1 s, so there
+    are at least ``_SHORT_ROUNDS`` rounds: over 3 the 2-of-7 ratio moved between 1.04x and
+    1.32x from run to run. Timing all runs of one variant and then all of the other gave the
+    first the machine's state after the section before."""
+    for fn in fns.values():
         fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    names = list(fns)
+    for r in range(max(runs, _SHORT_ROUNDS)):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            start = time.perf_counter()
+            fns[name]()
+            times[name].append(time.perf_counter() - start)
+    return {name: [statistics.median(t)] for name, t in times.items()}
 
 
 def _child(args: list[str]) -> dict[str, Any]:
@@ -177,13 +189,14 @@ def measure_local(
     theirs = ds.dataset(files, format="parquet").to_table(columns=cols)
     checks["local read 2 of 7"] = f"{ours.num_rows:,} rows (pyarrow.dataset {theirs.num_rows:,})"
     out: dict[str, dict[str, list[float]]] = {}
-    out["local read 2 of 7 columns"] = {
-        "icepark": [_median(lambda: wide.scan(columns=cols).to_arrow(), runs)],
-        "pyarrow.dataset": [
-            _median(lambda: ds.dataset(files, format="parquet").to_table(columns=cols), runs)
-        ],
-        "pyiceberg": [_median(lambda: py_wide.scan(selected_fields=tuple(cols)).to_arrow(), runs)],
-    }
+    out["local read 2 of 7 columns"] = _medians(
+        {
+            "icepark": lambda: wide.scan(columns=cols).to_arrow(),
+            "pyarrow.dataset": lambda: ds.dataset(files, format="parquet").to_table(columns=cols),
+            "pyiceberg": lambda: py_wide.scan(selected_fields=tuple(cols)).to_arrow(),
+        },
+        runs,
+    )
     stream = _interleaved(("icepark-batches", "icepark-dataset"), warehouse, point, runs)
     out["local stream 7 columns"] = {
         "icepark": [statistics.median(r["seconds"] for r in stream["icepark-batches"])],
@@ -205,12 +218,13 @@ def measure_local(
         ],
     }
     py_many = StaticTable.from_metadata(many.metadata_location)
-    out["plan point query, repeated in a process"] = {
-        "icepark": [_median(lambda: many.scan(filter=f"id = {point}").plan_files(), runs)],
-        "pyiceberg": [
-            _median(lambda: list(py_many.scan(row_filter=EqualTo("id", point)).plan_files()), runs)
-        ],
-    }
+    out["plan point query, repeated in a process"] = _medians(
+        {
+            "icepark": lambda: many.scan(filter=f"id = {point}").plan_files(),
+            "pyiceberg": lambda: list(py_many.scan(row_filter=EqualTo("id", point)).plan_files()),
+        },
+        runs,
+    )
     counts = {r["kind"]: r["rows"] for rs in plans.values() for r in rs}
     checks["plan point query"] = f"files planned: {counts}"
     return out
