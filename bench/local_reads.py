@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.timing import alternate
+
 __all__ = ["measure_local"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,20 +48,11 @@ _SHORT_ROUNDS = 9
 
 
 def _medians(fns: dict[str, Any], runs: int) -> dict[str, list[float]]:
-    """Each function once to warm up, then rounds running them in turn (the order rotating
-    each round): the median of each, as one-element lists. These rows take ~0.1 s, so there
-    are at least ``_SHORT_ROUNDS`` rounds: over 3 the 2-of-7 ratio moved between 1.04x and
-    1.32x from run to run. Timing all runs of one variant and then all of the other gave the
-    first the machine's state after the section before."""
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    names = list(fns)
-    for r in range(max(runs, _SHORT_ROUNDS)):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            start = time.perf_counter()
-            fns[name]()
-            times[name].append(time.perf_counter() - start)
+    """The median of each variant, as one-element lists, timed alternating over at least
+    ``_SHORT_ROUNDS`` rounds: these rows take ~0.1 s, and over 3 rounds, all of one variant
+    and then all of the other, the 2-of-7 ratio moved between 1.04x and 1.32x from run to
+    run."""
+    times = alternate(fns, max(runs, _SHORT_ROUNDS))
     return {name: [statistics.median(t)] for name, t in times.items()}
 
 

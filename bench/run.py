@@ -17,11 +17,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bench import upkeep
+from bench.timing import alternate
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("ICEPARK_SHARED", ROOT.parent / "shared"))
@@ -120,21 +120,6 @@ def _session() -> Any:
     return spark
 
 
-def _time(fns: dict[str, Callable[[], Any]], runs: int) -> dict[str, list[float]]:
-    """Each function once to warm up, then ``runs`` rounds running them in turn (the order
-    rotating each round), so that no variant always runs first or last."""
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    names = list(fns)
-    for r in range(runs):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            start = time.perf_counter()
-            fns[name]()
-            times[name].append(time.perf_counter() - start)
-    return times
-
-
 def _measure(
     spark: Any,
     warehouse: Path,
@@ -153,7 +138,7 @@ def _measure(
     from icepark.spark.paths import to_spark_location
 
     if sections == {"avro"}:  # needs only its own table
-        return measure_avro(spark, warehouse, runs, write_rows, _time, _check)
+        return measure_avro(spark, warehouse, runs, write_rows, alternate, _check)
     catalog = FileSystemCatalog("bench", warehouse=str(warehouse))
     out: dict[str, dict[str, list[float]]] = {}
     if "compaction" in sections:
@@ -176,21 +161,21 @@ def _measure(
     schema = wide.schema()
     if "reads" in sections:
         # the python path runs in a group of its own: its Python workers would disturb the others
-        out["full-scan aggregate"] = _time(
+        out["full-scan aggregate"] = alternate(
             {
                 "icepark": lambda: read(spark, wide).agg(*aggs).collect(),
                 "native": lambda: spark.read.parquet(*wide_paths).agg(*aggs).collect(),
             },
             runs,
         )
-        python_path = _time(
+        python_path = alternate(
             {"icepark": lambda: read(spark, wide, path="python").agg(*aggs).collect()}, runs
         )
         out["full-scan aggregate (python path)"] = {
             "icepark": python_path["icepark"],
             "native": out["full-scan aggregate"]["native"],
         }
-        out["2 of 30 days aggregate"] = _time(
+        out["2 of 30 days aggregate"] = alternate(
             {
                 "icepark": lambda: read(spark, wide, filter=two_days).agg(*aggs).collect(),
                 "native": lambda: (
@@ -202,7 +187,7 @@ def _measure(
             },
             runs,
         )
-        out["point query (many files)"] = _time(
+        out["point query (many files)"] = alternate(
             {
                 "icepark": lambda: read(spark, many, filter=f"id = {point}").collect(),
                 "native": lambda: (
@@ -237,7 +222,7 @@ def _measure(
                     .parquet(str(target))
                 )
 
-            writes_timed = _time(
+            writes_timed = alternate(
                 {"icepark": lambda: ours("none"), "hash": lambda: ours("hash"), "native": native},
                 runs,
             )
@@ -256,13 +241,22 @@ def _measure(
 
         out.update(
             sql_bench.measure(
-                spark, warehouse, runs, point, write_rows, merge_rows, COLS, _time, _check, CHECKS
+                spark,
+                warehouse,
+                runs,
+                point,
+                write_rows,
+                merge_rows,
+                COLS,
+                alternate,
+                _check,
+                CHECKS,
             )
         )
     if "row-level" in sections:
         out.update(_measure_row_level(spark, schema, runs, write_rows, merge_rows))
     if "avro" in sections:
-        out.update(measure_avro(spark, warehouse, runs, write_rows, _time, _check))
+        out.update(measure_avro(spark, warehouse, runs, write_rows, alternate, _check))
     if "inspect" in sections:
         from bench.inspect_bench import measure_inspect
 
@@ -329,13 +323,13 @@ def _measure_row_level(
         pool = [fresh() for _ in range(runs + 1)]
         targets = list(pool)
         one_pct = F.col("id") % 100 == 7
-        deleted = _time({"icepark": lambda: delete(spark, targets.pop(), one_pct)}, runs)
+        deleted = alternate({"icepark": lambda: delete(spark, targets.pop(), one_pct)}, runs)
         out["MoR delete 1%"] = deleted
 
         # 2. full scan before and after it
         before = fresh()
         after = catalog.load_table(pool[-1].name)
-        scans = _time(
+        scans = alternate(
             {
                 "icepark": lambda: read(spark, after).agg(*aggs).collect(),
                 "before": lambda: read(spark, before).agg(*aggs).collect(),
@@ -366,7 +360,7 @@ def _measure_row_level(
         pool = [fresh() for _ in range(runs + 1)]
         targets = list(pool)
         name = merge_name(merge_rows)
-        out[name] = _time(
+        out[name] = alternate(
             {
                 "icepark": lambda: merge(
                     spark,
@@ -476,7 +470,7 @@ def _measure_compaction(
         )
         _reset(after, start)
 
-    out[binpack_name(files)] = _time({"icepark": binpack}, runs)
+    out[binpack_name(files)] = alternate({"icepark": binpack}, runs)
     _check(results[-1].rewritten_data_files_count == files, f"bin-pack rewrote {results[-1]}")
 
     aggs = [F.count("*"), F.sum("amount"), F.max("note")]
@@ -518,7 +512,7 @@ def _measure_compaction(
         compacted = tables.load_table(pool[-1].name)
         deleted = fresh(True)
         before = fresh(False)
-        scans = _time(
+        scans = alternate(
             {
                 "icepark": lambda: read(spark, compacted).agg(*aggs).collect(),
                 "before": lambda: read(spark, before).agg(*aggs).collect(),
