@@ -34,6 +34,7 @@ from icepark.avro.blocks import UnsupportedAvroError, read_long
 from icepark.avro.file_schema import AvroChild, AvroFileSchema, AvroNode
 from icepark.avro.scanner import ScannerCodegen
 from icepark.errors import InvalidAvroFileError
+from icepark.lru import LruCache
 
 __all__ = ["Column", "Decoder", "Selection", "compile_decoder"]
 
@@ -326,8 +327,8 @@ def compile_decoder(schema: AvroFileSchema, selection: Selection | None) -> Deco
     return _compile(schema, schema_json, _selection_key(selection), selection)
 
 
-_CACHE: dict[tuple[str, Any, bool], Decoder] = {}
-_CACHE_LIMIT = 256
+# compiled decoders by writer schema, field ids and selection
+_DECODERS: LruCache[tuple[str, Any, bool], Decoder] = LruCache(256)
 
 
 def _compile(
@@ -335,9 +336,10 @@ def _compile(
 ) -> Decoder:
     ids = json.dumps(_ids_key(schema.root))
     cache_key = (schema_json + ids, key, schema.has_ids)
-    found = _CACHE.get(cache_key)
-    if found is not None:
-        return found
+    return _DECODERS.get_or_compute(cache_key, lambda: _generate(schema, selection))
+
+
+def _generate(schema: AvroFileSchema, selection: Selection | None) -> Decoder:
     gen = _Gen(schema.named)
     top = gen.select(schema.root.children, selection)
     selected = {id(c.child): c for c in top}
@@ -358,11 +360,7 @@ def _compile(
     namespace["read_long"] = read_long
     exec(compile(source, "<icepark avro decoder>", "exec"), namespace)
     offsets = tuple(sorted(_offset_lists(top)))
-    decoder = Decoder(top, gen.count, offsets, namespace["decode"], source)
-    if len(_CACHE) >= _CACHE_LIMIT:
-        _CACHE.clear()
-    _CACHE[cache_key] = decoder
-    return decoder
+    return Decoder(top, gen.count, offsets, namespace["decode"], source)
 
 
 def _ids_key(node: AvroNode) -> Any:
