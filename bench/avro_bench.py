@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.timing import alternate
+
 __all__ = ["measure", "AVRO_TABLE"]
 
 AVRO_TABLE = "bench.avro"
@@ -34,7 +36,6 @@ def measure(
     warehouse: Path,
     runs: int,
     expected_rows: int,
-    timer: Callable[[dict[str, Callable[[], Any]], int], dict[str, list[float]]],
     check: Callable[[bool, str], None],
 ) -> dict[str, dict[str, list[float]]]:
     import fastavro
@@ -67,19 +68,19 @@ def measure(
     check(icepark_all() == expected_rows, "icepark read a different number of rows")
     check(fastavro_records() == expected_rows, "fastavro read a different number of rows")
     out: dict[str, dict[str, list[float]]] = {}
-    one = timer({"icepark": icepark_all, "fastavro records": fastavro_records}, runs)
+    one = alternate({"icepark": icepark_all, "fastavro records": fastavro_records}, runs)
     pyiceberg = _pyiceberg(table.metadata_location, runs)
     out["Avro read 7 columns (one machine)"] = {
         "icepark": one["icepark"],
         "fastavro records": one["fastavro records"],
         **({"pyiceberg": pyiceberg} if pyiceberg else {}),
     }
-    two = timer({"icepark": icepark_two, "all 7 columns": icepark_all}, runs)
+    two = alternate({"icepark": icepark_two, "all 7 columns": icepark_all}, runs)
     out["Avro read 2 of 7 columns (one machine)"] = two
     aggs = [F.count("*"), F.sum("amount"), F.max("note")]
     got = read(spark, table).agg(*aggs).collect()[0]
     check(got[0] == expected_rows, f"Spark read {got[0]} rows")
-    out["Avro full-scan aggregate (Spark)"] = timer(
+    out["Avro full-scan aggregate (Spark)"] = alternate(
         {"icepark": lambda: read(spark, catalog.load_table(AVRO_TABLE)).agg(*aggs).collect()},
         runs,
     )

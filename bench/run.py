@@ -138,7 +138,7 @@ def _measure(
     from icepark.spark.paths import to_spark_location
 
     if sections == {"avro"}:  # needs only its own table
-        return measure_avro(spark, warehouse, runs, write_rows, alternate, _check)
+        return measure_avro(spark, warehouse, runs, write_rows, _check)
     catalog = FileSystemCatalog("bench", warehouse=str(warehouse))
     out: dict[str, dict[str, list[float]]] = {}
     if "compaction" in sections:
@@ -248,7 +248,6 @@ def _measure(
                 write_rows,
                 merge_rows,
                 COLS,
-                alternate,
                 _check,
                 CHECKS,
             )
@@ -256,7 +255,7 @@ def _measure(
     if "row-level" in sections:
         out.update(_measure_row_level(spark, schema, runs, write_rows, merge_rows))
     if "avro" in sections:
-        out.update(measure_avro(spark, warehouse, runs, write_rows, alternate, _check))
+        out.update(measure_avro(spark, warehouse, runs, write_rows, _check))
     if "inspect" in sections:
         from bench.inspect_bench import measure_inspect
 

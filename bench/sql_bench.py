@@ -30,6 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.timing import alternate
+
 __all__ = [
     "measure",
     "statements",
@@ -119,7 +121,6 @@ def measure(
     write_rows: int,
     merge_rows: int,
     columns: str,
-    time_fns: Callable[..., dict[str, list[float]]],
     check: Callable[[bool, str], None],
     checks: dict[str, str],
 ) -> dict[str, dict[str, list[float]]]:
@@ -137,7 +138,7 @@ def measure(
     def sql(text: str) -> list[Any]:
         return list(ispark.sql(spark, text, catalog=catalog).collect())
 
-    out[TWO_DAYS] = time_fns(
+    out[TWO_DAYS] = alternate(
         {
             "icepark": lambda: sql(queries[TWO_DAYS]),
             "ispark.read": lambda: (
@@ -148,15 +149,15 @@ def measure(
         },
         runs,
     )
-    out[POINT] = time_fns(
+    out[POINT] = alternate(
         {
             "icepark": lambda: sql(queries[POINT]),
             "ispark.read": lambda: ispark.read(spark, many, filter=f"id = {point}").collect(),
         },
         runs,
     )
-    out[FROM_METADATA] = time_fns({"icepark": lambda: sql(queries[FROM_METADATA])}, runs)
-    out[TRUNCATED] = time_fns({"icepark": lambda: sql(queries[TRUNCATED])}, runs)
+    out[FROM_METADATA] = alternate({"icepark": lambda: sql(queries[FROM_METADATA])}, runs)
+    out[TRUNCATED] = alternate({"icepark": lambda: sql(queries[TRUNCATED])}, runs)
     answers = {name: [tuple(r) for r in sql(text)] for name, text in queries.items()}
     scanned = spark.sql(
         f"SELECT count(*), min(id), max(id), min(ts), max(ts), max(note)"
@@ -179,7 +180,7 @@ def measure(
             overhead.append(time.perf_counter() - start)
     out[OVERHEAD] = {"icepark": overhead[2:]}  # the first round warms up
 
-    out.update(_writes(spark, runs, write_rows, merge_rows, columns, time_fns, check, checks))
+    out.update(_writes(spark, runs, write_rows, merge_rows, columns, check, checks))
     return out
 
 
@@ -189,7 +190,6 @@ def _writes(
     write_rows: int,
     merge_rows: int,
     columns: str,
-    time_fns: Callable[..., dict[str, list[float]]],
     check: Callable[[bool, str], None],
     checks: dict[str, str],
 ) -> dict[str, dict[str, list[float]]]:
@@ -220,7 +220,7 @@ def _writes(
 
         empty = [created() for _ in range(runs + 1)]
         targets = list(empty)
-        out[insert_name(write_rows)] = time_fns(
+        out[insert_name(write_rows)] = alternate(
             {"icepark": lambda: sql(insert_sql(targets.pop(), columns, write_rows))}, runs
         )
         count = sql(f"SELECT count(*) FROM {empty[0]}").collect()[0][0]
@@ -228,7 +228,7 @@ def _writes(
 
         pool = [fresh() for _ in range(runs + 1)]
         targets = list(pool)
-        out[delete_name()] = time_fns(
+        out[delete_name()] = alternate(
             {"icepark": lambda: sql(DELETE_SQL.format(targets.pop()))}, runs
         )
         left = sql(f"SELECT count(*) FROM {pool[0]}").collect()[0][0]
@@ -241,7 +241,7 @@ def _writes(
         spark.sql(merge_source_sql(columns, write_rows, merge_rows))
         pool = [fresh() for _ in range(runs + 1)]
         targets = list(pool)
-        out[merge_name(merge_rows, write_rows)] = time_fns(
+        out[merge_name(merge_rows, write_rows)] = alternate(
             {"icepark": lambda: sql(MERGE_SQL.format(targets.pop()))}, runs
         )
         row = sql(f"SELECT count(*), count(DISTINCT id), sum(amount) FROM {pool[0]}").collect()[0]
