@@ -5,6 +5,13 @@ REST-shaped :class:`~icepark.spec.updates.TableUpdate` objects (or the typed met
 record them), and ``build()``s the new :class:`~icepark.spec.metadata.TableMetadata`.
 ``updates`` lists the changes as applied, normalised as Java records them (new ids filled in,
 ``-1`` for "last added"), ready to send to a REST catalog.
+
+Updates apply in the order a client sends them, with Java's rules: a spec or sort order binds
+against the current schema, and a new table's builder counts schema, spec and sort order 0 as
+current until one is set (Java's builder starts with those ids), so DuckDB's create (add-schema,
+add-spec, add-sort-order, ..., set-current-schema last) binds its spec to the schema it added;
+``-1`` means "the one added last"; a REST ``add-schema``'s ``last-column-id`` never lowers the
+table's (Java ignores it and keeps the highest id seen).
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from icepark.spec.metadata import (
     SUPPORTED_FORMAT_VERSION,
     TableMetadata,
 )
-from icepark.spec.partitioning import PARTITION_DATA_ID_START, PartitionSpec
+from icepark.spec.partitioning import INITIAL_SPEC_ID, PARTITION_DATA_ID_START, PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import (
     MAIN_BRANCH,
@@ -51,6 +58,7 @@ __all__ = [
 ]
 
 _INITIAL_SORT_ORDER_ID = 1
+_INITIAL_SCHEMA_ID = 0
 
 
 def _now_ms() -> int:
@@ -145,10 +153,16 @@ class MetadataBuilder:
     def _snapshot_by_id(self, snapshot_id: int) -> Snapshot | None:
         return self._snapshot_index.get(snapshot_id)
 
+    def _current_id(self, chosen: int, initial: int) -> int:
+        """The id in force: the one set, else (a new table's builder) Java's initial id."""
+        return initial if chosen == -1 and self._base is None else chosen
+
     def _current_schema(self, doing: str) -> Schema:
-        schema = self._schema_by_id(self._current_schema_id)
+        """The schema a spec or sort order binds against: the current one; before a new
+        table sets one, schema 0 (the first added), as Java's builder."""
+        schema = self._schema_by_id(self._current_id(self._current_schema_id, _INITIAL_SCHEMA_ID))
         if schema is None:
-            raise ValidationError(f"Cannot {doing} before a current schema is set")
+            raise ValidationError(f"Cannot {doing} before a schema is added")
         return schema
 
     # -- apply -------------------------------------------------------------------------------
@@ -561,15 +575,16 @@ class MetadataBuilder:
             return self._base
         if self._location is None:
             raise ValidationError("Cannot build table metadata without a location")
-        schema = self._schema_by_id(self._current_schema_id)
+        schema_id = self._current_id(self._current_schema_id, _INITIAL_SCHEMA_ID)
+        spec_id = self._current_id(self._default_spec_id, INITIAL_SPEC_ID)
+        order_id = self._current_id(self._default_sort_order_id, UNSORTED_ORDER_ID)
+        schema = self._schema_by_id(schema_id)
         if schema is None:
             raise ValidationError("Cannot build table metadata without a current schema")
-        spec = next((s for s in self._specs if s.spec_id == self._default_spec_id), None)
+        spec = next((s for s in self._specs if s.spec_id == spec_id), None)
         if spec is None:
             raise ValidationError("Cannot build table metadata without a default partition spec")
-        order = next(
-            (o for o in self._sort_orders if o.order_id == self._default_sort_order_id), None
-        )
+        order = next((o for o in self._sort_orders if o.order_id == order_id), None)
         if order is None:
             raise ValidationError("Cannot build table metadata without a default sort order")
         check_spec_compatibility(spec, schema)
@@ -585,9 +600,9 @@ class MetadataBuilder:
             last_updated_ms=last_updated,
             last_column_id=self._last_column_id,
             schemas=tuple(self._schemas),
-            current_schema_id=self._current_schema_id,
+            current_schema_id=schema_id,
             partition_specs=tuple(self._specs),
-            default_spec_id=self._default_spec_id,
+            default_spec_id=spec_id,
             last_partition_id=self._last_partition_id,
             properties=dict(self._properties),
             current_snapshot_id=self._current_snapshot_id,
@@ -595,7 +610,7 @@ class MetadataBuilder:
             snapshot_log=tuple(self._snapshot_history()),
             metadata_log=tuple(self._metadata_history()),
             sort_orders=tuple(self._sort_orders),
-            default_sort_order_id=self._default_sort_order_id,
+            default_sort_order_id=order_id,
             refs=dict(self._refs),
             statistics=tuple(self._statistics.values()),
             partition_statistics=tuple(self._partition_statistics.values()),
@@ -613,7 +628,10 @@ def _check_version(version: int) -> None:
 _HANDLERS: dict[type[TableUpdate], Callable[[MetadataBuilder, Any], Any]] = {
     up.AssignUUIDUpdate: lambda b, u: b.assign_uuid(u.uuid),
     up.UpgradeFormatVersionUpdate: lambda b, u: b.upgrade_format_version(u.format_version),
-    up.AddSchemaUpdate: lambda b, u: b.add_schema(u.schema, u.last_column_id),
+    # Java ignores the update's last-column-id (the highest id seen wins): never lowered here
+    up.AddSchemaUpdate: lambda b, u: b.add_schema(
+        u.schema, None if u.last_column_id is None else max(u.last_column_id, b._last_column_id)
+    ),
     up.SetCurrentSchemaUpdate: lambda b, u: b.set_current_schema(u.schema_id),
     up.AddPartitionSpecUpdate: lambda b, u: b.add_partition_spec(u.spec),
     up.SetDefaultSpecUpdate: lambda b, u: b.set_default_spec(u.spec_id),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pytest
@@ -25,6 +25,7 @@ from icepark.errors import (
 )
 from icepark.rest.catalog import RestCatalog
 from icepark.spec.updates import AssertRefSnapshotId, SetPropertiesUpdate
+from tests.rest.conftest import serving
 
 if TYPE_CHECKING:
     from tests.rest.conftest import JavaServer
@@ -252,3 +253,182 @@ def test_overwrite_spec_evolution_branches_and_tags_read_by_java(java: JavaServe
     assert seen["snapshots"] == len(table.metadata.snapshots) == 4
     dev = table.scan(snapshot_id=refs["dev"]).to_arrow()
     assert sorted(dev.column("id").to_pylist()) == [*expected, 300]
+
+
+# -- creates and commits in every client's update order, answered by both servers ------------
+
+_SCHEMA_JSON = {
+    "type": "struct",
+    "schema-id": 0,
+    "fields": [
+        {"id": 1, "name": "a", "required": False, "type": "long"},
+        {"id": 2, "name": "b", "required": False, "type": "string"},
+        {"id": 3, "name": "ts", "required": False, "type": "timestamptz"},
+    ],
+}
+_SPEC_JSON = {
+    "spec-id": 0,
+    "fields": [{"source-id": 3, "field-id": 1000, "transform": "day", "name": "ts_day"}],
+}
+_ORDER_JSON = {
+    "order-id": 1,
+    "fields": [
+        {"source-id": 1, "transform": "identity", "direction": "desc", "null-order": "nulls-last"}
+    ],
+}
+
+
+def _create_updates(client: str, version: int) -> list[dict[str, Any]]:
+    """A create's updates as each client sends them (the commit after a stage-create)."""
+    location = {"action": "set-location", "location": "LOCATION"}
+    head = [
+        {"action": "assign-uuid", "uuid": str(uuid.uuid4())},
+        {"action": "upgrade-format-version", "format-version": version},
+        {"action": "add-schema", "schema": _SCHEMA_JSON, "last-column-id": 3},
+    ]
+    if client == "duckdb":  # DuckDB 1.5.5's CREATE TABLE: set-current-schema last, ids not -1
+        return [
+            *head,
+            {"action": "add-spec", "spec": _SPEC_JSON},
+            {"action": "set-default-spec", "spec-id": 0},
+            {"action": "add-sort-order", "sort-order": _ORDER_JSON},
+            {"action": "set-default-sort-order", "sort-order-id": 1},
+            location,
+            {"action": "set-properties", "updates": {"owner": client}},
+            {"action": "set-current-schema", "schema-id": 0},
+        ]
+    if client == "implicit":  # no set-current-schema / set-default-spec: Java's ids 0 hold
+        return [
+            *head,
+            {"action": "add-spec", "spec": _SPEC_JSON},
+            {"action": "add-sort-order", "sort-order": _ORDER_JSON},
+            {"action": "set-default-sort-order", "sort-order-id": -1},
+            location,
+            {"action": "set-properties", "updates": {"owner": client}},
+        ]
+    # Java's RESTSessionCatalog.createChanges, PyIceberg's and icepark's creation_updates
+    return [
+        *head,
+        {"action": "set-current-schema", "schema-id": -1},
+        {"action": "add-spec", "spec": _SPEC_JSON},
+        {"action": "set-default-spec", "spec-id": -1},
+        {"action": "add-sort-order", "sort-order": _ORDER_JSON},
+        {"action": "set-default-sort-order", "sort-order-id": -1},
+        location,
+        {"action": "set-properties", "updates": {"owner": client}},
+    ]
+
+
+def _post(url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    import json
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(
+        url, json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request) as answer:
+            return answer.status, json.loads(answer.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+def _shape(md: dict[str, Any]) -> dict[str, Any]:
+    """What a create or commit decided: versions, ids, schemas, specs, orders."""
+    keys = (
+        "format-version",
+        "current-schema-id",
+        "last-column-id",
+        "default-spec-id",
+        "last-partition-id",
+        "default-sort-order-id",
+        "partition-specs",
+        "sort-orders",
+    )
+    shape = {k: md.get(k) for k in keys}
+    shape["schemas"] = [
+        (s["schema-id"], [(f["id"], f["name"]) for f in s["fields"]]) for s in md["schemas"]
+    ]
+    shape["owner"] = md.get("properties", {}).get("owner")
+    return shape
+
+
+def test_update_orders_of_every_client_as_java_handlers_answer(
+    java: JavaServer, catalog: Any, tmp_path: Path
+) -> None:
+    """The stage-create + assert-create commit of Java's and PyIceberg's clients, of DuckDB
+    (specs and orders before set-current-schema) and one leaning on Java's initial ids, for
+    format versions 1 to 3, then commits to an existing table in two orders: icepark's server
+    and Java's CatalogHandlers give the same status and build the same metadata."""
+    from icepark.rest import create_app
+
+    catalog.create_namespace("orders")
+    _post(f"{java.uri}/v1/ws/namespaces", {"namespace": ["orders"]})
+    with serving(create_app(catalog)) as mine:
+        servers = {"icepark": f"{mine}/v1", "java": f"{java.uri}/v1/ws"}
+        cases = [(c, v) for c in ("java", "duckdb", "implicit") for v in (1, 2, 3)]
+        for client, version in cases:
+            name = f"{client}_v{version}"
+            shapes = {}
+            for side, base in servers.items():
+                tables = f"{base}/namespaces/orders/tables"
+                status, staged = _post(
+                    tables,
+                    {
+                        "name": name,
+                        "schema": _SCHEMA_JSON,
+                        "stage-create": True,
+                        "properties": {"format-version": str(version)},
+                    },
+                )
+                assert status == 200, (side, staged)
+                updates = _create_updates(client, version)
+                for update in updates:
+                    if update["action"] == "set-location":
+                        update["location"] = staged["metadata"]["location"]
+                body = {"requirements": [{"type": "assert-create"}], "updates": updates}
+                status, answer = _post(f"{tables}/{name}", body)
+                assert status == 200, (side, name, answer)
+                shapes[side] = _shape(answer["metadata"])
+            assert shapes["icepark"] == shapes["java"], name
+            assert shapes["icepark"]["owner"] == client
+
+        # a table's commit: a spec binds against the current schema, not a schema added in
+        # the same commit before set-current-schema (both refuse), and after it (both take it)
+        new_schema = {
+            **_SCHEMA_JSON,
+            "fields": [
+                *_SCHEMA_JSON["fields"],
+                {"id": 4, "name": "c", "required": False, "type": "int"},
+            ],
+        }
+        on_c = {
+            "spec-id": 1,
+            "fields": [{"source-id": 4, "field-id": 1001, "transform": "identity", "name": "c"}],
+        }
+        add = {"action": "add-schema", "schema": new_schema, "last-column-id": 4}
+        current = {"action": "set-current-schema", "schema-id": -1}
+        spec = {"action": "add-spec", "spec": on_c}
+        default = {"action": "set-default-spec", "spec-id": -1}
+        # a create adding two schemas binds a spec sent before set-current-schema against
+        # schema 0 (Java's builder starts with current schema id 0), so a spec on a column
+        # of the second is refused by both
+        two = [_create_updates("duckdb", 2)[2], add, spec, current]
+        for updates, expected, table, requirements in (
+            ([add, spec, default, current], 400, "java_v2", []),
+            ([add, current, spec, default], 200, "java_v2", []),
+            (two, 400, "two_schemas", [{"type": "assert-create"}]),
+        ):
+            results = {}
+            for side, base in servers.items():
+                status, answer = _post(
+                    f"{base}/namespaces/orders/tables/{table}",
+                    {"requirements": requirements, "updates": updates},
+                )
+                results[side] = (
+                    status,
+                    _shape(answer["metadata"]) if status == 200 else answer["error"]["message"],
+                )
+            assert results["icepark"] == results["java"], results
+            assert results["icepark"][0] == expected

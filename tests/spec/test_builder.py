@@ -203,7 +203,7 @@ def test_empty_builder_needs_location_schema_spec_order() -> None:
     b.set_location("s3://b/t")
     with pytest.raises(ValidationError, match="current schema"):
         b.build()
-    with pytest.raises(ValidationError, match="before a current schema"):
+    with pytest.raises(ValidationError, match="before a schema is added"):
         b.add_partition_spec(PartitionSpec(0, ()))
     b.add_schema(Schema(NestedField(1, "a", LongType()))).set_current_schema(-1)
     with pytest.raises(ValidationError, match="default partition spec"):
@@ -752,3 +752,125 @@ def test_create_applies_the_requested_format_version_first() -> None:
     assert md.format_version == 3 and md.next_row_id == 0
     with pytest.raises(ValidationError, match="not supported until v3"):
         MetadataBuilder(None).apply_all(updates[:-1])
+
+
+# -- the update orders clients send ------------------------------------------------------------
+
+
+def _client_create(order: list[str], version: int = 2) -> list[TableUpdate]:
+    """A create's updates in a client's order (``order`` names the actions)."""
+    schema = Schema(
+        NestedField(1, "a", LongType(), True),
+        NestedField(2, "b", StringType()),
+        NestedField(3, "ts", TimestamptzType()),
+    )
+    spec = PartitionSpec(0, (PartitionField(3, 1000, DayTransform(), "ts_day"),))
+    order_ = SortOrder(1, build_sort_order(schema, ["a desc"]).fields)
+    by_action: dict[str, TableUpdate] = {
+        "assign-uuid": AssignUUIDUpdate(UUID),
+        "upgrade-format-version": UpgradeFormatVersionUpdate(version),
+        "add-schema": AddSchemaUpdate(schema, 3),
+        "set-current-schema": SetCurrentSchemaUpdate(-1),
+        "add-spec": AddPartitionSpecUpdate(spec),
+        "set-default-spec": SetDefaultSpecUpdate(-1),
+        "add-sort-order": AddSortOrderUpdate(order_),
+        "set-default-sort-order": SetDefaultSortOrderUpdate(-1),
+        "set-location": SetLocationUpdate("s3://b/db/t"),
+        "set-properties": SetPropertiesUpdate({"owner": "me"}),
+    }
+    return [by_action[a] for a in order]
+
+
+JAVA_ORDER = [
+    "assign-uuid",
+    "upgrade-format-version",
+    "add-schema",
+    "set-current-schema",
+    "add-spec",
+    "set-default-spec",
+    "add-sort-order",
+    "set-default-sort-order",
+    "set-location",
+    "set-properties",
+]
+# DuckDB 1.5's CREATE TABLE (a stage-create, then this commit with assert-create)
+DUCKDB_ORDER = [
+    "assign-uuid",
+    "upgrade-format-version",
+    "add-schema",
+    "add-spec",
+    "set-default-spec",
+    "add-sort-order",
+    "set-default-sort-order",
+    "set-location",
+    "set-properties",
+    "set-current-schema",
+]
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_create_in_any_client_order_builds_the_same_table(version: int) -> None:
+    """A spec and a sort order added before set-current-schema bind against the schema
+    added (Java's builder counts schema 0 as current until one is set): DuckDB's order, a
+    reversed one and the defaults left unset all build Java's order's table."""
+    expected = MetadataBuilder(None).apply_all(_client_create(JAVA_ORDER, version)).build()
+    assert expected.spec().fields[0].name == "ts_day" and expected.sort_order().order_id == 1
+    orders = [
+        DUCKDB_ORDER,
+        [
+            "set-location",
+            "set-properties",
+            "add-schema",
+            "add-sort-order",
+            "add-spec",
+            "set-default-sort-order",
+            "set-default-spec",
+            "set-current-schema",
+            "upgrade-format-version",
+            "assign-uuid",
+        ],
+        # set-current-schema, set-default-spec and set-default-sort-order left out: Java's
+        # builder starts with schema 0 and spec 0 current (a sorted order is id 1: not implicit)
+        [a for a in JAVA_ORDER if a not in ("set-current-schema", "set-default-spec")],
+    ]
+    for order in orders:
+        built = MetadataBuilder(None).apply_all(_client_create(order, version)).build()
+        assert built == expected, order
+    # without any schema nothing can bind
+    with pytest.raises(ValidationError, match="Cannot add a partition spec before a schema"):
+        MetadataBuilder(None).apply_all(_client_create(["add-spec"]))
+    with pytest.raises(ValidationError, match="Cannot add a sort order before a schema"):
+        MetadataBuilder(None).apply_all(_client_create(["add-sort-order"]))
+
+
+def test_spec_before_set_current_schema_binds_schema_zero() -> None:
+    """Two schemas added to a new table before any is current: a spec binds against schema
+    0, as Java's builder (its current schema id starts at 0), not against the second."""
+    first = Schema(NestedField(1, "a", LongType()))
+    second = Schema(NestedField(1, "a", LongType()), NestedField(2, "b", StringType()))
+    on_b = PartitionSpec(0, (PartitionField(2, 1000, IdentityTransform(), "b"),))
+    b = MetadataBuilder(None).add_schema(first).add_schema(second)
+    with pytest.raises(ValidationError, match="Cannot find source column"):
+        b.add_partition_spec(on_b)
+    md = (
+        b.set_current_schema(-1)
+        .add_partition_spec(on_b)
+        .set_default_spec(-1)
+        .add_sort_order(UNSORTED_ORDER)
+        .set_location("s3://b/t")
+        .build()
+    )
+    assert md.current_schema_id == 1 and md.spec().fields[0].source_id == 2
+    assert md.default_sort_order_id == 0
+
+
+def test_rest_add_schema_never_lowers_last_column_id() -> None:
+    """Java ignores an add-schema's last-column-id: a lower one sent over REST is no error
+    and the table keeps its highest id (the typed method still refuses it)."""
+    md = new_table()
+    dropped = Schema(NestedField(1, "id", LongType(), True))
+    new = MetadataBuilder(md).apply(AddSchemaUpdate(dropped, 1)).build()
+    assert new.last_column_id == md.last_column_id == 7
+    assert [s.schema_id for s in new.schemas] == [0, 1]
+    higher = MetadataBuilder(md).apply(AddSchemaUpdate(dropped, 12)).build()
+    assert higher.last_column_id == 12
