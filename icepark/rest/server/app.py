@@ -10,8 +10,8 @@ error becomes an ``ErrorResponse`` (:mod:`.errors`).
 Routes live under ``/v1/`` or, with ``prefix``, ``/v1/<prefix>/``; ``GET /v1/config`` tells
 clients the prefix (in ``overrides``) and lists the endpoints served (views and multi-table
 transactions only where the backing catalog can hold them), and
-``POST /v1/oauth/tokens`` issues tokens when the server has principals. ``GET /healthz``
-answers without auth.
+``POST /v1/oauth/tokens`` issues tokens when the server has principals (:mod:`.oauth`).
+``GET /healthz`` answers without auth.
 """
 
 from __future__ import annotations
@@ -22,14 +22,15 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from icepark.catalog.base import Catalog
-from icepark.rest.models import CatalogConfig, OAuthErrorResponse, OAuthTokenResponse
+from icepark.rest.models import CatalogConfig
 from icepark.rest.server import (
+    oauth,
     routes_credentials,
     routes_namespaces,
     routes_planning,
@@ -47,8 +48,6 @@ __all__ = ["create_app", "DEFAULT_MAX_BODY_BYTES"]
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 _access_log = logging.getLogger("icepark.rest.server.access")
-_ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
-_TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -130,7 +129,7 @@ def create_app(
     if credentials is not None:
         app.include_router(routes_credentials.router, prefix=base)
     app.add_api_route("/v1/config", _config, methods=["GET"], name="get_config")
-    app.add_api_route("/v1/oauth/tokens", _tokens, methods=["POST"], name="get_token")
+    app.add_api_route("/v1/oauth/tokens", oauth.token_endpoint, methods=["POST"], name="get_token")
     app.add_api_route("/healthz", _healthz, methods=["GET"], name="healthz")
     app.add_middleware(_Envelope, max_body_bytes=max_body_bytes)
     return app
@@ -149,42 +148,6 @@ def _config(
 
 def _healthz() -> JSONResponse:
     return JSONResponse({"status": "ok"})
-
-
-def _oauth_error(status: int, error: str, description: str) -> JSONResponse:
-    body = OAuthErrorResponse(error=error, error_description=description)
-    return JSONResponse(body.dump(), status_code=status)
-
-
-async def _tokens(request: Request) -> JSONResponse:
-    """The client-credentials flow (and token exchange with one of this server's tokens as
-    subject, which Java's client uses to refresh); form-encoded as OAuth2 asks."""
-    state = state_of(request)
-    if state.principals is None:
-        return _oauth_error(400, "invalid_request", "This server runs without authentication")
-    form = {k: v[0] for k, v in parse_qs((await request.body()).decode("utf-8", "replace")).items()}
-    grant = form.get("grant_type")
-    principal: Principal | None
-    if grant == "client_credentials":
-        client_id, secret = form.get("client_id"), form.get("client_secret")
-        if not client_id or not secret:
-            return _oauth_error(400, "invalid_request", "client_id and client_secret required")
-        principal = state.principals.authenticate(client_id, secret)
-    elif grant == _TOKEN_EXCHANGE:
-        subject = state.signer.verify(form.get("subject_token", ""))
-        principal = state.principals.get(subject) if subject else None
-    else:
-        return _oauth_error(400, "unsupported_grant_type", f"Unsupported grant_type {grant!r}")
-    if principal is None:
-        return _oauth_error(401, "invalid_client", "Invalid client credentials")
-    request.state.principal = principal.client_id
-    answer = OAuthTokenResponse(
-        access_token=state.signer.issue(principal.client_id),
-        token_type="bearer",
-        expires_in=state.signer.ttl_seconds,
-        issued_token_type=_ACCESS_TOKEN_TYPE,
-    )
-    return JSONResponse(answer.dump(), headers={"Cache-Control": "no-store"})
 
 
 class _Envelope:

@@ -226,8 +226,10 @@ class TokenSigner:
         payload = _b64(json.dumps(claims, separators=(",", ":")).encode("utf-8"))
         return f"{payload}.{self._sign(payload)}"
 
-    def verify(self, token: str) -> str | None:
-        """The client id the token names, or None when it is forged, malformed or expired."""
+    def verify(self, token: str, *, allow_expired: bool = False) -> str | None:
+        """The client id the token names, or None when it is forged, malformed or expired
+        (``allow_expired``: an expired one still names its client, for a refresh that the
+        client authenticates with its own credentials)."""
         payload, sep, signature = token.partition(".")
         if not sep or not payload.isascii() or not signature.isascii():
             return None
@@ -238,6 +240,6 @@ class TokenSigner:
             client_id, expires = claims["sub"], int(claims["exp"])
         except (ValueError, KeyError, TypeError):
             return None
-        if not isinstance(client_id, str) or self._clock() >= expires:
+        if not isinstance(client_id, str) or (not allow_expired and self._clock() >= expires):
             return None
         return client_id
