@@ -1,0 +1,177 @@
+"""The compiled interpreter behind :mod:`icepark.avro.compiled` (imports numba: import this
+module only through :func:`icepark.avro.compiled.kernel`).
+
+:func:`run` walks the records of decompressed Avro blocks following a program of opcodes
+(one row of ``ops`` per value: ``[code, slot, arg, in_item]``, in the order the values are
+encoded) and writes what it finds into slot arrays:
+
+* a value of the record itself (``in_item == 0``) goes to ``vals[row, slot]`` and
+  ``lens[row, slot]``: an int or long as its value with length -1, bytes, a string, a fixed,
+  a float, a double or a boolean as its position in ``buf`` with its length; a null (the null
+  branch of a ``["null", t]`` union) as length -2 on the first slot of ``t``; an array's slot
+  holds its item count;
+* a value inside an array item (``in_item == 1``) is appended to the item table
+  (``item_slot``, ``item_row``, ``item_val``, ``item_len``), in encoding order.
+
+A slot of -1 is stepped over without being stored. Every read is checked against ``end``: a
+truncated or corrupt block stops the run with an error code, never reads past the buffer.
+Returns ``(rows, items, pos, error)``; ``error`` is 0, :data:`FULL` when the item table is
+full (the caller grows it and runs again) or :data:`CORRUPT`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+__all__ = ["run"]
+
+# opcodes (kept in step with icepark.avro.compiled)
+LONG, FLOAT, DOUBLE, BOOLEAN, BYTES, FIXED, NULLABLE, ARRAY, END = 1, 2, 3, 4, 5, 6, 7, 8, 9
+FULL, CORRUPT = 1, 2
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _varint(buf: np.ndarray, pos: int, end: int) -> tuple[Any, int, bool]:
+    """The zigzag varint at ``pos``: (value, position after it, ok). Unsigned arithmetic
+    throughout: the zigzag shift must not carry the sign of a 64-bit value."""
+    n = np.uint64(0)
+    shift = np.uint64(0)
+    while pos < end and shift < np.uint64(64):
+        b = np.uint64(buf[pos])
+        pos += 1
+        n |= (b & np.uint64(0x7F)) << shift
+        if b < np.uint64(0x80):
+            decoded = (n >> np.uint64(1)) ^ (np.uint64(0) - (n & np.uint64(1)))
+            return np.int64(decoded), pos, True
+        shift += np.uint64(7)
+    return np.int64(0), pos, False
+
+
+@njit(cache=True, nogil=True)
+def run(
+    buf: np.ndarray,
+    pos: int,
+    end: int,
+    rows_max: int,
+    ops: np.ndarray,
+    vals: np.ndarray,
+    lens: np.ndarray,
+    item_slot: np.ndarray,
+    item_row: np.ndarray,
+    item_val: np.ndarray,
+    item_len: np.ndarray,
+    items: int,
+    row: int,
+) -> tuple[int, int, int, int]:
+    nops = ops.shape[0]
+    cap = item_val.shape[0]
+    while row < rows_max:
+        row_items = items
+        row_pos = pos
+        pc = 0
+        left = 0  # items left in the current block of the current array
+        count_slot = -1
+        while pc < nops:
+            code = ops[pc, 0]
+            slot = ops[pc, 1]
+            arg = ops[pc, 2]
+            in_item = ops[pc, 3]
+            if code == NULLABLE:
+                branch, pos, ok = _varint(buf, pos, end)
+                if not ok or branch < 0 or branch > 1:
+                    return row, row_items, row_pos, CORRUPT
+                if branch == arg:  # the null branch: mark the value's first slot, skip it
+                    sub = ops[pc + 1, 1]
+                    if sub >= 0:
+                        if ops[pc + 1, 3] == 1:
+                            if items >= cap:
+                                return row, row_items, row_pos, FULL
+                            item_slot[items] = sub
+                            item_row[items] = row
+                            item_val[items] = 0
+                            item_len[items] = -2
+                            items += 1
+                        else:
+                            lens[row, sub] = -2
+                    pc += 1 + slot
+                else:
+                    pc += 1
+                continue
+            if code == ARRAY or code == END:
+                if code == END:
+                    left -= 1
+                    if left > 0:
+                        pc = pc - arg + 1
+                        continue
+                n, pos, ok = _varint(buf, pos, end)
+                if not ok:
+                    return row, row_items, row_pos, CORRUPT
+                if n < 0:  # a block with its size in bytes
+                    n = -n
+                    size, pos, ok = _varint(buf, pos, end)
+                    if not ok or size < 0:
+                        return row, row_items, row_pos, CORRUPT
+                if n > end - pos:  # every item takes at least a byte
+                    return row, row_items, row_pos, CORRUPT
+                if code == ARRAY:
+                    count_slot = slot
+                    if slot >= 0:
+                        vals[row, slot] = n
+                        lens[row, slot] = -1
+                    if n == 0:
+                        pc += 1 + arg
+                    else:
+                        left = n
+                        pc += 1
+                else:
+                    if n == 0:
+                        pc += 1
+                    else:
+                        left = n
+                        if count_slot >= 0:
+                            vals[row, count_slot] += n
+                        pc = pc - arg + 1
+                continue
+            # a value
+            if code == LONG:
+                value, pos, ok = _varint(buf, pos, end)
+                if not ok:
+                    return row, row_items, row_pos, CORRUPT
+                length = -1
+            else:
+                if code == BYTES:
+                    length, pos, ok = _varint(buf, pos, end)
+                    if not ok or length < 0:
+                        return row, row_items, row_pos, CORRUPT
+                elif code == FIXED:
+                    length = arg
+                elif code == FLOAT:
+                    length = 4
+                elif code == DOUBLE:
+                    length = 8
+                elif code == BOOLEAN:
+                    length = 1
+                else:
+                    return row, row_items, row_pos, CORRUPT
+                if length > end - pos:
+                    return row, row_items, row_pos, CORRUPT
+                value = pos
+                pos += length
+            if slot >= 0:
+                if in_item == 1:
+                    if items >= cap:
+                        return row, row_items, row_pos, FULL
+                    item_slot[items] = slot
+                    item_row[items] = row
+                    item_val[items] = value
+                    item_len[items] = length
+                    items += 1
+                else:
+                    vals[row, slot] = value
+                    lens[row, slot] = length
+            pc += 1
+        row += 1
+    return row, items, pos, 0

@@ -1,0 +1,247 @@
+"""Avro records decoded by compiled code, into slot arrays instead of Python objects.
+
+A manifest of 10,000 entries holds some 600,000 values (each file's path, partition and six
+metric maps); decoding them one by one in Python costs several microseconds an entry, which
+is seconds for a table of a million files. Here a writer schema becomes a small program
+(:func:`compile_program`: one opcode per value, in encoding order) that one interpreter,
+compiled by numba once per machine (:mod:`icepark.avro._kernel`, cached on disk), runs over
+decompressed blocks (:func:`decode_records`), at well under a microsecond an entry and
+without holding the GIL, so that several manifests decode at once on a pool's threads.
+
+What comes out (:class:`Slots`) is positions, not values: for each record and each value of
+the record, an integer or the place of the value's bytes in the buffer; the values inside
+arrays (an Iceberg map is an array of key/value records) go to one item table. The caller
+turns the slots it needs into typed columns (:mod:`icepark.manifest.entry_columns`).
+
+Schemas of the shape Iceberg's metadata files have are handled: records, primitives,
+``["null", t]`` unions, fixed, enums, and arrays and maps that are not nested in another
+array; anything else raises :class:`~icepark.avro.blocks.UnsupportedAvroError` and the
+caller reads the file another way. numba is imported only when this path is first taken
+(:func:`kernel`: about half a second, and a compile of a few seconds the first time on a
+machine): small files are read by the other readers. ``ICEPARK_COMPILED_AVRO=0`` turns the
+path off.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from icepark.avro.blocks import UnsupportedAvroError, resolve_named
+from icepark.errors import InvalidAvroFileError
+
+__all__ = [
+    "Program",
+    "Slots",
+    "compile_program",
+    "decode_records",
+    "kernel",
+    "kernel_available",
+]
+
+# opcodes (kept in step with icepark.avro._kernel)
+_LONG, _FLOAT, _DOUBLE, _BOOLEAN, _BYTES, _FIXED, _NULLABLE, _ARRAY, _END = range(1, 10)
+_FULL, _CORRUPT = 1, 2
+
+_PRIMITIVE_OPS = {
+    "int": _LONG,
+    "long": _LONG,
+    "enum": _LONG,
+    "float": _FLOAT,
+    "double": _DOUBLE,
+    "boolean": _BOOLEAN,
+    "bytes": _BYTES,
+    "string": _BYTES,
+}
+
+Path = tuple[str, ...]
+"""A value's place in the schema: the field names from the top record; ``"[]"`` for an
+array's items and ``"{}"``/``"{key}"`` for a map's values and keys."""
+
+ABSENT, NULL = -3, -2
+"""Lengths in :attr:`Slots.lens`: the value is not in the record (not written), or null."""
+
+
+@dataclass(frozen=True)
+class Program:
+    """A writer schema compiled for :func:`decode_records`.
+
+    ``slots`` maps the path of each value stored per record to its column in
+    :attr:`Slots.vals`, ``item_slots`` the path of each value stored in the item table to
+    its number there, ``kinds`` every stored path to its Avro primitive type.
+    """
+
+    ops: np.ndarray
+    slots: Mapping[Path, int]
+    item_slots: Mapping[Path, int]
+    kinds: Mapping[Path, str]
+
+
+class _Compiler:
+    def __init__(self, named: Mapping[str, Any], keep: Callable[[Path], bool]) -> None:
+        self.named = named
+        self.keep = keep
+        self.ops: list[list[int]] = []
+        self.slots: dict[Path, int] = {}
+        self.item_slots: dict[Path, int] = {}
+        self.kinds: dict[Path, str] = {}
+
+    def slot(self, path: Path, in_item: int, kind: str) -> int:
+        if not self.keep(path):
+            return -1
+        table = self.item_slots if in_item else self.slots
+        self.kinds[path] = kind
+        return table.setdefault(path, len(table))
+
+    def emit(self, avro: Any, path: Path, in_item: int) -> None:
+        avro = resolve_named(avro, self.named)
+        if isinstance(avro, list):
+            self._union(avro, path, in_item)
+            return
+        kind = avro.get("type") if isinstance(avro, dict) else avro
+        if kind in _PRIMITIVE_OPS:
+            self.ops.append([_PRIMITIVE_OPS[kind], self.slot(path, in_item, kind), 0, in_item])
+        elif kind == "fixed":
+            size = int(avro["size"])
+            self.ops.append([_FIXED, self.slot(path, in_item, "fixed"), size, in_item])
+        elif kind == "record":
+            for f in avro.get("fields", []):
+                self.emit(f["type"], (*path, f["name"]), in_item)
+        elif kind in ("array", "map"):
+            if in_item:
+                raise UnsupportedAvroError(f"nested arrays at {'.'.join(path)}")
+            at = len(self.ops)
+            count = self.slot(path, 0, "count")
+            self.ops.append([_ARRAY, count, 0, 0])
+            if kind == "map":
+                self.emit("string", (*path, "{key}"), 1)
+                self.emit(avro["values"], (*path, "{}"), 1)
+            else:
+                self.emit(avro["items"], (*path, "[]"), 1)
+            body = len(self.ops) - at
+            self.ops.append([_END, -1, body, 0])
+            self.ops[at][2] = body
+        elif kind == "null":
+            pass  # nothing is encoded
+        else:
+            raise UnsupportedAvroError(f"Avro type {kind!r} at {'.'.join(path)}")
+
+    def _union(self, branches: list[Any], path: Path, in_item: int) -> None:
+        nulls = [i for i, b in enumerate(branches) if b == "null"]
+        if len(branches) != 2 or len(nulls) != 1:
+            raise UnsupportedAvroError(f"union {branches!r} at {'.'.join(path)}")
+        at = len(self.ops)
+        self.ops.append([_NULLABLE, 0, nulls[0], in_item])
+        before = len(self.ops)
+        self.emit(branches[1 - nulls[0]], path, in_item)
+        if len(self.ops) == before:
+            raise UnsupportedAvroError(f"union of null and nothing at {'.'.join(path)}")
+        self.ops[at][1] = len(self.ops) - before  # how many ops the null branch skips
+
+
+def compile_program(
+    writer_schema: Any, named: Mapping[str, Any], keep: Callable[[Path], bool] = lambda p: True
+) -> Program:
+    """The program decoding records of ``writer_schema``, storing the values whose path
+    ``keep`` accepts (every value by default; the others are stepped over)."""
+    compiler = _Compiler(named, keep)
+    compiler.emit(writer_schema, (), 0)
+    if not compiler.ops:
+        raise UnsupportedAvroError("empty record")
+    ops = np.array(compiler.ops, dtype=np.int64)
+    return Program(ops, compiler.slots, compiler.item_slots, compiler.kinds)
+
+
+@dataclass(frozen=True)
+class Slots:
+    """What :func:`decode_records` found in ``count`` records of ``buf``.
+
+    ``vals[row, slot]`` and ``lens[row, slot]`` per record (see :mod:`icepark.avro._kernel`);
+    the item table's columns are ``item_slot``, ``item_row``, ``item_val`` and ``item_len``,
+    in record order.
+    """
+
+    buf: np.ndarray
+    count: int
+    vals: np.ndarray
+    lens: np.ndarray
+    item_slot: np.ndarray
+    item_row: np.ndarray
+    item_val: np.ndarray
+    item_len: np.ndarray
+
+    def items_of(self, slot: int) -> np.ndarray:
+        """The indexes in the item table of the values of item slot ``slot``."""
+        return np.flatnonzero(self.item_slot == slot)
+
+
+def kernel_available() -> bool:
+    """Can the compiled path run here (numba importable, not turned off)?"""
+    if os.environ.get("ICEPARK_COMPILED_AVRO", "1") == "0":
+        return False
+    try:
+        kernel()
+    except ImportError:
+        return False
+    return True
+
+
+@cache
+def kernel() -> Callable[..., tuple[int, int, int, int]]:
+    """The compiled interpreter (imports numba on first call; raises ImportError without
+    it)."""
+    from icepark.avro._kernel import run
+
+    return run
+
+
+def decode_records(location: str, program: Program, buf: np.ndarray, count: int) -> Slots:
+    """Run ``program`` over the ``count`` records encoded in ``buf`` (uint8). Raises
+    :class:`~icepark.errors.InvalidAvroFileError` naming ``location`` when the records do
+    not decode or do not fill ``buf`` exactly."""
+    run = kernel()
+    n_slots = max(len(program.slots), 1)
+    vals = np.zeros((count, n_slots), dtype=np.int64)
+    lens = np.full((count, n_slots), ABSENT, dtype=np.int32)
+    capacity = max(1024, len(buf) // 4) if program.item_slots else 0
+    tables = _item_tables(capacity)
+    pos, items, row = 0, 0, 0
+    while True:
+        row, items, pos, error = run(
+            buf, pos, len(buf), count, program.ops, vals, lens, *tables, items, row
+        )
+        if error != _FULL:
+            break
+        tables = _grown(tables, items, max(capacity * 2, 1024))
+        capacity = len(tables[0])
+    if error == _CORRUPT or row != count or pos != len(buf):
+        raise InvalidAvroFileError(
+            f"Cannot read Avro file {location}: record {row} of {count} does not decode"
+            if error or row != count
+            else f"Cannot read Avro file {location}: {len(buf) - pos} bytes after the records"
+        )
+    item_slot, item_row, item_val, item_len = (t[:items] for t in tables)
+    return Slots(buf, count, vals, lens, item_slot, item_row, item_val, item_len)
+
+
+def _item_tables(capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    return (
+        np.empty(capacity, dtype=np.int16),
+        np.empty(capacity, dtype=np.int32),
+        np.empty(capacity, dtype=np.int64),
+        np.empty(capacity, dtype=np.int32),
+    )
+
+
+def _grown(
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], used: int, capacity: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    grown = _item_tables(capacity)
+    for old, new in zip(tables, grown, strict=True):
+        new[:used] = old[:used]
+    return grown
