@@ -212,6 +212,12 @@ class _PartitionReader:
                 if FIELD_ID_PROP in f:
                     self.names_by_id[int(f[FIELD_ID_PROP])] = f["name"]
 
+    @property
+    def fields(self) -> list[tuple[str, IcebergType] | None]:
+        """The Avro name and Iceberg type of each partition field in spec order (None: the
+        file lacks it, read as null)."""
+        return self._fields
+
     def read(self, value: dict[str, Any] | None) -> tuple[Any, ...]:
         if value is None:
             return tuple(None for _ in self._fields)

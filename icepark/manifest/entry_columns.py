@@ -1,0 +1,620 @@
+"""A manifest's entries as arrays, decoded by compiled code: what planning a huge table reads.
+
+:func:`read_entry_columns` decompresses a manifest (:func:`~icepark.avro.blocks.read_avro_blocks`,
+with its limits on what a block may inflate to) and runs the compiled Avro interpreter over
+all its records at once (:mod:`icepark.avro.compiled`). The result, :class:`EntryColumns`,
+holds positions and integers, not Python objects; what a planner asks of it comes out as
+numpy arrays for every entry at once:
+
+* :attr:`EntryColumns.status`, :meth:`~EntryColumns.sequence_numbers` and the other entry
+  fields, with the inheritance of :func:`~icepark.manifest.reader.read_manifest` (snapshot ids,
+  sequence numbers of added entries, v3 first row ids) applied to whole arrays;
+* :meth:`~EntryColumns.partitions`: each distinct partition tuple once, and which one each
+  entry has (so a partition filter is judged once per partition, not once per file);
+* :meth:`~EntryColumns.metric_counts` and :meth:`~EntryColumns.metric_bounds`: one column's
+  value, null and NaN counts and its bounds, for every entry.
+
+Only the entries a planner keeps become objects (:meth:`~EntryColumns.entry`), and their data
+files are :class:`LazyDataFile`: each field is decoded from the arrays when first read, so a
+plan of a million files does not build a million sets of metric maps nobody reads. A lazy
+file equals, hashes and pickles as the :class:`~icepark.spec.manifests.DataFile` that
+:func:`~icepark.manifest.reader.read_manifest` gives for the same entry.
+
+The fields are found by id through :class:`~icepark.manifest.reader.EntryDecoder`, which
+also checks their Avro types, so a manifest reads the same here as there.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from dataclasses import fields as dataclass_fields
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from icepark.avro.blocks import AvroBlocks, read_avro_blocks
+from icepark.avro.compiled import ABSENT, NULL, Path, Program, Slots, compile_program
+from icepark.avro.compiled import decode_records as _decode_records
+from icepark.avro.schema import from_avro_value
+from icepark.errors import InvalidAvroFileError
+from icepark.lru import LruCache
+from icepark.manifest.reader import MALFORMED, EntryDecoder
+from icepark.manifest.schemas import PARTITION_FIELD_ID
+from icepark.spec.manifests import (
+    DataFile,
+    FileContent,
+    FileFormat,
+    ManifestContent,
+    ManifestEntry,
+    ManifestEntryStatus,
+    ManifestFile,
+)
+from icepark.spec.partitioning import PartitionSpec
+from icepark.spec.types import IcebergType
+
+__all__ = ["EntryColumns", "LazyDataFile", "read_entry_columns"]
+
+# data_file fields by id
+_CONTENT, _PATH, _FORMAT, _COUNT, _SIZE = 134, 100, 101, 103, 104
+_KEY_METADATA, _SPLITS, _EQUALITY, _SORT, _ROW_ID = 131, 132, 135, 140, 142
+_REFERENCED, _OFFSET, _CONTENT_SIZE = 143, 144, 145
+_MAPS = {
+    "column_sizes": 108,
+    "value_counts": 109,
+    "null_value_counts": 110,
+    "nan_value_counts": 137,
+    "lower_bounds": 125,
+    "upper_bounds": 128,
+}
+_BYTES_MAPS = frozenset((125, 128))
+_INTS = {
+    "record_count": _COUNT,
+    "file_size_in_bytes": _SIZE,
+    "sort_order_id": _SORT,
+    "content_offset": _OFFSET,
+    "content_size_in_bytes": _CONTENT_SIZE,
+}
+_DELETED = int(ManifestEntryStatus.DELETED)
+_ADDED = int(ManifestEntryStatus.ADDED)
+
+# compiled programs by the schema text of the file (a table's manifests share a few)
+_PROGRAMS: LruCache[bytes, Program] = LruCache(64)
+
+
+def read_entry_columns(
+    location: str,
+    data: bytes,
+    manifest: ManifestFile | None = None,
+    spec: PartitionSpec | None = None,
+) -> EntryColumns:
+    """The entries of the manifest whose bytes are ``data``, decoded into arrays.
+
+    Raises :class:`~icepark.avro.blocks.UnsupportedAvroError` for a file the compiled path
+    does not handle (the caller reads it another way) and
+    :class:`~icepark.errors.InvalidAvroFileError` naming ``location`` for one that is not a
+    readable manifest."""
+    blocks = read_avro_blocks(location, data)
+    try:
+        decoder = EntryDecoder(
+            location, blocks.writer_schema, blocks.metadata, manifest, spec, blocks.named
+        )
+    except InvalidAvroFileError:
+        raise
+    except MALFORMED as exc:
+        raise InvalidAvroFileError(f"Invalid manifest {location}: {exc}") from exc
+    text = bytes(blocks.raw_header["meta"].get("avro.schema", b""))
+    program = _PROGRAMS.get_or_compute(
+        text, lambda: compile_program(blocks.writer_schema, blocks.named)
+    )
+    return EntryColumns(location, blocks, decoder, program)
+
+
+def _buffer(blocks: AvroBlocks) -> tuple[np.ndarray, int]:
+    parts = [b.data for b in blocks.blocks]
+    count = sum(b.count for b in blocks.blocks)
+    joined = parts[0] if len(parts) == 1 else b"".join(parts)
+    return np.frombuffer(joined, dtype=np.uint8), count
+
+
+class EntryColumns:
+    """The entries of one manifest as arrays (see the module's docstring)."""
+
+    def __init__(
+        self, location: str, blocks: AvroBlocks, decoder: EntryDecoder, program: Program
+    ) -> None:
+        self.location = location
+        self.decoder = decoder
+        self.program = program
+        buf, count = _buffer(blocks)
+        self.count = count
+        self.slots: Slots = _decode_records(location, program, buf, count)
+        self._raw = buf.tobytes() if count else b""
+        self._data_file = decoder.top_names[2]
+        self._partition_fields: list[tuple[Path, IcebergType] | None] = []
+        part = decoder.file_names.get(PARTITION_FIELD_ID)
+        for found in decoder.partitions.fields:
+            if found is None or part is None:
+                self._partition_fields.append(None)
+            else:
+                self._partition_fields.append(((self._data_file, part, found[0]), found[1]))
+        try:
+            self._check()
+        except InvalidAvroFileError:
+            raise
+        except MALFORMED as exc:
+            raise self._fail(str(exc)) from exc
+
+    # -- raw slots -----------------------------------------------------------------------------
+
+    def _top(self, fid: int) -> Path | None:
+        name = self.decoder.top_names.get(fid)
+        return None if name is None else (name,)
+
+    def _file(self, fid: int) -> Path | None:
+        name = self.decoder.file_names.get(fid)
+        return None if name is None else (self._data_file, name)
+
+    def _column(self, path: Path | None) -> tuple[np.ndarray, np.ndarray] | None:
+        slot = None if path is None else self.program.slots.get(path)
+        if slot is None:
+            return None
+        return self.slots.vals[:, slot], self.slots.lens[:, slot]
+
+    def _ints(self, path: Path | None) -> tuple[np.ndarray, np.ndarray]:
+        """An int or long field of every entry, and which entries have it null or not."""
+        found = self._column(path)
+        if found is None:
+            return np.zeros(self.count, dtype=np.int64), np.ones(self.count, dtype=bool)
+        vals, lens = found
+        return vals, lens < -1
+
+    def _fail(self, what: str) -> InvalidAvroFileError:
+        return InvalidAvroFileError(f"Invalid manifest entry in {self.location}: {what}")
+
+    def _check(self) -> None:
+        """What :func:`~icepark.manifest.reader.read_manifest` refuses, refused here too."""
+        status, missing = self._ints(self._top(0))
+        if missing.any() or not np.isin(status, (0, 1, 2)).all():
+            raise self._fail(f"status {self._first_bad(status, missing, (0, 1, 2))}")
+        content, missing = self._ints(self._file(_CONTENT))
+        if not np.isin(content[~missing], (0, 1, 2)).all():
+            raise self._fail(f"content {self._first_bad(content, missing, (0, 1, 2))}")
+        for fid in (_COUNT, _SIZE):
+            if self._ints(self._file(fid))[1].any():
+                raise self._fail(f"field {self.decoder.file_names[fid]!r} is null")
+        paths = self._column(self._file(_PATH))
+        if paths is not None and (paths[1] < 0).any():
+            raise self._fail("a file_path is null")
+        for fmt in self._distinct_strings(self._file(_FORMAT)):
+            FileFormat.parse(fmt)
+
+    @staticmethod
+    def _first_bad(values: np.ndarray, missing: np.ndarray, allowed: tuple[int, ...]) -> str:
+        bad = missing | ~np.isin(values, allowed)
+        i = int(np.flatnonzero(bad)[0])
+        return "null" if missing[i] else str(int(values[i]))
+
+    def _distinct_strings(self, path: Path | None) -> list[str]:
+        found = self._column(path)
+        if found is None:
+            return []
+        vals, lens = found
+        seen = {(int(v), int(n)) for v, n in zip(vals.tolist(), lens.tolist(), strict=True)}
+        out = set()
+        for v, n in seen:
+            if n >= 0:
+                out.add(self._str(v, n))
+        return sorted(out)
+
+    def _str(self, pos: int, n: int) -> str:
+        try:
+            return self._raw[pos : pos + n].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self._fail(f"a string is not UTF-8 ({exc.reason})") from None
+
+    # -- what every entry has -------------------------------------------------------------------
+
+    @cached_property
+    def status(self) -> np.ndarray:
+        """Each entry's status (0 existing, 1 added, 2 deleted)."""
+        return self._ints(self._top(0))[0]
+
+    @cached_property
+    def live(self) -> np.ndarray:
+        """Which entries are live (added or existing)."""
+        return self.status != _DELETED
+
+    @cached_property
+    def content(self) -> np.ndarray:
+        """Each entry's file content (0 data, 1 position deletes, 2 equality deletes)."""
+        content, missing = self._ints(self._file(_CONTENT))
+        return np.where(missing, 0, content)
+
+    @cached_property
+    def record_count(self) -> np.ndarray:
+        return self._ints(self._file(_COUNT))[0]
+
+    @cached_property
+    def file_size_in_bytes(self) -> np.ndarray:
+        return self._ints(self._file(_SIZE))[0]
+
+    @cached_property
+    def _inherited(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(snapshot ids, sequence numbers, file sequence numbers, first row ids) after
+        inheritance, as int64 with -1 for null (Java's InheritableMetadataFactory)."""
+        manifest = self.decoder.manifest
+        snapshot, snapshot_null = self._ints(self._top(1))
+        snapshot = np.where(snapshot_null, -1, snapshot)
+        if manifest is not None and manifest.added_snapshot_id is not None:
+            snapshot = np.where(snapshot_null, manifest.added_snapshot_id, snapshot)
+        seq_value = None if manifest is None else manifest.sequence_number
+        if seq_value is not None and seq_value < 0:
+            seq_value = None
+        if seq_value is None and self.decoder.v1:
+            seq_value = 0
+        inherits = None
+        if seq_value is not None:
+            inherits = np.ones(self.count, dtype=bool)
+            if seq_value != 0:
+                inherits = self.status == _ADDED
+        out = [snapshot]
+        for fid in (3, 4):
+            values, null = self._ints(self._top(fid))
+            values = np.where(null, -1, values)
+            if inherits is not None and seq_value is not None:
+                values = np.where(null & inherits, seq_value, values)
+            out.append(values)
+        row_ids, null = self._ints(self._file(_ROW_ID))
+        row_ids = np.where(null, -1, row_ids)
+        if (
+            manifest is not None
+            and manifest.content == ManifestContent.DATA
+            and manifest.first_row_id is not None
+        ):
+            takes = null & (self.content == int(FileContent.DATA)) & self.live
+            counts = np.where(takes, self.record_count, 0)
+            before = np.cumsum(counts) - counts
+            row_ids = np.where(takes, manifest.first_row_id + before, row_ids)
+        out.append(row_ids)
+        return out[0], out[1], out[2], out[3]
+
+    @property
+    def snapshot_ids(self) -> np.ndarray:
+        """Each entry's snapshot id after inheritance (-1: null)."""
+        return self._inherited[0]
+
+    @property
+    def sequence_numbers(self) -> np.ndarray:
+        """Each entry's data sequence number after inheritance (-1: null)."""
+        return self._inherited[1]
+
+    @property
+    def file_sequence_numbers(self) -> np.ndarray:
+        """Each entry's file sequence number after inheritance (-1: null)."""
+        return self._inherited[2]
+
+    @property
+    def spec_id(self) -> int:
+        """The id of the partition spec of every entry."""
+        return int(self.decoder.spec_id)
+
+    # -- partitions -----------------------------------------------------------------------------
+
+    @cached_property
+    def _partition_keys(self) -> np.ndarray:
+        """One int64 row per entry identifying its partition tuple (equal rows: equal tuples)."""
+        columns: list[np.ndarray] = []
+        for found in self._partition_fields:
+            column = None if found is None else self._column(found[0])
+            if column is None:
+                continue
+            vals, lens = column
+            if self.program.kinds[found[0]] in ("bytes", "string", "fixed"):  # type: ignore[index]
+                vals = self._byte_codes(vals, lens)
+            columns.append(np.where(lens == NULL, 0, vals))
+            columns.append((lens == NULL).astype(np.int64))
+        if not columns:
+            return np.zeros((self.count, 1), dtype=np.int64)
+        return np.stack(columns, axis=1)
+
+    def _byte_codes(self, vals: np.ndarray, lens: np.ndarray) -> np.ndarray:
+        """A code per entry for a bytes value: equal codes for equal bytes."""
+        codes: dict[bytes, int] = {}
+        raw = self._raw
+        return np.fromiter(
+            (
+                codes.setdefault(raw[v : v + n], len(codes)) if n >= 0 else -1
+                for v, n in zip(vals.tolist(), lens.tolist(), strict=True)
+            ),
+            dtype=np.int64,
+            count=self.count,
+        )
+
+    @cached_property
+    def _partition_groups(self) -> tuple[list[tuple[Any, ...]], np.ndarray]:
+        keys = self._partition_keys
+        if self.count == 0:
+            return [], np.zeros(0, dtype=np.int64)
+        _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        return [self.partition(int(i)) for i in first], inverse.reshape(-1)
+
+    def partitions(self) -> tuple[list[tuple[Any, ...]], np.ndarray]:
+        """Each distinct partition tuple of the entries, and for each entry the index of its
+        tuple in that list."""
+        return self._partition_groups
+
+    def partition(self, row: int) -> tuple[Any, ...]:
+        """Entry ``row``'s partition tuple, in spec order, in the internal representation."""
+        return tuple(
+            None if found is None else self._value(found[0], found[1], row)
+            for found in self._partition_fields
+        )
+
+    def _raw_value(self, path: Path, row: int) -> Any:
+        """The value at ``path`` of entry ``row`` as fastavro would decode it (logical types
+        stripped), None when null or absent."""
+        slot = self.program.slots[path]
+        v = int(self.slots.vals[row, slot])
+        n = int(self.slots.lens[row, slot])
+        if n in (NULL, ABSENT):
+            return None
+        return self._decode_raw(self.program.kinds[path], v, n)
+
+    def _decode_raw(self, kind: str, v: int, n: int) -> Any:
+        if kind in ("int", "long", "enum"):
+            return v
+        raw = self._raw[v : v + n]
+        if kind == "string":
+            try:
+                return raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise self._fail(f"a string is not UTF-8 ({exc.reason})") from None
+        if kind == "float":
+            return struct.unpack("<f", raw)[0]
+        if kind == "double":
+            return struct.unpack("<d", raw)[0]
+        if kind == "boolean":
+            return raw != b"\x00"
+        return raw
+
+    def _value(self, path: Path, t: IcebergType, row: int) -> Any:
+        try:
+            return from_avro_value(t, self._raw_value(path, row))
+        except MALFORMED as exc:
+            raise self._fail(str(exc)) from exc
+
+    # -- metrics --------------------------------------------------------------------------------
+
+    @cached_property
+    def _item_starts(self) -> np.ndarray:
+        """Where each entry's items start in the item table (and where the last one's end)."""
+        return np.searchsorted(self.slots.item_row, np.arange(self.count + 1), side="left")
+
+    def _map_paths(self, fid: int) -> tuple[int, int] | None:
+        """The item slots of the keys and values of map field ``fid``."""
+        path = self._file(fid)
+        if path is None:
+            return None
+        items = self.program.item_slots
+        for key, value in (
+            ((*path, "[]", "key"), (*path, "[]", "value")),
+            ((*path, "{key}"), (*path, "{}")),
+        ):
+            if key in items and value in items:
+                return items[key], items[value]
+        return None
+
+    def _map_values(self, fid: int, field_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """For every entry, the value under key ``field_id`` in map ``fid``: (the entries that
+        have one, the item index of the value)."""
+        found = self._map_paths(fid)
+        has = np.zeros(self.count, dtype=bool)
+        at = np.zeros(self.count, dtype=np.int64)
+        if found is None:
+            return has, at
+        key_slot, value_slot = found
+        s = self.slots
+        keys = np.flatnonzero(s.item_slot == key_slot)
+        if self.program.kinds[self._key_path(fid)] == "string":
+            wanted = keys[self._string_keys_equal(keys, field_id)]
+        else:
+            wanted = keys[s.item_val[keys] == field_id]
+        values = wanted + 1  # the value item follows its key
+        ok = values < len(s.item_slot)
+        values = values[ok]
+        wanted = wanted[ok]
+        same_row = (s.item_slot[values] == value_slot) & (s.item_row[values] == s.item_row[wanted])
+        values = values[same_row]
+        rows = s.item_row[values]
+        has[rows] = s.item_len[values] != NULL
+        at[rows] = values
+        return has, at
+
+    def _key_path(self, fid: int) -> Path:
+        path = self._file(fid)
+        assert path is not None
+        items = self.program.item_slots
+        key = (*path, "[]", "key")
+        return key if key in items else (*path, "{key}")
+
+    def _string_keys_equal(self, keys: np.ndarray, field_id: int) -> np.ndarray:
+        s = self.slots
+        want = str(field_id)
+        return np.fromiter(
+            (
+                self._raw[int(v) : int(v) + int(n)].decode("utf-8", "replace") == want
+                for v, n in zip(s.item_val[keys], s.item_len[keys], strict=True)
+            ),
+            dtype=bool,
+            count=len(keys),
+        )
+
+    def metric_counts(self, fid: int, field_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """One column's count from map ``fid`` (value 109, null 110 or NaN 137 counts) for
+        every entry: (the counts, which entries have one)."""
+        has, at = self._map_values(fid, field_id)
+        out = np.zeros(self.count, dtype=np.int64)
+        out[has] = self.slots.item_val[at[has]]
+        return out, has
+
+    def metric_bounds(self, fid: int, field_id: int) -> tuple[np.ndarray, np.ndarray]:
+        """One column's bound from map ``fid`` (lower 125, upper 128) for every entry: the
+        positions and lengths of its bytes in :attr:`raw` (length -1: none)."""
+        has, at = self._map_values(fid, field_id)
+        positions = np.zeros(self.count, dtype=np.int64)
+        lengths = np.full(self.count, -1, dtype=np.int64)
+        positions[has] = self.slots.item_val[at[has]]
+        lengths[has] = self.slots.item_len[at[has]]
+        return positions, lengths
+
+    @property
+    def raw(self) -> bytes:
+        """The decompressed records, which :meth:`metric_bounds` points into."""
+        return self._raw
+
+    # -- entries --------------------------------------------------------------------------------
+
+    def entry(self, row: int) -> ManifestEntry:
+        """Entry ``row`` with inheritance applied; its data file decodes lazily."""
+        snapshot, seq, file_seq = (int(a[row]) for a in self._inherited[:3])
+        return ManifestEntry(
+            ManifestEntryStatus(int(self.status[row])),
+            None if snapshot == -1 else snapshot,
+            None if seq == -1 else seq,
+            None if file_seq == -1 else file_seq,
+            LazyDataFile(self, row),
+        )
+
+    def file_field(self, name: str, row: int) -> Any:
+        """Field ``name`` of entry ``row``'s data file, as :class:`DataFile` holds it."""
+        if name == "partition":
+            return self.partition(row)
+        if name == "spec_id":
+            return self.spec_id
+        if name == "content":
+            return FileContent(int(self.content[row]))
+        if name == "first_row_id":
+            value = int(self._inherited[3][row])
+            return None if value == -1 else value
+        if name in _MAPS:
+            return self._map(_MAPS[name], row)
+        fid = _FIELD_IDS[name]
+        path = self._file(fid)
+        if path is None or path not in self.program.slots:
+            return None
+        if name in ("split_offsets", "equality_ids"):
+            return self._list(path, row)
+        value = self._raw_value(path, row)
+        if name == "file_format":
+            return FileFormat.parse(value)
+        return value
+
+    def _list(self, path: Path, row: int) -> tuple[int, ...] | None:
+        count = int(self.slots.lens[row, self.program.slots[path]])
+        if count in (NULL, ABSENT):
+            return None
+        item = self.program.item_slots.get((*path, "[]"))
+        s = self.slots
+        lo, hi = int(self._item_starts[row]), int(self._item_starts[row + 1])
+        return tuple(int(v) for k, v in zip(s.item_slot[lo:hi], s.item_val[lo:hi]) if k == item)
+
+    def _map(self, fid: int, row: int) -> dict[int, Any] | None:
+        path = self._file(fid)
+        if path is None or path not in self.program.slots:
+            return None
+        if int(self.slots.lens[row, self.program.slots[path]]) in (NULL, ABSENT):
+            return None
+        found = self._map_paths(fid)
+        if found is None:
+            return None
+        key_slot, value_slot = found
+        key_kind = self.program.kinds[self._key_path(fid)]
+        value_path = next(p for p, s in self.program.item_slots.items() if s == value_slot)
+        value_kind = self.program.kinds[value_path]
+        s = self.slots
+        lo, hi = int(self._item_starts[row]), int(self._item_starts[row + 1])
+        out: dict[int, Any] = {}
+        key: Any = None
+        for k, v, n in zip(
+            s.item_slot[lo:hi].tolist(), s.item_val[lo:hi].tolist(), s.item_len[lo:hi].tolist()
+        ):
+            if k == key_slot:
+                key = int(self._decode_raw(key_kind, v, n)) if key_kind == "string" else v
+            elif k == value_slot:
+                if fid in _BYTES_MAPS:
+                    out[key] = self._raw[v : v + n]
+                else:
+                    out[key] = None if n == NULL else self._decode_raw(value_kind, v, n)
+        return out
+
+    def data_file(self, row: int) -> DataFile:
+        """Entry ``row``'s data file, decoded whole."""
+        return DataFile.from_normalized({name: self.file_field(name, row) for name in _NAMES})
+
+
+_NAMES = tuple(f.name for f in dataclass_fields(DataFile))
+_FIELD_IDS: Mapping[str, int] = {
+    "file_path": _PATH,
+    "file_format": _FORMAT,
+    "key_metadata": _KEY_METADATA,
+    "split_offsets": _SPLITS,
+    "equality_ids": _EQUALITY,
+    "referenced_data_file": _REFERENCED,
+    **_INTS,
+}
+
+
+class _LazyField:
+    """A :class:`LazyDataFile` field: decoded from the entry's arrays on first read, then
+    kept in the instance (this descriptor defines no ``__set__``, so the kept value wins)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        d = obj.__dict__
+        value = d["_source"].file_field(self.name, d["_row"])
+        d[self.name] = value
+        return value
+
+
+class LazyDataFile(DataFile):
+    """A :class:`DataFile` whose fields are decoded from :class:`EntryColumns` when first
+    read. Equal to, hashed and pickled as the plain :class:`DataFile` of the same entry."""
+
+    def __init__(self, source: EntryColumns, row: int) -> None:
+        d = self.__dict__
+        d["_source"] = source
+        d["_row"] = row
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DataFile):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in _NAMES)
+
+    __hash__ = DataFile.__hash__
+
+    def __repr__(self) -> str:
+        return repr(self.materialize())
+
+    def materialize(self) -> DataFile:
+        """The plain :class:`DataFile` (every field decoded)."""
+        return DataFile.from_normalized({n: getattr(self, n) for n in _NAMES})
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (DataFile.from_normalized, ({n: getattr(self, n) for n in _NAMES},))
+
+    def replace(self, **changes: Any) -> DataFile:
+        return self.materialize().replace(**changes)
+
+    def without_stats(self) -> DataFile:
+        return self.materialize().without_stats()
+
+
+for _name in _NAMES:
+    setattr(LazyDataFile, _name, _LazyField(_name))
+del _name
