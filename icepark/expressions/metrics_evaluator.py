@@ -43,7 +43,7 @@ from icepark.spec.manifests import DataFile
 from icepark.spec.schema import Schema
 from icepark.spec.types import DoubleType, FloatType, PrimitiveType
 
-__all__ = ["InclusiveMetricsEvaluator", "StrictMetricsEvaluator"]
+__all__ = ["InclusiveMetricsEvaluator", "StrictMetricsEvaluator", "inclusive_metrics_match"]
 
 
 def _is_nan(value: Any) -> bool:
@@ -197,6 +197,13 @@ class _Inclusive(_Metrics):
         p = prefix.encode("utf-8")
         # values between two bounds that both start with the prefix all start with it
         return not (bytes(lower).startswith(p) and bytes(upper).startswith(p))
+
+
+def inclusive_metrics_match(expr: Expression, data_file: Any) -> bool:
+    """Might ``data_file`` hold rows matching ``expr`` (bound, ``not`` rewritten away) by its
+    column metrics? The inclusive rules alone, without those on the record count
+    (:meth:`InclusiveMetricsEvaluator.eval` adds them)."""
+    return bool(visit(expr, _Inclusive(data_file)))
 
 
 class InclusiveMetricsEvaluator:
