@@ -98,6 +98,22 @@ class FileMatcher:
         :attr:`metrics_field_ids` are read)."""
         return self.matches_everything or self._metrics.compiled(data_file)
 
+    def metrics_match_rows(self, columns: Any, rows: Any) -> Any:
+        """:meth:`metrics_might_match` for the entries ``rows`` (a numpy array of indexes)
+        of a manifest decoded into arrays (:class:`~icepark.manifest.entry_columns.EntryColumns`),
+        as a numpy array of booleans, judged a column at a time
+        (:mod:`icepark.planning.vector_metrics`)."""
+        from icepark.planning.vector_metrics import metrics_might_match
+
+        if self.matches_everything:
+            import numpy as np
+
+            return np.ones(len(rows), dtype=bool)
+        evaluator = self._metrics
+        return metrics_might_match(
+            evaluator.expr, columns, rows, include_empty_files=evaluator.include_empty_files
+        )
+
     def might_match(self, data_file: DataFile) -> bool:
         if self.matches_everything:
             return True

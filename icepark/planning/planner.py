@@ -13,8 +13,9 @@ only (their metrics describe the delete file's own columns).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, overload
 
 from icepark.expressions import AlwaysTrue, BooleanExpression, residual_evaluator
 from icepark.io import FileIO
@@ -25,15 +26,27 @@ from icepark.manifest import (
 )
 from icepark.planning.delete_index import DeleteFileIndex
 from icepark.planning.matching import FileMatcher
-from icepark.planning.walk import live_entries
+from icepark.planning.walk import (
+    live_entries,
+    live_manifests,
+    read_entries,
+    scan_columns,
+    use_columns,
+)
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Snapshot
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from icepark.manifest.entry_columns import EntryColumns
+
 __all__ = [
     "FileScanTask",
     "CombinedScanTask",
+    "PlannedFiles",
     "TaskBuilder",
     "delete_index",
     "iter_plan_files",
@@ -63,9 +76,87 @@ class FileScanTask:
     def size(self) -> int:
         return self.length if self.length is not None else self.file.file_size_in_bytes
 
+    @classmethod
+    def of(
+        cls,
+        file: DataFile,
+        delete_files: tuple[DataFile, ...],
+        residual: BooleanExpression,
+        spec_id: int,
+        data_sequence_number: int,
+    ) -> FileScanTask:
+        """A task of a whole file, built without the checks of ``__init__`` (the fields are
+        already in their final form): a plan of a million files builds a million tasks."""
+        task = _new(cls)
+        task.__dict__.update(
+            file=file,
+            delete_files=delete_files,
+            residual=residual,
+            spec_id=spec_id,
+            data_sequence_number=data_sequence_number,
+            start=0,
+            length=None,
+        )
+        return task
+
     @property
     def is_whole_file(self) -> bool:
         return self.start == 0 and self.length is None
+
+
+_new = object.__new__
+
+
+class PlannedFiles(Sequence[FileScanTask]):
+    """The file scan tasks of a plan, produced while they are read: iterating plans the
+    scan as it goes and keeps nothing (so a plan of a million files streams in bounded
+    memory, and each iteration plans anew, as Java's ``planFiles()``). Asking for the
+    length, an item or a slice plans once and keeps the list (``list(plan)`` asks for the
+    length first). ``first`` is the plan already started, whose checks have run (a bad
+    filter fails when the plan is asked for, not when it is read); the first iteration
+    takes it."""
+
+    def __init__(
+        self,
+        plan: Callable[[], Iterator[FileScanTask]],
+        first: Iterator[FileScanTask] | None = None,
+    ) -> None:
+        self._plan = plan
+        self._first = first
+        self._tasks: list[FileScanTask] | None = None
+
+    def __iter__(self) -> Iterator[FileScanTask]:
+        if self._tasks is not None:
+            return iter(self._tasks)
+        first, self._first = self._first, None
+        return first if first is not None else self._plan()
+
+    def _list(self) -> list[FileScanTask]:
+        if self._tasks is None:
+            self._tasks = list(iter(self))
+        return self._tasks
+
+    def __len__(self) -> int:
+        return len(self._list())
+
+    @overload
+    def __getitem__(self, index: int) -> FileScanTask: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[FileScanTask]: ...
+
+    def __getitem__(self, index: int | slice) -> FileScanTask | list[FileScanTask]:
+        return self._list()[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PlannedFiles | list | tuple):
+            return self._list() == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PlannedFiles({self._list()!r})"
 
 
 @dataclass(frozen=True)
@@ -141,6 +232,38 @@ class TaskBuilder:
         applying = tuple(deletes.for_data_file(f, seq)) if deletes is not None else ()
         return FileScanTask(f, applying, residual, spec_id, seq)
 
+    def tasks_of(
+        self, columns: EntryColumns, rows: np.ndarray, deletes: DeleteFileIndex | None = None
+    ) -> Iterator[FileScanTask]:
+        """The tasks of entries ``rows`` of a manifest decoded into arrays, as :meth:`task`
+        makes them, each data file decoded only as far as it is read
+        (:class:`~icepark.manifest.entry_columns.LazyDataFile`); residuals are worked out once
+        per distinct partition."""
+        from icepark.manifest.entry_columns import LazyDataFile
+
+        spec_id = columns.spec_id
+        seqs = columns.sequence_numbers[rows].tolist()
+        if deletes is not None and deletes.is_empty:
+            deletes = None
+        make, lazy, always = FileScanTask.of, LazyDataFile, AlwaysTrue()
+        if self.matcher.matches_everything:
+            for row, seq in zip(rows.tolist(), seqs, strict=True):
+                f = lazy(columns, row)
+                seq = seq if seq > 0 else 0
+                applying = tuple(deletes.for_data_file(f, seq)) if deletes is not None else ()
+                yield make(f, applying, always, spec_id, seq)
+            return
+        distinct, which = columns.partitions()
+        residuals = [self._residuals[spec_id].residual_for(p) for p in distinct]
+        for row, seq, k in zip(rows.tolist(), seqs, which[rows].tolist(), strict=True):
+            f = lazy(columns, row)
+            seq = seq if seq > 0 else 0
+            residual = residuals[k]
+            if not isinstance(residual, AlwaysTrue) and self.matcher.all_match(f):
+                residual = always
+            applying = tuple(deletes.for_data_file(f, seq)) if deletes is not None else ()
+            yield make(f, applying, residual, spec_id, seq)
+
 
 def delete_index(
     io: FileIO,
@@ -190,9 +313,15 @@ def iter_plan_files(
         return
     builder = TaskBuilder(metadata, row_filter, schema, case_sensitive)
     deletes = delete_index(io, metadata, snapshot, builder.matcher, workers)
-    for _, entries in live_entries(
-        io, metadata, snapshot, builder.matcher, ManifestContent.DATA, workers=workers
-    ):
+    manifests = live_manifests(io, snapshot, builder.matcher, ManifestContent.DATA)
+    if use_columns(manifests):
+        for scanned in scan_columns(io, manifests, builder.matcher, workers=workers):
+            if len(scanned) == 3:
+                yield from builder.tasks_of(scanned[1], scanned[2], deletes)
+            else:
+                yield from (builder.task(e, deletes) for e in scanned[1])
+        return
+    for _, entries in read_entries(io, manifests, builder.matcher, workers=workers):
         for e in entries:  # pruned by partition and metrics already
             yield builder.task(e, deletes)
 

@@ -11,6 +11,11 @@ Three questions are asked of manifests, and each has one function:
 * :func:`changes_since`: what the snapshots of a branch committed after another snapshot
   added or removed (Java's ``validationHistory``): the conflict checks of every operation,
   and incremental scans, read the history this way.
+* :func:`scan_columns`: the same for manifests too big to read entry by entry (a table of
+  hundreds of thousands of files): each manifest is decoded into arrays by compiled code
+  (:mod:`icepark.manifest.entry_columns`), its entries judged all at once (partitions once
+  per distinct partition, metrics by :mod:`icepark.planning.vector_metrics`), and only the
+  indexes of the entries kept come back; :func:`use_columns` says when to take this path.
 * :func:`read_entries`: the entries of given manifests, in their order (all entries, deleted
   ones included, unless ``live_only``), for the callers that rewrite or list manifests
   (snapshot producers, expiry, purge). :func:`read_entries_table` gives the same entries as
@@ -50,20 +55,27 @@ from icepark.spec.snapshots import Operation, Snapshot
 from icepark.spec.types import StructType
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
 
+    from icepark.manifest.entry_columns import EntryColumns
+
 __all__ = [
+    "COLUMNS_MIN_ENTRIES",
     "ChangedEntry",
     "DEFAULT_WORKERS",
     "changes_in",
     "changes_since",
     "live_entries",
+    "live_manifests",
     "manifests_of",
     "parallel_map",
     "read_entries",
     "read_entries_table",
     "remember_manifest_list",
+    "scan_columns",
     "unique_manifests",
+    "use_columns",
 ]
 
 DEFAULT_WORKERS = 8
@@ -219,6 +231,89 @@ def read_entries_table(
     )
 
 
+COLUMNS_MIN_ENTRIES = 100_000
+"""Plans whose manifests hold at least this many entries read them as arrays
+(:func:`scan_columns`); smaller ones entry by entry, which starts faster (the compiled
+decoder's first use in a process costs about half a second)."""
+
+_COLUMNS_BUDGET = 256 * 1024 * 1024
+"""About the most bytes of manifests (as stored) being decoded at once."""
+
+
+def use_columns(manifests: Sequence[ManifestFile]) -> bool:
+    """Should these manifests be read by :func:`scan_columns`? When they hold at least
+    :data:`COLUMNS_MIN_ENTRIES` entries and the compiled decoder can run here."""
+    total = 0
+    for m in manifests:
+        counts = (m.added_files_count, m.existing_files_count, m.deleted_files_count)
+        if None in counts:
+            return False  # an old manifest list without counts: no way to tell cheaply
+        total += sum(c or 0 for c in counts)
+    if total < COLUMNS_MIN_ENTRIES:
+        return False
+    from icepark.avro.compiled import kernel_available
+
+    return kernel_available()
+
+
+ScannedColumns = tuple[ManifestFile, "EntryColumns", "np.ndarray"]
+"""A manifest, its entries as arrays and the indexes of the entries kept, in file order."""
+ScannedEntries = tuple[ManifestFile, list[ManifestEntry]]
+"""A manifest the compiled path did not read, and its kept entries as objects."""
+
+
+def scan_columns(
+    io: FileIO,
+    manifests: Sequence[ManifestFile],
+    matcher: FileMatcher | None = None,
+    *,
+    added_only: bool = False,
+    workers: int = DEFAULT_WORKERS,
+) -> Iterator[ScannedColumns | ScannedEntries]:
+    """The live entries (with ``added_only``: those with status ADDED) of each manifest that
+    may hold rows ``matcher`` selects, in the order given, each manifest decoded into arrays
+    on the pool's threads (the decoder does not hold the GIL) and judged on the calling
+    thread. A manifest the compiled path cannot read comes back as entry objects instead,
+    read as :func:`read_entries` would."""
+    import numpy as np
+
+    from icepark.avro.blocks import UnsupportedAvroError
+    from icepark.manifest.entry_columns import read_entry_columns
+
+    def read(manifest: ManifestFile) -> tuple[ManifestFile, EntryColumns | None]:
+        data = io.new_input(manifest.manifest_path).read_bytes()
+        try:
+            return manifest, read_entry_columns(manifest.manifest_path, data, manifest)
+        except UnsupportedAvroError:
+            return manifest, None
+
+    biggest = max((m.manifest_length for m in manifests), default=1)
+    at_once = max(2, min(workers, _COLUMNS_BUDGET // max(biggest * 10, 1)))
+    prune = matcher is not None and not matcher.matches_everything
+    for manifest, columns in parallel_map(read, manifests, at_once):
+        if columns is None:
+            yield manifest, _read(io, manifest, matcher, True, added_only)
+            continue
+        keep = columns.live
+        if added_only:
+            keep = keep & (columns.status == int(ManifestEntryStatus.ADDED))
+        if prune and matcher is not None:
+            keep = keep & _partitions_match(matcher, columns)
+        rows = np.flatnonzero(keep)
+        if prune and matcher is not None and len(rows):
+            rows = rows[matcher.metrics_match_rows(columns, rows)]
+        yield manifest, columns, rows
+
+
+def _partitions_match(matcher: FileMatcher, columns: EntryColumns) -> np.ndarray:
+    import numpy as np
+
+    distinct, which = columns.partitions()
+    spec_id = columns.spec_id
+    judged = np.array([matcher.partition_might_match(spec_id, p) for p in distinct], dtype=bool)
+    return judged[which] if len(which) else np.zeros(0, dtype=bool)
+
+
 def live_entries(
     io: FileIO,
     metadata: TableMetadata,
@@ -231,12 +326,23 @@ def live_entries(
     """The live entries of ``snapshot``'s manifests (of ``content`` when given), manifest by
     manifest; with ``matcher``, only the manifests and entries that may hold rows matching
     its filter (data entries by partition and metrics, delete entries by partition)."""
-    manifests = [
+    manifests = live_manifests(io, snapshot, matcher, content)
+    yield from read_entries(io, manifests, matcher, live_only=True, workers=workers)
+
+
+def live_manifests(
+    io: FileIO,
+    snapshot: Snapshot | None,
+    matcher: FileMatcher | None = None,
+    content: ManifestContent | None = None,
+) -> list[ManifestFile]:
+    """The manifests of ``snapshot`` (of ``content`` when given) that have live files and,
+    with ``matcher``, may hold rows matching its filter by their partition summaries."""
+    return [
         m
         for m in manifests_of(io, snapshot, content)
         if _has_live_files(m) and (matcher is None or matcher.manifest_might_match(m))
     ]
-    yield from read_entries(io, manifests, matcher, live_only=True, workers=workers)
 
 
 # -- history ---------------------------------------------------------------------------------

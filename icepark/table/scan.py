@@ -21,6 +21,7 @@ from icepark.planning.explain import ScanExplanation, explain_scan
 from icepark.planning.planner import (
     CombinedScanTask,
     FileScanTask,
+    PlannedFiles,
     SplitOptions,
     iter_plan_files,
     plan_tasks,
@@ -198,10 +199,12 @@ class DataScan:
 
     # -- planning --------------------------------------------------------------------------
 
-    def plan_files(self) -> list[FileScanTask]:
+    def plan_files(self) -> PlannedFiles:
         """The file scan tasks: data files (or byte ranges) that may hold matching rows, with
-        the delete files that apply and the residual filter."""
-        return list(self.iter_plan_files())
+        the delete files that apply and the residual filter. Produced as they are iterated
+        (a plan of a million files streams; each iteration plans anew); ``len()``, indexing
+        and slicing plan once and keep the list (:class:`PlannedFiles`)."""
+        return PlannedFiles(self.iter_plan_files, self.iter_plan_files())
 
     def iter_plan_files(self) -> Iterator[FileScanTask]:
         """:meth:`plan_files` as a stream, manifest by manifest (reading can start early);

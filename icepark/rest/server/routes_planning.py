@@ -83,7 +83,7 @@ def _plan(table: Table, body: PlanTableScanRequest) -> list[FileScanTask]:
             filter=row_filter,
             case_sensitive=body.case_sensitive,
         )
-        return incremental.plan_files()
+        return list(incremental.plan_files())
     scan = table.scan(
         filter=row_filter,
         snapshot_id=body.snapshot_id,
@@ -92,7 +92,7 @@ def _plan(table: Table, body: PlanTableScanRequest) -> list[FileScanTask]:
     )
     if body.select:
         scan.schema.select(body.select, body.case_sensitive)  # unknown columns: 400
-    return scan.plan_files()
+    return list(scan.plan_files())
 
 
 @router.post("/namespaces/{namespace}/tables/{table}/plan", name="plan_table_scan")

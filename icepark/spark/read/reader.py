@@ -202,7 +202,7 @@ def choose_path(
 
 def read_scan(spark: SparkSession, scan: DataScan, *, path: ReadPath = "auto") -> DataFrame:
     """Read a planned :class:`DataScan` (see :func:`read`)."""
-    return read_tasks(spark, scan, scan.plan_files(), path=path)
+    return read_tasks(spark, scan, list(scan.plan_files()), path=path)
 
 
 def read_tasks(

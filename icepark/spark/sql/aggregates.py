@@ -208,7 +208,7 @@ def answer_from_metadata(ctx: SqlContext, tree: exp.Expr) -> DataFrame | None:
             return None
         if filt is not None:
             scan = scan.filter(filt)
-        tasks = scan.plan_files()
+        tasks = list(scan.plan_files())
         if any(t.delete_files or not isinstance(t.residual, AlwaysTrue) for t in tasks):
             return None
         values = _values(aggregates, tasks)

@@ -137,7 +137,7 @@ def _table_frame(ctx: SqlContext, node: exp.Table, resolved: Resolved) -> DataFr
     texts = [c.sql(dialect="spark") for c, _ in pushed]
     if pushed:
         scan = scan.filter(and_(*[f for _, f in pushed]))
-    tasks = scan.plan_files()
+    tasks = list(scan.plan_files())
     if only and pushed and all(isinstance(t.residual, AlwaysTrue) for t in tasks):
         # Every row of every planned file keeps the pushed conjuncts (decided by partition
         # values, and each pushed filter keeps exactly its conjunct's rows): Spark need not
