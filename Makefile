@@ -8,11 +8,12 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 REF_VENV ?= .venv-ref
+CLIENT_VENV ?= .venv-client
 SHARED ?= ../shared
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.icepark-installed
 
-.PHONY: test demo install reference lint typecheck pytest plain-install bench clean
+.PHONY: test demo install reference client-venv lint typecheck pytest plain-install bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +29,13 @@ reference:
 	  bash $(SHARED)/reference-iceberg/setup.sh $(abspath $(REF_VENV)); \
 	else echo "no $(SHARED)/reference-iceberg: interop tests will be skipped"; fi
 
+# A Spark Connect client without a JVM (pyspark-client + icepark), for the Connect tests;
+# made again only when pyproject.toml changes.
+$(CLIENT_VENV)/.icepark-client: pyproject.toml
+	bash scripts/make_client_venv.sh $(CLIENT_VENV) $(PYTHON)
+
+client-venv: $(CLIENT_VENV)/.icepark-client
+
 lint: $(STAMP)
 	$(BIN)/ruff check icepark tests bench scripts
 	$(BIN)/ruff format --check icepark
@@ -39,7 +47,7 @@ typecheck: $(STAMP)
 # reference engine and Spark at most once.
 PYTEST_ARGS ?= -n 2 --dist loadfile
 
-pytest: $(STAMP) reference
+pytest: $(STAMP) reference client-venv
 	PYTHONHASHSEED=0 $(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 # The wheel installed without extras into a fresh venv: the CLI and a one-machine
@@ -58,4 +66,4 @@ bench: $(STAMP) reference
 	$(BIN)/python -m bench.run
 
 clean:
-	rm -rf $(VENV) $(REF_VENV) .services warehouse .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(REF_VENV) $(CLIENT_VENV) .services warehouse .pytest_cache .mypy_cache .ruff_cache

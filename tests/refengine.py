@@ -26,8 +26,15 @@ class RefEngine:
     def __init__(self) -> None:
         python = REF_VENV / "bin" / "python"
         self._stderr = open(ROOT / ".services-refspark.log", "w")
+        # a classic session of its own, whatever pyspark mode this process is in
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
+        }
         self._proc = subprocess.Popen(
             [str(python), str(REF_SCRIPT), "--serve"],
+            env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

@@ -413,14 +413,21 @@ def _session() -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
+    from icepark.spark.runtime import set_log_level
+
+    remote = os.environ.get("ICEPARK_SPARK_REMOTE")  # sc://host:15002: a Connect server
+    builder = (
+        SparkSession.builder.remote(remote)
+        if remote
+        else SparkSession.builder.master(os.environ.get("ICEPARK_SPARK_MASTER", "local[2]"))
+    )
     spark = (
-        SparkSession.builder.master(os.environ.get("ICEPARK_SPARK_MASTER", "local[2]"))
-        .appName("icepark-demo")
+        builder.appName("icepark-demo")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "8")
         .getOrCreate()
     )
-    spark.sparkContext.setLogLevel("ERROR")
+    set_log_level(spark, "ERROR")
     return spark
 
 

@@ -61,6 +61,8 @@ def parquet_files(reader: Any, spark: Any, locations: Sequence[str]) -> Any:
     10,000 files 0.2-0.4 s of the ~2 s it took to make the DataFrame. Falls back to
     ``reader.parquet`` where a path holds the separator or the classic reader's internals
     (``_jreader``, ``_df``) are not there."""
+    if len(locations) < _FEW or type(spark).__module__.startswith("pyspark.sql.connect"):
+        return reader.parquet(*locations)  # a Connect session sends the list in its plan
     jreader = getattr(reader, "_jreader", None)
     to_frame = getattr(reader, "_df", None)
     jvm = getattr(spark, "_jvm", None)

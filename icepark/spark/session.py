@@ -7,6 +7,12 @@ workers, with the ``icepark`` data source registered (the checks themselves are
     from icepark import spark as ispark
     spark = ispark.session()                       # local[*], workers on this interpreter
     spark = ispark.session("spark://host:7077", config={"spark.executor.memory": "4g"})
+    spark = ispark.session(remote="sc://host:15002")   # Spark Connect (pyspark-client too)
+    spark = ispark.session(remote="local[2]")          # a local Connect server, started here
+
+On Spark Connect the session's Python workers are the server's: the server must have
+icepark installed in the interpreter its ``PYSPARK_PYTHON`` / ``spark.pyspark.python``
+names (a local server started by ``remote("local[*]")`` gets this interpreter).
 """
 
 from __future__ import annotations
@@ -19,8 +25,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql.utils import is_remote
 
+from icepark.errors import ValidationError
 from icepark.spark.datasource import register as register_source
+from icepark.spark.runtime import set_log_level
 from icepark.spark.setup import (
     SESSION_CONF,
     SparkSetupError,
@@ -39,6 +48,7 @@ def session(
     config: Mapping[str, Any] | None = None,
     *,
     register: bool = True,
+    remote: str | None = None,
 ) -> SparkSession:
     """A Spark session ready for icepark: Python workers (and the driver) on this
     interpreter, the settings icepark's native reads need, UTC session time zone, and the
@@ -49,7 +59,18 @@ def session(
     ``spark.pyspark.python`` in ``config`` to theirs. ``config`` entries win over the
     defaults. If a session is already running, its settings stay (Spark's rule) and it is
     checked and prepared instead.
+
+    ``remote`` makes a Spark Connect session instead: ``sc://host:15002`` (a running
+    server; only runtime settings of ``config`` apply, the server's Python workers must have
+    icepark, which is checked) or ``local[N]`` (a Connect server started in this process,
+    its workers on this interpreter).
     """
+    if remote is not None:
+        if master is not None:
+            raise ValidationError(
+                f"Give a master ({master!r}) or a Spark Connect remote ({remote!r}), not both"
+            )
+        return _connect_session(remote, app_name, config, register)
     settings: dict[str, Any] = {
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
@@ -65,7 +86,40 @@ def session(
     prepare_session(spark)
     if register:
         register_source(spark)
-    _LOG.info("icepark Spark session %s (workers: %s)", spark.sparkContext.master, sys.executable)
+    # (SPARK_REMOTE in the environment makes even this builder's session a Connect one)
+    _LOG.info(
+        "icepark Spark session %s (workers: %s)",
+        spark.conf.get("spark.master", None),
+        sys.executable,
+    )
+    return spark
+
+
+def _connect_session(
+    remote: str, app_name: str, config: Mapping[str, Any] | None, register: bool
+) -> SparkSession:
+    settings: dict[str, Any] = {"spark.sql.session.timeZone": "UTC", **SESSION_CONF}
+    if remote.startswith("local"):
+        # the server starts in this process: its workers run this interpreter
+        settings["spark.pyspark.python"] = sys.executable
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    settings.update(config or {})
+    builder: Any
+    if remote.startswith("sc://") and is_remote():
+        # this process already works in Connect mode (pyspark-client always does): a session
+        # of the server even where a classic one also runs, which pyspark's builder refuses
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+        builder = ConnectSession.builder.remote(remote).appName(app_name)
+    else:
+        builder = SparkSession.builder.remote(remote).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, str(value))
+    spark = builder.getOrCreate()
+    prepare_session(spark)
+    if register:
+        register_source(spark)
+    _LOG.info("icepark Spark Connect session %s", remote)
     return spark
 
 
@@ -79,7 +133,7 @@ def spark_session(master: str | None = None, app: str = "icepark") -> Iterator[S
         yield active
         return
     spark = session(master, app_name=app, config={"spark.ui.showConsoleProgress": "false"})
-    spark.sparkContext.setLogLevel("ERROR")
+    set_log_level(spark, "ERROR")
     try:
         yield spark
     finally:

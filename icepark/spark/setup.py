@@ -9,6 +9,12 @@ deep inside Spark with ``ModuleNotFoundError: No module named 'icepark'``.
 :func:`prepare_session` detects this on local masters before any job runs and says exactly
 what to set; :func:`session` builds a session where it cannot happen.
 
+On a Spark Connect session the Python workers are the server's: the first use of a session
+runs one tiny Python task on the server (``mapInArrow`` over one row, with a function
+pickled by value, so that it runs even where icepark is missing) that reports the worker's
+interpreter and whether it imports icepark; when it cannot, :class:`SparkSetupError` names
+that interpreter and how to deploy icepark on the server. Checked once per server.
+
 ::
 
     from icepark import spark as ispark
@@ -26,10 +32,12 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from pyspark.sql import SparkSession
 
 from icepark.errors import IceparkError
+from icepark.spark.runtime import is_connect, server_key
 
 __all__ = ["SparkSetupError", "check_python_workers", "prepare_session", "temporary_conf"]
 
@@ -47,7 +55,7 @@ class SparkSetupError(IceparkError):
     """The Spark session cannot run icepark's Python code (see :func:`prepare_session`)."""
 
 
-_checked: set[int] = set()
+_checked: set[Any] = set()
 _lock = threading.Lock()
 
 
@@ -57,15 +65,27 @@ def _resolve(executable: str) -> str | None:
 
 
 def check_python_workers(spark: SparkSession) -> None:
-    """On a local master, make sure the Python workers can import icepark; raise
-    :class:`SparkSetupError` naming the interpreter and what to set when they cannot.
+    """Make sure the Python workers can import icepark; raise :class:`SparkSetupError`
+    naming the interpreter and what to set when they cannot.
 
-    Checked once per Spark context. A cluster's executors cannot be checked from here: they
-    need icepark installed in the interpreter ``spark.pyspark.python`` names."""
-    sc = spark.sparkContext
+    Checked once per Spark application: on a local master, by running the workers'
+    interpreter; on a Connect server, by a Python task on it (see the module docstring). A
+    classic session's cluster executors cannot be checked from here: they need icepark
+    installed in the interpreter ``spark.pyspark.python`` names."""
+    key = server_key(spark)
     with _lock:
-        if id(sc) in _checked:
+        if key in _checked:
             return
+    if is_connect(spark):
+        _check_connect_workers(spark)
+    else:
+        _check_local_workers(spark)
+    with _lock:
+        _checked.add(key)
+
+
+def _check_local_workers(spark: SparkSession) -> None:
+    sc = spark.sparkContext
     master = sc.master or ""
     if master.startswith("local"):
         worker = getattr(sc, "pythonExec", None) or os.environ.get("PYSPARK_PYTHON", "python3")
@@ -79,8 +99,60 @@ def check_python_workers(spark: SparkSession) -> None:
                 f"starts, or build it with .config('spark.pyspark.python', "
                 f"{sys.executable!r}), or use icepark.spark.session()."
             )
-    with _lock:
-        _checked.add(id(sc))
+
+
+# The worker probe's source: compiled into a function of a module that does not exist, so
+# that cloudpickle sends it by value and the worker runs it without importing icepark.
+_PROBE = """
+def probe(batches):
+    import importlib
+    import sys
+    import pyarrow as pa
+    for _ in batches:
+        pass
+    try:
+        module = importlib.import_module(MODULE)
+        ok, error, version = True, "", str(getattr(module, "__version__", ""))
+    except Exception as exc:
+        ok, error, version = False, f"{type(exc).__name__}: {exc}", ""
+    yield pa.RecordBatch.from_pydict(
+        {"python": [sys.executable], "ok": [ok], "error": [error], "version": [version]}
+    )
+"""
+_PROBE_SCHEMA = "python string, ok boolean, error string, version string"
+
+
+def _worker_probe(module: str) -> Any:
+    namespace: dict[str, Any] = {"__name__": "__icepark_worker_probe__", "MODULE": module}
+    exec(compile(_PROBE, "<icepark worker probe>", "exec"), namespace)
+    return namespace["probe"]
+
+
+def _check_connect_workers(spark: SparkSession, module: str = "icepark") -> None:
+    """Run the probe on the server (``module``: what it imports; the tests name one that
+    no interpreter has to see the error)."""
+    # the package this module belongs to is loaded already (importing it would reach above)
+    version = str(getattr(sys.modules.get("icepark"), "__version__", ""))
+    row = spark.range(0, 1, 1, 1).mapInArrow(_worker_probe(module), _PROBE_SCHEMA).first()
+    if row is None:  # pragma: no cover - one row in, one row out
+        return
+    if not row["ok"]:
+        raise SparkSetupError(
+            f"The Spark Connect server's Python workers run {row['python']}, which cannot "
+            f"import {module} ({row['error']}). icepark's readers, writers and data source "
+            "run in those workers: install icepark with its spark extra into that "
+            "interpreter on the server (and on every executor host), or start the server "
+            "with PYSPARK_PYTHON naming an interpreter that has it (a Connect server takes "
+            "its Python workers' interpreter from that variable), e.g. "
+            "PYSPARK_PYTHON=/opt/venv/bin/python start-connect-server.sh."
+        )
+    if row["version"] and version and row["version"] != version:
+        _LOG.warning(
+            "The Spark Connect server's Python workers (%s) have icepark %s, this client %s",
+            row["python"],
+            row["version"],
+            version,
+        )
 
 
 def _imports_icepark(python: str) -> bool:

@@ -11,12 +11,18 @@ location, the data files it reads)::
     bucket, refused credentials or an endpoint that does not answer raise StorageError
     naming the bucket and endpoint before any Spark job starts)
     -> local files: "native"
-    -> object storage: the JVM is asked once per Spark context and scheme for the scheme's
-       Hadoop FileSystem class (``FileSystem.getFileSystemClass``; ``s3://`` is asked as
-       ``s3a://``, the name Spark's Hadoop gives S3)
+    -> object storage: Spark is asked once per Spark application and scheme whether it has a
+       Hadoop FileSystem for the scheme (``s3://`` is asked as ``s3a://``, the name Spark's
+       Hadoop gives S3): on a classic session the JVM's ``FileSystem.getFileSystemClass``;
+       on a Spark Connect session, which has no JVM here, Spark SQL's ``try_reflect`` loads the
+       scheme's class on the server (``spark.hadoop.fs.<scheme>.impl`` or Hadoop's default
+       for the scheme; a scheme without either is not taken for native)
        * found (the user added hadoop-aws): "native"; the session gets ``fs.s3a.bucket.<b>.*``
          settings derived from the catalog's ``s3.*`` properties (:func:`s3a_settings`)
-         wherever neither that key nor its global ``fs.s3a.*`` form is set already;
+         wherever neither that key nor its global ``fs.s3a.*`` form is set already (in the
+         session's conf, also as ``spark.hadoop.*``; on a classic session also in the Hadoop
+         configuration), set in the session's conf, never in the JVM's Hadoop
+         configuration;
        * not found (the pip pyspark: no S3A, and no Maven to add it): "python". Spark tasks
          run icepark's Arrow reader and writer, which reach storage with pyarrow's S3 file
          system; the FileIO travels pickled in each task with the catalog's properties
@@ -52,6 +58,7 @@ from icepark.io import (
     FileIO,
 )
 from icepark.spark.paths import to_spark_location
+from icepark.spark.runtime import is_connect, server_key
 
 __all__ = [
     "StoragePath",
@@ -72,7 +79,18 @@ _TEMPORARY_CREDENTIALS = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvid
 _SIMPLE_CREDENTIALS = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
 
 _lock = threading.Lock()
-_schemes: dict[tuple[int, str], bool] = {}  # (Spark context, scheme) -> has a file system
+_schemes: dict[tuple[Any, str], bool] = {}  # (Spark application, scheme) -> has a file system
+# Hadoop's own file system classes of the schemes object stores use (core-default.xml and
+# the connectors' service files), for a Connect session to look up on its server
+_HADOOP_CLASSES = {
+    "s3a": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+    "gs": "com.google.cloud.hadoop.fs.gcs.GoogleHadoopFileSystem",
+    "abfs": "org.apache.hadoop.fs.azurebfs.AzureBlobFileSystem",
+    "abfss": "org.apache.hadoop.fs.azurebfs.SecureAzureBlobFileSystem",
+    "wasb": "org.apache.hadoop.fs.azure.NativeAzureFileSystem",
+    "wasbs": "org.apache.hadoop.fs.azure.NativeAzureFileSystem$Secure",
+    "hdfs": "org.apache.hadoop.hdfs.DistributedFileSystem",
+}
 _checked: set[tuple[str, ...]] = set()  # buckets known to answer, per endpoint and key
 
 
@@ -87,19 +105,20 @@ def _split(location: str) -> tuple[str, str]:
 
 
 def spark_has_filesystem(spark: SparkSession, scheme: str) -> bool:
-    """Whether the session's Hadoop configuration has a file system for ``scheme``; asked
-    once per Spark context and scheme, answered from memory after that."""
-    sc = spark.sparkContext
-    key = (id(sc), scheme)
+    """Whether Spark has a Hadoop file system for ``scheme``; asked once per Spark
+    application and scheme, answered from memory after that."""
+    key = (server_key(spark), scheme)
     with _lock:
         if key in _schemes:
             return _schemes[key]
     found: str | None = None
     try:
-        jvm: Any = spark._jvm
-        conf = spark._jsparkSession.sessionState().newHadoopConf()
-        found = jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf).getName()
-    except Exception as exc:  # Py4JJavaError: UnsupportedFileSystemException, ClassNotFound
+        found = (
+            _connect_filesystem(spark, scheme)
+            if is_connect(spark)
+            else _jvm_filesystem(spark, scheme)
+        )
+    except Exception as exc:  # Py4JJavaError / a Connect error: no such class
         first = str(exc).strip().splitlines()
         detail = next((line for line in first if "Exception" in line), first[0] if first else "")
         _LOG.info(
@@ -109,10 +128,43 @@ def spark_has_filesystem(spark: SparkSession, scheme: str) -> bool:
             detail.strip()[:200] or type(exc).__name__,
         )
     else:
-        _LOG.info("Spark reads and writes %s:// natively with %s", scheme, found)
+        if found is None:
+            _LOG.info(
+                "Spark names no Hadoop file system class for %s://: icepark reads and writes "
+                "files there in Python tasks through its own FileIO (pyarrow)",
+                scheme,
+            )
+        else:
+            _LOG.info("Spark reads and writes %s:// natively with %s", scheme, found)
     with _lock:
         _schemes[key] = found is not None
     return found is not None
+
+
+def _jvm_filesystem(spark: SparkSession, scheme: str) -> str:
+    jvm: Any = spark._jvm
+    conf = spark._jsparkSession.sessionState().newHadoopConf()
+    return str(jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf).getName())
+
+
+def _connect_filesystem(spark: SparkSession, scheme: str) -> str | None:
+    """The server's file system class for ``scheme``, None when it cannot load it."""
+    name = _conf_value(spark, f"fs.{scheme}.impl") or _HADOOP_CLASSES.get(scheme)
+    if name is None:
+        return None
+    quoted = "'" + name.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    row = spark.sql(f"SELECT try_reflect('java.lang.Class', 'forName', {quoted}) AS c").first()
+    return name if row is not None and row[0] else None
+
+
+def _conf_value(spark: SparkSession, key: str) -> str | None:
+    """A Hadoop setting as the session's conf holds it: as itself (session settings reach
+    the Hadoop configuration of its jobs) or as ``spark.hadoop.<key>``."""
+    for name in (key, f"spark.hadoop.{key}"):
+        value = spark.conf.get(name, None)
+        if value is not None:
+            return str(value)
+    return None
 
 
 def check_storage(io: FileIO, locations: Iterable[str]) -> None:
@@ -186,14 +238,26 @@ def configure_s3a(
 ) -> dict[str, str]:
     """Set the session's S3A settings for ``buckets`` from the catalog's properties
     (:func:`s3a_settings`) where neither the bucket's key nor the global ``fs.s3a.*`` key is
-    set already (in the Hadoop configuration or the session); returns what was set."""
-    conf = spark._jsparkSession.sessionState().newHadoopConf()
+    set already (in the session's conf, also as ``spark.hadoop.*``; on a classic session
+    also in the Hadoop configuration); returns what was set. Settings go into the session's
+    conf only."""
+    if is_connect(spark):
+
+        def is_set(name: str) -> bool:
+            return _conf_value(spark, name) is not None
+
+    else:
+        conf = spark._jsparkSession.sessionState().newHadoopConf()
+
+        def is_set(name: str) -> bool:
+            return conf.get(name) is not None  # the session's settings are in it too
+
     applied: dict[str, str] = {}
     for bucket in sorted(set(buckets)):
         prefix = f"{_S3A_PREFIX}bucket.{bucket}."
         for key, value in s3a_settings(properties, bucket).items():
             option = key[len(prefix) :]
-            if conf.get(key) is not None or conf.get(_S3A_PREFIX + option) is not None:
+            if is_set(key) or is_set(_S3A_PREFIX + option):
                 continue
             spark.conf.set(key, value)
             applied[key] = value

@@ -21,6 +21,7 @@ from pyspark.sql import SparkSession
 from icepark.errors import ValidationError
 from icepark.io import FileIO
 from icepark.manifest import DataFile
+from icepark.spark.runtime import TASK_PAYLOAD, task_frame
 from icepark.spark.tables import resolve_table
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.name_mapping import NameMapping
@@ -50,7 +51,7 @@ class _Describe:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for payload in batch.column("found").to_pylist():
+            for payload in batch.column(TASK_PAYLOAD).to_pylist():
                 found = pickle.loads(payload)
                 files = [describe_file(self.io, self.metadata, f, self.mapping) for f in found]
                 yield pa.RecordBatch.from_pydict(
@@ -63,9 +64,7 @@ def _describer(spark: SparkSession, table: Table) -> Any:
         metadata: TableMetadata, found: list[FoundFile], mapping: NameMapping
     ) -> list[tuple[DataFile, bool]]:
         chunks = [found[i : i + _PER_TASK] for i in range(0, len(found), _PER_TASK)]
-        rows = [(i, pickle.dumps(c)) for i, c in enumerate(chunks)]
-        rdd = spark.sparkContext.parallelize(rows, len(rows))
-        frame = spark.createDataFrame(rdd, "i int, found binary")
+        frame = task_frame(spark, [pickle.dumps(c) for c in chunks])
         out = frame.mapInArrow(_Describe(table.io, metadata, mapping), "files binary").collect()
         return [f for row in out for f in pickle.loads(row["files"])]
 

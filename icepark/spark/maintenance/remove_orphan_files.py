@@ -22,16 +22,19 @@ reported, never raised).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Iterator, Mapping
+import pickle
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from pyspark.sql import SparkSession
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from icepark.io import FileIO
 from icepark.manifest import ManifestFile, read_manifest
 from icepark.planning.reachable import referenced_files
+from icepark.spark.runtime import TASK_PAYLOAD, arrow_frame, default_parallelism, task_frame
 from icepark.spark.tables import resolve_table
 from icepark.table import Table
 from icepark.table.maintenance.remove_orphan_files import (
@@ -59,6 +62,10 @@ _ACTUAL = T.StructType(
     [T.StructField("uri", T.StringType()), *_URI_FIELDS, T.StructField("size", T.LongType())]
 )
 _VALID = T.StructType(_URI_FIELDS)
+_URI_ARROW = [("scheme", pa.string()), ("authority", pa.string()), ("path", pa.string())]
+_ACTUAL_ARROW = pa.schema([("uri", pa.string()), *_URI_ARROW, ("size", pa.int64())])
+_VALID_ARROW = pa.schema(_URI_ARROW)
+_BATCH_ROWS = 8192
 
 _Uri = tuple[str | None, str | None, str]
 
@@ -156,7 +163,53 @@ class _ManifestPaths:
 
 
 def _parallelism(spark: SparkSession, items: int) -> int:
-    return max(1, min(items, 4 * spark.sparkContext.defaultParallelism))
+    return max(1, min(items, 4 * default_parallelism(spark)))
+
+
+def _arrow_rows(rows: Iterable[Sequence[Any]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """Row tuples as record batches of ``schema`` (at most ``_BATCH_ROWS`` rows each)."""
+    chunk: list[Sequence[Any]] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= _BATCH_ROWS:
+            yield pa.RecordBatch.from_pylist([dict(zip(schema.names, r)) for r in chunk], schema)
+            chunk = []
+    if chunk:
+        yield pa.RecordBatch.from_pylist([dict(zip(schema.names, r)) for r in chunk], schema)
+
+
+class _RowsOf:
+    """The function ``mapInArrow`` runs: the rows ``produce`` makes of each pickled payload."""
+
+    def __init__(self, produce: Callable[[Iterable[Any]], Iterator[Any]], schema: pa.Schema):
+        self.produce = produce
+        self.schema = schema
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        def values() -> Iterator[Any]:
+            for batch in batches:
+                for payload in batch.column(TASK_PAYLOAD).to_pylist():
+                    yield pickle.loads(payload)
+
+        yield from _arrow_rows(self.produce(values()), self.schema)
+
+
+def _frame(
+    spark: SparkSession,
+    rows: Sequence[Sequence[Any]],
+    schema: pa.Schema,
+    spark_schema: T.StructType,
+    inputs: Sequence[Any],
+    produce: Callable[[Iterable[Any]], Iterator[Any]],
+) -> DataFrame:
+    """``rows`` (made on the driver) and the rows Spark tasks make of ``inputs``."""
+    known = arrow_frame(spark, pa.Table.from_batches(list(_arrow_rows(rows, schema)), schema))
+    if not inputs:
+        return known
+    tasks = task_frame(
+        spark, [pickle.dumps(i) for i in inputs], partitions=_parallelism(spark, len(inputs))
+    )
+    return known.unionByName(tasks.mapInArrow(_RowsOf(produce, schema), spark_schema))
 
 
 def remove_orphan_files(
@@ -185,14 +238,9 @@ def remove_orphan_files(
         prefix_mismatch_mode,
         allow_recent,
     )
-    sc = spark.sparkContext
     lister = _Lister(resolved.io, options)
     top_files, folders = lister.top()
-    listed = sc.parallelize(top_files, 1)
-    if folders:
-        below = sc.parallelize(folders, _parallelism(spark, len(folders)))
-        listed = listed.union(below.mapPartitions(lister.files_under))
-    actual = spark.createDataFrame(listed, _ACTUAL)
+    actual = _frame(spark, top_files, _ACTUAL_ARROW, _ACTUAL, folders, lister.files_under)
 
     resolved.refresh()  # the metadata as it is after the listing was planned
     found = referenced_files(
@@ -203,11 +251,8 @@ def remove_orphan_files(
     )
     small = [_uri(p, options) for p in found.paths()]
     manifests = list(found.manifests.values())
-    valid_rdd = sc.parallelize(small, 1)
-    if manifests:
-        tasks = sc.parallelize(manifests, _parallelism(spark, len(manifests)))
-        valid_rdd = valid_rdd.union(tasks.mapPartitions(_ManifestPaths(resolved.io, options)))
-    valid = spark.createDataFrame(valid_rdd, _VALID).dropDuplicates()
+    paths = _ManifestPaths(resolved.io, options)
+    valid = _frame(spark, small, _VALID_ARROW, _VALID, manifests, paths).dropDuplicates()
 
     def matches(valid_part: str, actual_part: str) -> Any:
         v, a = F.col(f"v.{valid_part}"), F.col(f"a.{actual_part}")

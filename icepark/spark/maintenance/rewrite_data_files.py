@@ -51,6 +51,7 @@ from icepark.expressions import AlwaysTrue, BooleanExpression, as_filter, bind
 from icepark.manifest import DataFile
 from icepark.spark.filters import quote_column
 from icepark.spark.read.reader import ReadPath, read_tasks
+from icepark.spark.runtime import default_parallelism
 from icepark.spark.tables import resolve_table
 from icepark.spark.write.writer import Cluster, write_files
 from icepark.spec import properties as P
@@ -255,7 +256,7 @@ class _Runner:
     def _spread(self, group: RewriteFileGroup) -> bool:
         """Whether the group is read by every core and shuffled into its output files: for
         many tiny files, where what each file costs to open outweighs moving the bytes."""
-        cores = self.spark.sparkContext.defaultParallelism
+        cores = default_parallelism(self.spark)
         return (
             self._small(group)
             and group.input_size < SPREAD_FILE_BYTES * group.input_file_count
@@ -266,7 +267,7 @@ class _Runner:
         """Read splits (python path): one per output file, or one per core when spread."""
         split = group.input_split_size
         if self._spread(group):
-            split = group.input_size // self.spark.sparkContext.defaultParallelism + 1
+            split = group.input_size // default_parallelism(self.spark) + 1
         return {P.SPLIT_SIZE.name: str(split), P.SPLIT_OPEN_FILE_COST.name: "0"}
 
     def _conf(self, group: RewriteFileGroup) -> dict[str, str]:

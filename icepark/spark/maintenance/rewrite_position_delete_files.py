@@ -23,6 +23,7 @@ from icepark.errors import ValidationError
 from icepark.expressions import BooleanExpression, as_filter, bind
 from icepark.io import FileIO
 from icepark.manifest import DataFile
+from icepark.spark.runtime import TASK_INDEX, TASK_PAYLOAD, task_frame
 from icepark.spark.tables import resolve_table
 from icepark.spec.metadata import TableMetadata
 from icepark.table import Table
@@ -47,7 +48,8 @@ class _GroupTask:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for i, payload in zip(batch.column("i").to_pylist(), batch.column("group").to_pylist()):
+            indices = batch.column(TASK_INDEX).to_pylist()
+            for i, payload in zip(indices, batch.column(TASK_PAYLOAD).to_pylist()):
                 group = pickle.loads(payload)
                 files = rewrite_group(self.io, self.metadata, group)
                 yield pa.RecordBatch.from_pydict(
@@ -59,9 +61,7 @@ def _runner(spark: SparkSession, table: Table) -> Any:
     def run(
         metadata: TableMetadata, groups: Sequence[PositionDeletesGroup]
     ) -> list[list[DataFile]]:
-        rows = [(i, pickle.dumps(g)) for i, g in enumerate(groups)]
-        rdd = spark.sparkContext.parallelize(rows, len(rows))
-        frame = spark.createDataFrame(rdd, "i int, `group` binary")
+        frame = task_frame(spark, [pickle.dumps(g) for g in groups])
         out = frame.mapInArrow(_GroupTask(table.io, metadata), "i int, files binary").collect()
         by_index = {row["i"]: pickle.loads(row["files"]) for row in out}
         if len(by_index) != len(groups):  # pragma: no cover - Spark returns every task's row

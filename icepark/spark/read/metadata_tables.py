@@ -33,6 +33,7 @@ from pyspark.sql.types import StructType as SparkStructType
 from icepark.errors import NoSuchTableError, ValidationError
 from icepark.expressions import BooleanExpression, as_filter
 from icepark.spark.filters import to_spark_column
+from icepark.spark.runtime import arrow_frame
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
 from icepark.spec.schema import Schema
 from icepark.table import Table
@@ -174,7 +175,7 @@ def read_metadata_table(
     """Metadata table ``name`` of ``table`` as a DataFrame; ``filter`` is an icepark filter
     over its columns (``"record_count > 100 and content = 0"``), ``columns`` a projection."""
     rows, _ = _spark_arrow(table, name, {"snapshot_id": snapshot_id, "as_of": as_of, "ref": ref})
-    df = spark.createDataFrame(_placeholders(rows))
+    df = arrow_frame(spark, _placeholders(rows))
     if filter is not None:
         expr = as_filter(filter)
         condition = to_spark_column(

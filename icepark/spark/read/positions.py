@@ -364,7 +364,8 @@ def _anti_join(
     Otherwise the join is on the pair (file path, row index), which is exact but slower."""
     added = [c for c in (DELETED_PATH, DELETED_POS) if c not in df.columns]
     meta = {DELETED_PATH: "_metadata.file_path", DELETED_POS: "_metadata.row_index"}
-    df = df.withColumns({c: F.col(meta[c]) for c in added})
+    if added:  # (a Connect DataFrame refuses withColumns of nothing)
+        df = df.withColumns({c: F.col(meta[c]) for c in added})
     counts: dict[str, int] = {}
     for t in tasks:
         counts[spark_reported_path(t.file.file_path)] = t.file.record_count

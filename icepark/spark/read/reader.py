@@ -66,6 +66,7 @@ from icepark.spark.paths import parquet_files, spark_reported_path, to_spark_loc
 from icepark.spark.read.delete_cache import deletes_key, remembered
 from icepark.spark.read.metadata_tables import read_metadata_table, resolve_table_or_metadata
 from icepark.spark.read.positions import DELETED_PATH, DELETED_POS, DeletedPositions, drop_deleted
+from icepark.spark.runtime import TASK_PAYLOAD, default_parallelism, task_frame
 from icepark.spark.setup import prepare_session, temporary_conf
 from icepark.spark.storage import choose_storage_path
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
@@ -239,7 +240,7 @@ def read_resolved(
         if P.SPLIT_SIZE.name not in scan.options and P.ADAPTIVE_SPLIT_SIZE_ENABLED.get(props):
             # as Java's SparkScan: a small scan still gives every core a task
             size = sum(t.size + sum(d.file_size_in_bytes for d in t.delete_files) for t in tasks)
-            parallelism = spark.sparkContext.defaultParallelism
+            parallelism = default_parallelism(spark)
             target = adjust_split_size(size, max(1, parallelism), options.target_size)
             options = replace(options, target_size=target)
         return _read_python(spark, scan, plan_tasks(tasks, options))
@@ -563,7 +564,7 @@ class _TaskReader:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for payload in batch.column("task").to_pylist():
+            for payload in batch.column(TASK_PAYLOAD).to_pylist():
                 combined = pickle.loads(payload)
                 for task in combined.tasks:
                     for out in self.scan.read_task(task):
@@ -577,8 +578,6 @@ def _read_python(
     schema = to_spark_schema(scan.projected_schema)
     if not combined:
         return spark.createDataFrame([], schema)
-    rows = [(i, pickle.dumps(c)) for i, c in enumerate(combined)]
-    rdd = spark.sparkContext.parallelize(rows, len(rows))
-    tasks = spark.createDataFrame(rdd, "i int, task binary")
+    tasks = task_frame(spark, [pickle.dumps(c) for c in combined])
     reader = _TaskReader(scan, spark_arrow_schema(schema))
     return tasks.mapInArrow(reader, schema)

@@ -225,7 +225,7 @@ def answer_from_metadata(ctx: SqlContext, tree: exp.Expr) -> DataFrame | None:
         )
     )
     try:
-        output = ctx.spark.sql(tree.sql(dialect="spark")).schema
+        output = ctx.sql(tree.sql(dialect="spark")).schema
     finally:
         ctx.drop_views()
     arrow_types = schema_to_arrow(scan.schema)

@@ -1,5 +1,15 @@
-"""What one ``sql`` call works with: the session, icepark's catalog and its name, the temporary
-views registered for the statement running, and its scan report (files planned per table)."""
+"""What one ``sql`` call works with: the session, icepark's catalog and its name, the
+DataFrames standing for icepark tables in the statement running, and its scan report (files
+planned per table).
+
+Spark runs a rewritten statement with each icepark table in it read as a DataFrame
+(:meth:`SqlContext.register` names it, :meth:`SqlContext.sql` runs the text): the DataFrames
+go to ``spark.sql`` as its DataFrame arguments (``spark.sql("... {t} ...", t=df)``), not as
+temporary views. On a classic session pyspark registers them as temporary views while Spark
+analyses the statement (which it does at once) and drops them after; on Spark Connect they
+travel inside the plan, which the server analyses again whenever the DataFrame runs, so a
+DataFrame ``sql`` returns stays valid after the statement ends (a temporary view dropped at
+its end would be looked up, and missed, when the DataFrame runs later)."""
 
 from __future__ import annotations
 
@@ -41,13 +51,14 @@ class SqlContext:
     spark: SparkSession
     catalog: Any
     statement: str = ""
-    views: list[str] = field(default_factory=list)
+    frames: dict[str, DataFrame] = field(default_factory=dict)
     report: list[str] = field(default_factory=list)
     _prefix: str = field(default_factory=lambda: f"__icepark_{uuid.uuid4().hex[:8]}")
     #: the catalog's name in SQL when it is not the catalog's own ``name``
     name: str = ""
     #: the names this statement resolved (one load per name per statement)
     _resolved: dict[tuple[Any, ...], Resolved] = field(default_factory=dict)
+    _registered: int = 0
 
     @property
     def catalog_name(self) -> str:
@@ -99,12 +110,26 @@ class SqlContext:
         return namespace_identifier(parts, self.catalog_name)
 
     def register(self, df: DataFrame, hint: str) -> str:
-        """A temporary view over ``df`` with a name no other statement uses."""
+        """A name no other statement uses for ``df``, to put in the statement's text as a
+        quoted table name; :meth:`sql` gives Spark ``df`` for it."""
         clean = "".join(c if c.isalnum() else "_" for c in hint)[:40]
-        name = f"{self._prefix}_{len(self.views)}_{clean}"
-        df.createOrReplaceTempView(name)
-        self.views.append(name)
+        self._registered += 1
+        name = f"{self._prefix}_{self._registered}_{clean}"
+        self.frames[name] = df
         return name
+
+    def sql(self, text: str) -> DataFrame:
+        """``spark.sql(text)`` where each name :meth:`register` gave (quoted in ``text``)
+        stands for its DataFrame (see the module docstring); the names are forgotten."""
+        used = {name: df for name, df in self.frames.items() if f"`{name}`" in text}
+        self.frames.clear()
+        if not used:
+            return self.spark.sql(text)
+        # every other brace is the text's own (in a string literal): doubled for the formatter
+        text = text.replace("{", "{{").replace("}", "}}")
+        for name in used:
+            text = text.replace(f"`{name}`", "{" + name + "}")
+        return self.spark.sql(text, None, **used)
 
     def note(self, line: str) -> None:
         self.report.append(line)
@@ -117,11 +142,8 @@ class SqlContext:
         return self.spark.createDataFrame([], StructType([]))
 
     def drop_views(self) -> None:
-        """Drop this statement's temporary views (the DataFrames built over them keep their
-        analyzed plans, as pyspark's own ``spark.sql(..., df=...)`` does)."""
-        for name in self.views:
-            self.spark.catalog.dropTempView(name)
-        self.views.clear()
+        """Forget the DataFrames registered and not run (a statement that failed midway)."""
+        self.frames.clear()
 
     def start_statement(self, text: str) -> None:
         """A new statement: names resolve afresh (tables load at their newest metadata)."""

@@ -165,7 +165,7 @@ def _create_table(
         assert isinstance(spark_schema, T.StructType)
     elif query is not None:
         prepared = prepare_query(ctx, query)
-        df = ctx.spark.sql(prepared.sql(dialect="spark"))
+        df = ctx.sql(prepared.sql(dialect="spark"))
         spark_schema = df.schema
     else:
         raise ValidationError(f"CREATE TABLE {name} needs columns or AS SELECT")

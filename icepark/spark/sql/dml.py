@@ -63,7 +63,7 @@ def _branch(resolved: Resolved) -> str:
 
 def _frame(ctx: SqlContext, query: exp.Expr) -> DataFrame:
     prepared = prepare_query(ctx, query)
-    return ctx.spark.sql(prepared.sql(dialect="spark"))
+    return ctx.sql(prepared.sql(dialect="spark"))
 
 
 def run_write(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame:

@@ -35,6 +35,7 @@ from typing import Any
 
 from icepark.catalog import Catalog
 from icepark.errors import ValidationError
+from icepark.spark.runtime import arrow_frame
 from icepark.spark.sql import ext_ast as A
 from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import ProcedureArgumentError, UnknownProcedureError
@@ -395,7 +396,7 @@ def _create_changelog_view(ctx: _Context) -> list[tuple[Any, ...]]:
     )
     # an empty range reads nothing: the view's columns come from the scan's schema alone
     rows = scan.arrow_schema.empty_table() if empty else scan.to_arrow()
-    frame = ctx.spark.createDataFrame(rows)
+    frame = arrow_frame(ctx.spark, rows)
     default_view = f"{ctx.identifier()[-1]}_changes"
     view = ctx.args.get("changelog_view") or "`" + default_view.replace("`", "``") + "`"
     frame.createOrReplaceTempView(view)

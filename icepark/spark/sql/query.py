@@ -4,12 +4,13 @@ Flow (:func:`run_query`): the parsed query is walked for table names; each one
 (:func:`~icepark.spark.sql.identifiers.resolve_name`) that is an icepark table is planned with
 the query's own predicates on it (:mod:`icepark.spark.sql.pushdown`), so partitions and files
 are pruned before Spark sees any, then read by :func:`icepark.spark.read.reader.read_tasks`
-(the native path where it can) and put in the query as a temporary view under the table's own
-alias; a metadata table is read by :func:`~icepark.spark.read.metadata_tables.read_metadata_table`;
-an Iceberg view is replaced by its ``spark`` SQL (expanded the same way, in its default
-namespace); Spark's own names stay. Spark then runs the rewritten SQL; the temporary views
-are dropped once it has analyzed it. Each scan is reported ("files planned N of M") in the
-log and in ``EXPLAIN``'s output.
+(the native path where it can) and put in the query as a DataFrame under the table's own
+alias; a metadata table is read by
+:func:`~icepark.spark.read.metadata_tables.read_metadata_table`; an Iceberg view is replaced
+by its ``spark`` SQL (expanded the same way, in its default namespace); Spark's own names
+stay. Spark then runs the rewritten SQL, the tables' DataFrames passed to it as DataFrame
+arguments (:meth:`~icepark.spark.sql.context.SqlContext.sql`). Each scan is reported ("files
+planned N of M") in the log and in ``EXPLAIN``'s output.
 
 Time travel: ``FOR VERSION AS OF`` / ``VERSION AS OF`` a snapshot id or a branch or tag name,
 ``FOR TIMESTAMP AS OF`` / ``TIMESTAMP AS OF`` an expression Spark evaluates as a timestamp
@@ -238,7 +239,7 @@ def run_query(ctx: SqlContext, tree: exp.Expr) -> DataFrame:
     """The rows of a query (see the module docstring)."""
     prepared = prepare_query(ctx, tree)
     try:
-        return ctx.spark.sql(prepared.sql(dialect="spark"))
+        return ctx.sql(prepared.sql(dialect="spark"))
     finally:
         ctx.drop_views()
 
@@ -248,7 +249,7 @@ def explain_query(ctx: SqlContext, tree: exp.Expr, mode: str = "") -> DataFrame:
     row as Java's Spark returns it."""
     prepared = prepare_query(ctx, tree)
     try:
-        row = ctx.spark.sql(f"EXPLAIN {mode} {prepared.sql(dialect='spark')}").first()
+        row = ctx.sql(f"EXPLAIN {mode} {prepared.sql(dialect='spark')}").first()
     finally:
         ctx.drop_views()
     spark_plan = str(row[0]) if row is not None else ""

@@ -81,7 +81,7 @@ def _create_temporary_view(ctx: SqlContext, tree: exp.Create) -> DataFrame:
         raise UnsupportedSqlError("CREATE TEMPORARY VIEW without a name and a query")
     name = table_parts(node)[-1]
     prepared = prepare_query(ctx, query)
-    df = ctx.spark.sql(prepared.sql(dialect="spark"))
+    df = ctx.sql(prepared.sql(dialect="spark"))
     if isinstance(tree.this, exp.Schema):
         df = df.toDF(*[c.name for c in tree.this.expressions])
     if tree.args.get("replace"):
@@ -109,7 +109,7 @@ def _create_view(ctx: SqlContext, tree: exp.Create) -> DataFrame:
     text = query.sql(dialect="spark")
     try:
         prepared = prepare_query(ctx, query.copy())
-        schema = ctx.spark.sql(prepared.sql(dialect="spark")).schema
+        schema = ctx.sql(prepared.sql(dialect="spark")).schema
     finally:
         ctx.drop_views()
     columns: list[tuple[str, str | None]] = []

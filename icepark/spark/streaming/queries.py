@@ -11,6 +11,7 @@ micro-batch, :mod:`icepark.spark.streaming.sink`).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +20,8 @@ from pyspark.sql.streaming import StreamingQuery
 
 from icepark.errors import ValidationError
 from icepark.spark.datasource import SOURCE_NAME, catalog_options, register
-from icepark.spark.streaming.sink import BatchCommitter, OutputMode, sink_options
+from icepark.spark.runtime import is_connect
+from icepark.spark.streaming.sink import BatchCommitter, OutputMode, TableRef, sink_options
 from icepark.spark.streaming.source import stream_options
 from icepark.spark.tables import resolve_table
 from icepark.spark.write.writer import WritePath
@@ -84,10 +86,17 @@ def write_stream(
     if branch != MAIN_BRANCH and resolved.metadata.ref(branch) is None:
         raise ValidationError(f"Cannot find branch {branch!r} in table {resolved.name}")
 
-    def load() -> Table:
-        return resolved.refresh()
-
-    writer = df.writeStream.outputMode(mode).foreachBatch(BatchCommitter(load, mode, parsed, path))
+    load = TableRef(resolved, catalog_options(resolved.catalog))
+    checkpoint = checkpoint_location
+    own_id = None
+    if is_connect(df):  # the batch function sees no job properties: see BatchCommitter
+        root = df.sparkSession.conf.get("spark.sql.streaming.checkpointLocation", None)
+        if checkpoint is None and root and query_name:
+            checkpoint = f"{str(root).rstrip('/')}/{query_name}"  # where Spark puts it
+        if checkpoint is None:
+            own_id = str(uuid.uuid4())
+    committer = BatchCommitter(load, mode, parsed, path, checkpoint=checkpoint, query_id=own_id)
+    writer = df.writeStream.outputMode(mode).foreachBatch(committer)
     if checkpoint_location:
         writer = writer.option("checkpointLocation", checkpoint_location)
     if query_name:

@@ -13,7 +13,10 @@ Two entry points, both exactly-once::
   table from the options and commits.
 * :func:`write_stream` runs ``foreachBatch`` with the batch write path of
   :func:`icepark.spark.write` (Spark's own Parquet writer where it can, see
-  :mod:`icepark.spark.write.writer`), which is faster, then commits on the driver.
+  :mod:`icepark.spark.write.writer`), which is faster, then commits on the driver. On a
+  Spark Connect session the function runs in a Python process beside the server, not in the
+  client: it is pickled there with the table's name and catalog properties
+  (:class:`TableRef`) and loads the table itself.
 
 Exactly once, as Java's ``SparkWrite`` streaming writes: every commit records the query id and
 the epoch (Spark's batch id) in the snapshot summary (``spark.sql.streaming.queryId``,
@@ -24,8 +27,11 @@ recorded the batch as done, and now replays it) and nothing is committed: the fi
 for the replay are deleted. The check runs again on every commit attempt (a retry after a
 conflict re-reads the history), so it holds against concurrent writers too. The query id is
 Spark's (stable across restarts from one checkpoint): tasks read it from the job's local
-properties (``sql.streaming.queryId``); the commit falls back to the checkpoint's ``metadata``
-file.
+properties (``sql.streaming.queryId``), as does :func:`write_stream`'s batch function on a
+classic session; on Spark Connect, whose batch function sees no job properties, and in the
+data source's commit when tasks sent none, it comes from the checkpoint's ``metadata`` file
+(``{"id": ...}``, written when the query starts). A Connect query without a checkpoint
+location (Spark then uses a temporary one, so it cannot restart) gets an id of its own.
 
 Output modes: ``append`` adds the batch's files (a fast append, as Java's); ``complete``
 replaces the table's rows with the batch (an overwrite of every row). Options: ``table``
@@ -48,7 +54,6 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 import pyarrow as pa
-from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
 
@@ -56,6 +61,7 @@ from icepark.errors import IceparkError, ValidationError
 from icepark.expressions import AlwaysTrue
 from icepark.io import FileIO, load_file_io
 from icepark.manifest import DataFile
+from icepark.spark.runtime import local_property
 from icepark.spark.tables import CATALOG_OPTION_KEYS, catalog_from_options
 from icepark.spark.write.writer import WritePath
 from icepark.spec import properties as P
@@ -76,6 +82,7 @@ __all__ = [
     "BatchCommitter",
     "BatchInterruptedError",
     "OutputMode",
+    "TableRef",
 ]
 
 QUERY_ID_PROPERTY = "spark.sql.streaming.queryId"
@@ -360,9 +367,10 @@ class BatchInterruptedError(IceparkError):
     """
 
 
-def _interruption(error: Py4JJavaError) -> str | None:
-    """The Java class of an interruption in ``error``'s chain of causes, if any."""
-    cause = error.java_exception
+def _interruption(error: BaseException) -> str | None:
+    """The Java class of an interruption in the chain of causes of ``error`` (a Py4J error,
+    which carries its Java exception), if any."""
+    cause = getattr(error, "java_exception", None)
     for _ in range(16):
         if cause is None:
             return None
@@ -373,8 +381,32 @@ def _interruption(error: Py4JJavaError) -> str | None:
     return None
 
 
+class TableRef:
+    """The table :func:`write_stream` writes, for its batch function: the Table itself in
+    this process; pickled (Spark Connect sends the function to a Python process beside the
+    server), its name and catalog properties, from which that process loads it once and
+    refreshes it after."""
+
+    def __init__(self, table: Table, catalog_options: Mapping[str, str]) -> None:
+        self.table: Table | None = table
+        self.name = ".".join(table.identifier)
+        self.options = dict(catalog_options)
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"table": None, "name": self.name, "options": self.options}
+
+    def __call__(self) -> Table:
+        if self.table is None:
+            self.table = catalog_from_options(self.options).load_table(self.name)
+            return self.table
+        return self.table.refresh()
+
+
 class BatchCommitter:
-    """The ``foreachBatch`` function of :func:`write_stream`."""
+    """The ``foreachBatch`` function of :func:`write_stream`.
+
+    ``query_id`` is used when neither the job's properties (classic sessions) nor
+    ``checkpoint``'s metadata file (read once) give Spark's query id."""
 
     def __init__(
         self,
@@ -382,16 +414,22 @@ class BatchCommitter:
         mode: OutputMode,
         parsed: SinkOptions,
         path: WritePath,
+        *,
+        checkpoint: str | None = None,
+        query_id: str | None = None,
     ) -> None:
         self.load = load
         self.mode = mode
         self.parsed = parsed
         self.path = path
+        self.checkpoint = checkpoint
+        self.query_id = query_id
+        self._checkpoint_id: str | None = None
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         try:
             self._commit(df, batch_id)
-        except Py4JJavaError as exc:
+        except Exception as exc:
             interruption = _interruption(exc)
             if interruption is None:
                 raise
@@ -401,11 +439,18 @@ class BatchCommitter:
             )
             raise BatchInterruptedError(message) from None
 
+    def _query_id(self, df: DataFrame) -> str | None:
+        found = local_property(df.sparkSession, _QUERY_ID_LOCAL_PROPERTY)
+        if found:
+            return found
+        if self._checkpoint_id is None and self.checkpoint:
+            self._checkpoint_id = _query_id_from_checkpoint(self.checkpoint)
+        return self._checkpoint_id or self.query_id
+
     def _commit(self, df: DataFrame, batch_id: int) -> None:
         from icepark.spark.write.writer import write_files
 
-        spark = df.sparkSession
-        query_id = spark.sparkContext.getLocalProperty(_QUERY_ID_LOCAL_PROPERTY)
+        query_id = self._query_id(df)
         if not query_id:
             raise ValidationError("write_stream's batch function runs outside a streaming query")
         table = self.load()

@@ -302,7 +302,7 @@ def _write_native(
     out = f"{data_location(metadata.location, props)}/{write_uuid}"
     io = table.io
     writer = (
-        clustered.write.mode("errorifexists")
+        clustered.write.mode("error")  # "errorifexists" is classic-only
         .option("compression", codec)
         .option("mapreduce.fileoutputcommitter.marksuccessfuljobs", "false")
     )
