@@ -13,7 +13,10 @@ encoded) and writes what it finds into slot arrays:
 * a value inside an array item (``in_item == 1``) is appended to the item table
   (``item_slot``, ``item_row``, ``item_val``, ``item_len``), in encoding order.
 
-A slot of -1 is stepped over without being stored. Every read is checked against ``end``: a
+A slot of -1 is stepped over without being stored. An int key of an array item with
+``in_item == 2`` is looked up in ``wanted``: when it is not there, nothing more of that item is
+stored (a planner keeps the metrics of the columns its filter reads, not of every column).
+``starts[row]`` is where each record starts. Every read is checked against ``end``: a
 truncated or corrupt block stops the run with an error code, never reads past the buffer.
 Returns ``(rows, items, pos, error)``; ``error`` is 0, :data:`FULL` when the item table is
 full (the caller grows it and runs again) or :data:`CORRUPT`.
@@ -65,12 +68,17 @@ def run(
     item_len: np.ndarray,
     items: int,
     row: int,
+    starts: np.ndarray,
+    wanted: np.ndarray,
 ) -> tuple[int, int, int, int]:
     nops = ops.shape[0]
     cap = item_val.shape[0]
+    n_wanted = wanted.shape[0]
     while row < rows_max:
         row_items = items
         row_pos = pos
+        starts[row] = pos
+        skipping = False  # the current array item's key is not wanted
         pc = 0
         left = 0  # items left in the current block of the current array
         count_slot = -1
@@ -85,8 +93,8 @@ def run(
                     return row, row_items, row_pos, CORRUPT
                 if branch == arg:  # the null branch: mark the value's first slot, skip it
                     sub = ops[pc + 1, 1]
-                    if sub >= 0:
-                        if ops[pc + 1, 3] == 1:
+                    if sub >= 0 and not (skipping and ops[pc + 1, 3] >= 1):
+                        if ops[pc + 1, 3] >= 1:
                             if items >= cap:
                                 return row, row_items, row_pos, FULL
                             item_slot[items] = sub
@@ -118,6 +126,7 @@ def run(
                     return row, row_items, row_pos, CORRUPT
                 if code == ARRAY:
                     count_slot = slot
+                    skipping = False
                     if slot >= 0:
                         vals[row, slot] = n
                         lens[row, slot] = -1
@@ -160,8 +169,14 @@ def run(
                     return row, row_items, row_pos, CORRUPT
                 value = pos
                 pos += length
-            if slot >= 0:
-                if in_item == 1:
+            if in_item == 2:  # an item's key: is it wanted?
+                skipping = True
+                for k in range(n_wanted):
+                    if wanted[k] == value:
+                        skipping = False
+                        break
+            if slot >= 0 and not (skipping and in_item >= 1):
+                if in_item >= 1:
                     if items >= cap:
                         return row, row_items, row_pos, FULL
                     item_slot[items] = slot

@@ -83,9 +83,15 @@ class Program:
 
 
 class _Compiler:
-    def __init__(self, named: Mapping[str, Any], keep: Callable[[Path], bool]) -> None:
+    def __init__(
+        self,
+        named: Mapping[str, Any],
+        keep: Callable[[Path], bool],
+        keyed: Callable[[Path], bool],
+    ) -> None:
         self.named = named
         self.keep = keep
+        self.keyed = keyed
         self.ops: list[list[int]] = []
         self.slots: dict[Path, int] = {}
         self.item_slots: dict[Path, int] = {}
@@ -105,7 +111,11 @@ class _Compiler:
             return
         kind = avro.get("type") if isinstance(avro, dict) else avro
         if kind in _PRIMITIVE_OPS:
-            self.ops.append([_PRIMITIVE_OPS[kind], self.slot(path, in_item, kind), 0, in_item])
+            code = _PRIMITIVE_OPS[kind]
+            mark = in_item
+            if in_item and code == _LONG and self.keyed(path):
+                mark = 2  # a key the kernel looks up in the wanted keys
+            self.ops.append([code, self.slot(path, in_item, kind), 0, mark])
         elif kind == "fixed":
             size = int(avro["size"])
             self.ops.append([_FIXED, self.slot(path, in_item, "fixed"), size, in_item])
@@ -145,11 +155,16 @@ class _Compiler:
 
 
 def compile_program(
-    writer_schema: Any, named: Mapping[str, Any], keep: Callable[[Path], bool] = lambda p: True
+    writer_schema: Any,
+    named: Mapping[str, Any],
+    keep: Callable[[Path], bool] = lambda p: True,
+    keyed: Callable[[Path], bool] = lambda p: False,
 ) -> Program:
     """The program decoding records of ``writer_schema``, storing the values whose path
-    ``keep`` accepts (every value by default; the others are stepped over)."""
-    compiler = _Compiler(named, keep)
+    ``keep`` accepts (every value by default; the others are stepped over). An int at a path
+    ``keyed`` accepts, the first value of an array item, is a key: an item whose key is not
+    among the wanted keys given to :func:`decode_records` is not stored."""
+    compiler = _Compiler(named, keep, keyed)
     compiler.emit(writer_schema, (), 0)
     if not compiler.ops:
         raise UnsupportedAvroError("empty record")
@@ -163,11 +178,13 @@ class Slots:
 
     ``vals[row, slot]`` and ``lens[row, slot]`` per record (see :mod:`icepark.avro._kernel`);
     the item table's columns are ``item_slot``, ``item_row``, ``item_val`` and ``item_len``,
-    in record order.
+    in record order; ``starts[row]`` is where record ``row`` starts in ``buf`` (and
+    ``starts[count]`` where the last one ends).
     """
 
     buf: np.ndarray
     count: int
+    starts: np.ndarray
     vals: np.ndarray
     lens: np.ndarray
     item_slot: np.ndarray
@@ -200,11 +217,22 @@ def kernel() -> Callable[..., tuple[int, int, int, int]]:
     return run
 
 
-def decode_records(location: str, program: Program, buf: np.ndarray, count: int) -> Slots:
-    """Run ``program`` over the ``count`` records encoded in ``buf`` (uint8). Raises
+_NO_KEYS = np.zeros(0, dtype=np.int64)
+
+
+def decode_records(
+    location: str,
+    program: Program,
+    buf: np.ndarray,
+    count: int,
+    wanted: np.ndarray = _NO_KEYS,
+) -> Slots:
+    """Run ``program`` over the ``count`` records encoded in ``buf`` (uint8), storing only
+    the array items whose key (where the program has keys) is in ``wanted``. Raises
     :class:`~icepark.errors.InvalidAvroFileError` naming ``location`` when the records do
     not decode or do not fill ``buf`` exactly."""
     run = kernel()
+    starts = np.empty(count + 1, dtype=np.int64)
     n_slots = max(len(program.slots), 1)
     vals = np.zeros((count, n_slots), dtype=np.int64)
     lens = np.full((count, n_slots), ABSENT, dtype=np.int32)
@@ -213,7 +241,7 @@ def decode_records(location: str, program: Program, buf: np.ndarray, count: int)
     pos, items, row = 0, 0, 0
     while True:
         row, items, pos, error = run(
-            buf, pos, len(buf), count, program.ops, vals, lens, *tables, items, row
+            buf, pos, len(buf), count, program.ops, vals, lens, *tables, items, row, starts, wanted
         )
         if error != _FULL:
             break
@@ -225,8 +253,9 @@ def decode_records(location: str, program: Program, buf: np.ndarray, count: int)
             if error or row != count
             else f"Cannot read Avro file {location}: {len(buf) - pos} bytes after the records"
         )
-    item_slot, item_row, item_val, item_len = (t[:items] for t in tables)
-    return Slots(buf, count, vals, lens, item_slot, item_row, item_val, item_len)
+    starts[count] = pos
+    item_slot, item_row, item_val, item_len = (t[:items].copy() for t in tables)
+    return Slots(buf, count, starts, vals, lens, item_slot, item_row, item_val, item_len)
 
 
 def _item_tables(capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -27,7 +27,7 @@ also checks their Avro types, so a manifest reads the same here as there.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import fields as dataclass_fields
 from functools import cached_property
 from typing import Any
@@ -76,11 +76,43 @@ _INTS = {
     "content_offset": _OFFSET,
     "content_size_in_bytes": _CONTENT_SIZE,
 }
+_METRIC_MAPS = (109, 110, 137, 125, 128)
+_PLANNING_FIELDS = (
+    _CONTENT,
+    _PATH,
+    _FORMAT,
+    PARTITION_FIELD_ID,
+    _COUNT,
+    _SIZE,
+    _ROW_ID,
+    _REFERENCED,
+    _OFFSET,
+    _CONTENT_SIZE,
+)
+"""The data file fields planning decodes (with the metric maps of the filter's columns)."""
+_FROM_RECORD = frozenset(("key_metadata", "split_offsets", "equality_ids", "sort_order_id", *_MAPS))
+"""The data file fields a planning decode leaves to the entry's own record."""
+_LISTED = frozenset(
+    (
+        "file_path",
+        "file_format",
+        "partition",
+        "record_count",
+        "file_size_in_bytes",
+        "content",
+        "first_row_id",
+        "referenced_data_file",
+        "content_offset",
+        "content_size_in_bytes",
+    )
+)
+"""The data file fields read from per-manifest lists (:meth:`EntryColumns.listed`)."""
+_NO_KEYS = np.zeros(0, dtype=np.int64)
 _DELETED = int(ManifestEntryStatus.DELETED)
 _ADDED = int(ManifestEntryStatus.ADDED)
 
 # compiled programs by the schema text of the file (a table's manifests share a few)
-_PROGRAMS: LruCache[bytes, Program] = LruCache(64)
+_PROGRAMS: LruCache[tuple[bytes, bool | None], Program] = LruCache(64)
 
 
 def read_entry_columns(
@@ -88,8 +120,16 @@ def read_entry_columns(
     data: bytes,
     manifest: ManifestFile | None = None,
     spec: PartitionSpec | None = None,
+    *,
+    metrics_of: Collection[int] | None = None,
 ) -> EntryColumns:
     """The entries of the manifest whose bytes are ``data``, decoded into arrays.
+
+    Everything is decoded, unless ``metrics_of`` is given: then only what planning reads (the
+    entry's status, snapshot and sequence numbers, the file's content, path, format, partition,
+    counts, row id and delete-vector fields) and the metrics of the columns ``metrics_of``
+    names; the rest of an entry (its other metrics, split offsets, ...) is decoded when first
+    read, from that entry's record alone.
 
     Raises :class:`~icepark.avro.blocks.UnsupportedAvroError` for a file the compiled path
     does not handle (the caller reads it another way) and
@@ -105,32 +145,84 @@ def read_entry_columns(
     except MALFORMED as exc:
         raise InvalidAvroFileError(f"Invalid manifest {location}: {exc}") from exc
     text = bytes(blocks.raw_header["meta"].get("avro.schema", b""))
-    program = _PROGRAMS.get_or_compute(
-        text, lambda: compile_program(blocks.writer_schema, blocks.named)
-    )
-    return EntryColumns(location, blocks, decoder, program)
+    full = _program(text, blocks, decoder, None)
+    if metrics_of is None:
+        program, wanted = full, _NO_KEYS
+    else:
+        program = _program(text, blocks, decoder, bool(metrics_of))
+        wanted = np.array(sorted(metrics_of), dtype=np.int64)
+    raw, count = _buffer(blocks)
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    slots = _decode_records(location, program, buf, count, wanted)
+    return EntryColumns(location, decoder, program, full, raw, slots)
 
 
-def _buffer(blocks: AvroBlocks) -> tuple[np.ndarray, int]:
+def _program(
+    text: bytes, blocks: AvroBlocks, decoder: EntryDecoder, metrics: bool | None
+) -> Program:
+    """The compiled program of a schema: everything (``metrics`` None), or what planning
+    reads, with the metric maps (keyed: only the wanted columns' items are stored) when
+    ``metrics``."""
+    key = (text, metrics)
+
+    def build() -> Program:
+        if metrics is None:
+            return compile_program(blocks.writer_schema, blocks.named)
+        keep, keyed = _planning_paths(decoder, metrics)
+        return compile_program(blocks.writer_schema, blocks.named, keep, keyed)
+
+    return _PROGRAMS.get_or_compute(key, build)
+
+
+def _planning_paths(
+    decoder: EntryDecoder, metrics: bool
+) -> tuple[Callable[[Path], bool], Callable[[Path], bool]]:
+    top = {decoder.top_names[fid] for fid in (0, 1, 3, 4) if fid in decoder.top_names}
+    df = decoder.top_names[2]
+    names = decoder.file_names
+    plain = {names[fid] for fid in _PLANNING_FIELDS if fid in names}
+    maps = {names[fid] for fid in _METRIC_MAPS if fid in names} if metrics else set()
+
+    def keep(path: Path) -> bool:
+        if len(path) == 1:
+            return path[0] in top
+        if path[0] != df or len(path) < 2:
+            return False
+        return path[1] in plain or path[1] in maps
+
+    def keyed(path: Path) -> bool:
+        return len(path) == 4 and path[0] == df and path[1] in maps and path[3] == "key"
+
+    return keep, keyed
+
+
+def _buffer(blocks: AvroBlocks) -> tuple[bytes, int]:
     parts = [b.data for b in blocks.blocks]
     count = sum(b.count for b in blocks.blocks)
-    joined = parts[0] if len(parts) == 1 else b"".join(parts)
-    return np.frombuffer(joined, dtype=np.uint8), count
+    return (parts[0] if len(parts) == 1 else b"".join(parts)), count
 
 
 class EntryColumns:
     """The entries of one manifest as arrays (see the module's docstring)."""
 
     def __init__(
-        self, location: str, blocks: AvroBlocks, decoder: EntryDecoder, program: Program
+        self,
+        location: str,
+        decoder: EntryDecoder,
+        program: Program,
+        full: Program,
+        raw: bytes,
+        slots: Slots,
+        check: bool = True,
     ) -> None:
         self.location = location
         self.decoder = decoder
         self.program = program
-        buf, count = _buffer(blocks)
-        self.count = count
-        self.slots: Slots = _decode_records(location, program, buf, count)
-        self._raw = buf.tobytes() if count else b""
+        self._full_program = full
+        self.count = slots.count
+        self.slots = slots
+        self._raw = raw
+        self._lists: dict[str, list[Any]] = {}
         self._data_file = decoder.top_names[2]
         self._partition_fields: list[tuple[Path, IcebergType] | None] = []
         part = decoder.file_names.get(PARTITION_FIELD_ID)
@@ -139,12 +231,32 @@ class EntryColumns:
                 self._partition_fields.append(None)
             else:
                 self._partition_fields.append(((self._data_file, part, found[0]), found[1]))
+        if not check:
+            return
         try:
             self._check()
         except InvalidAvroFileError:
             raise
         except MALFORMED as exc:
             raise self._fail(str(exc)) from exc
+
+    @property
+    def complete(self) -> bool:
+        """Was every field of every entry decoded (not only what planning reads)?"""
+        return self.program is self._full_program
+
+    def record(self, row: int) -> EntryColumns:
+        """Entry ``row`` alone, decoded whole (from its record's bytes)."""
+        if self.complete:
+            return self
+        start, end = int(self.slots.starts[row]), int(self.slots.starts[row + 1])
+        raw = self._raw[start:end]
+        slots = _decode_records(
+            self.location, self._full_program, np.frombuffer(raw, dtype=np.uint8), 1
+        )
+        return EntryColumns(
+            self.location, self.decoder, self._full_program, self._full_program, raw, slots, False
+        )
 
     # -- raw slots -----------------------------------------------------------------------------
 
@@ -201,16 +313,42 @@ class EntryColumns:
         if found is None:
             return []
         vals, lens = found
-        seen = {(int(v), int(n)) for v, n in zip(vals.tolist(), lens.tolist(), strict=True)}
-        out = set()
-        for v, n in seen:
-            if n >= 0:
-                out.add(self._str(v, n))
-        return sorted(out)
+        distinct, _ = self._distinct_bytes(vals, lens)
+        return [self._text(b) for b in distinct if b is not None]
 
-    def _str(self, pos: int, n: int) -> str:
+    def _distinct_bytes(
+        self, vals: np.ndarray, lens: np.ndarray
+    ) -> tuple[list[bytes | None], np.ndarray]:
+        """The distinct values of a bytes or string column (None: null or absent), and for
+        each entry the index of its value among them; compared a length at a time, by a
+        64-bit hash of each value, checked against the values themselves."""
+        codes = np.zeros(len(vals), dtype=np.int64)
+        distinct: list[bytes | None] = []
+        raw = np.frombuffer(self._raw, dtype=np.uint8)
+        for n in np.unique(lens).tolist():
+            mine = np.flatnonzero(lens == n)
+            if n < 0:
+                codes[mine] = len(distinct)
+                distinct.append(None)
+                continue
+            matrix = raw[vals[mine, None] + np.arange(n)]
+            hashes = np.zeros(len(mine), dtype=np.uint64)
+            with np.errstate(over="ignore"):
+                for k in range(n):
+                    hashes = hashes * np.uint64(1_000_003) + matrix[:, k]
+            _, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
+            inverse = inverse.reshape(-1)
+            if not (matrix[first][inverse] == matrix).all():  # a collision: by the values
+                seen: dict[bytes, int] = {}
+                inverse = np.array([seen.setdefault(bytes(r), len(seen)) for r in matrix])
+                first = np.array([inverse.tolist().index(k) for k in range(len(seen))])
+            codes[mine] = len(distinct) + inverse
+            distinct.extend(bytes(matrix[i]) for i in first.tolist())
+        return distinct, codes
+
+    def _text(self, raw: bytes) -> str:
         try:
-            return self._raw[pos : pos + n].decode("utf-8")
+            return raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise self._fail(f"a string is not UTF-8 ({exc.reason})") from None
 
@@ -312,25 +450,12 @@ class EntryColumns:
                 continue
             vals, lens = column
             if self.program.kinds[found[0]] in ("bytes", "string", "fixed"):  # type: ignore[index]
-                vals = self._byte_codes(vals, lens)
+                vals = self._distinct_bytes(vals, lens)[1]
             columns.append(np.where(lens == NULL, 0, vals))
             columns.append((lens == NULL).astype(np.int64))
         if not columns:
             return np.zeros((self.count, 1), dtype=np.int64)
         return np.stack(columns, axis=1)
-
-    def _byte_codes(self, vals: np.ndarray, lens: np.ndarray) -> np.ndarray:
-        """A code per entry for a bytes value: equal codes for equal bytes."""
-        codes: dict[bytes, int] = {}
-        raw = self._raw
-        return np.fromiter(
-            (
-                codes.setdefault(raw[v : v + n], len(codes)) if n >= 0 else -1
-                for v, n in zip(vals.tolist(), lens.tolist(), strict=True)
-            ),
-            dtype=np.int64,
-            count=self.count,
-        )
 
     @cached_property
     def _partition_groups(self) -> tuple[list[tuple[Any, ...]], np.ndarray]:
@@ -489,6 +614,10 @@ class EntryColumns:
 
     def file_field(self, name: str, row: int) -> Any:
         """Field ``name`` of entry ``row``'s data file, as :class:`DataFile` holds it."""
+        if name in _LISTED:
+            return self.listed(name)[row]
+        if name in _FROM_RECORD and not self.complete:
+            return self.record(row).file_field(name, 0)
         if name == "partition":
             return self.partition(row)
         if name == "spec_id":
@@ -510,6 +639,41 @@ class EntryColumns:
         if name == "file_format":
             return FileFormat.parse(value)
         return value
+
+    def listed(self, name: str) -> list[Any]:
+        """Field ``name`` of every entry's data file as a Python list, made on first use (a
+        plan reads the paths, sizes and counts of every file it keeps: one list per field is
+        cheaper than one lookup per file)."""
+        found = self._lists.get(name)
+        if found is None:
+            found = self._lists[name] = self._make_list(name)
+        return found
+
+    def _make_list(self, name: str) -> list[Any]:
+        if name == "partition":
+            tuples, which = self.partitions()
+            return [tuples[k] for k in which.tolist()]
+        if name == "content":
+            kinds = [FileContent(k) for k in range(3)]
+            return [kinds[k] for k in self.content.tolist()]
+        if name == "first_row_id":
+            return [None if v == -1 else v for v in self._inherited[3].tolist()]
+        path = self._file(_FIELD_IDS[name])
+        found = self._column(path)
+        if found is None:
+            return [None] * self.count
+        vals, lens = found
+        if name == "file_format":
+            names, codes = self._distinct_bytes(vals, lens)
+            formats = [None if b is None else FileFormat.parse(self._text(b)) for b in names]
+            return [formats[k] for k in codes.tolist()]
+        if name in ("file_path", "referenced_data_file"):
+            raw = self._raw
+            return [
+                None if n < 0 else raw[v : v + n].decode("utf-8")
+                for v, n in zip(vals.tolist(), lens.tolist(), strict=True)
+            ]
+        return [None if n < -1 else v for v, n in zip(vals.tolist(), lens.tolist(), strict=True)]
 
     def _list(self, path: Path, row: int) -> tuple[int, ...] | None:
         count = int(self.slots.lens[row, self.program.slots[path]])
@@ -553,6 +717,13 @@ class EntryColumns:
         """Entry ``row``'s data file, decoded whole."""
         return DataFile.from_normalized({name: self.file_field(name, row) for name in _NAMES})
 
+    def record_fields(self, row: int) -> dict[str, Any]:
+        """The fields of entry ``row``'s data file that planning does not decode (its metric
+        maps, split offsets, ...), decoded together from the entry's record."""
+        whole = self.record(row)
+        at = 0 if whole is not self else row
+        return {name: whole.file_field(name, at) for name in _FROM_RECORD}
+
 
 _NAMES = tuple(f.name for f in dataclass_fields(DataFile))
 _FIELD_IDS: Mapping[str, int] = {
@@ -577,6 +748,9 @@ class _LazyField:
         if obj is None:
             return self
         d = obj.__dict__
+        if self.name in _FROM_RECORD:
+            d.update(d["_source"].record_fields(d["_row"]))
+            return d[self.name]
         value = d["_source"].file_field(self.name, d["_row"])
         d[self.name] = value
         return value

@@ -23,11 +23,9 @@ file, so the answer never depends on what is vectorized.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from icepark.expressions import AlwaysFalse, AlwaysTrue, And, BooleanExpression, Or
 from icepark.expressions.manifest_evaluator import IN_PREDICATE_LIMIT
@@ -41,6 +39,10 @@ from icepark.expressions.predicates import (
     BoundUnaryPredicate,
 )
 from icepark.manifest.entry_columns import EntryColumns
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 from icepark.spec.types import (
     BinaryType,
     BooleanType,
@@ -242,6 +244,8 @@ class _Bounds:
         if isinstance(values, np.ndarray):
             passed = op(values, self.literal(v))
         else:  # an Arrow binary array
+            import pyarrow as pa
+
             scalar = pa.scalar(self.literal(v), type=pa.binary())
             passed = op(values, scalar).to_numpy(zero_copy_only=False)
         return ~ok | passed
@@ -260,19 +264,35 @@ class _Bounds:
 
 
 def _lt(a: Any, b: Any) -> Any:
-    return pc.less(a, b) if isinstance(a, pa.Array) else a < b
+    if isinstance(a, np.ndarray):
+        return a < b
+    import pyarrow.compute as pc
+
+    return pc.less(a, b)
 
 
 def _le(a: Any, b: Any) -> Any:
-    return pc.less_equal(a, b) if isinstance(a, pa.Array) else a <= b
+    if isinstance(a, np.ndarray):
+        return a <= b
+    import pyarrow.compute as pc
+
+    return pc.less_equal(a, b)
 
 
 def _gt(a: Any, b: Any) -> Any:
-    return pc.greater(a, b) if isinstance(a, pa.Array) else a > b
+    if isinstance(a, np.ndarray):
+        return a > b
+    import pyarrow.compute as pc
+
+    return pc.greater(a, b)
 
 
 def _ge(a: Any, b: Any) -> Any:
-    return pc.greater_equal(a, b) if isinstance(a, pa.Array) else a >= b
+    if isinstance(a, np.ndarray):
+        return a >= b
+    import pyarrow.compute as pc
+
+    return pc.greater_equal(a, b)
 
 
 def _same(v: Any) -> Any:
@@ -320,6 +340,8 @@ def _binary(
     as an Arrow binary array."""
 
     def decode(raw: np.ndarray, at: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, pa.Array]:
+        import pyarrow as pa
+
         ok = lengths >= 0 if length is None else lengths == length
         sizes = np.where(ok, lengths, 0)
         offsets = np.zeros(len(at) + 1, dtype=np.int64)
@@ -337,6 +359,8 @@ def _binary(
 
 
 def _valid_utf8(array: pa.Array) -> np.ndarray:
+    import pyarrow as pa
+
     try:
         array.cast(pa.large_string()).validate(full=True)
         return np.ones(len(array), dtype=bool)

@@ -31,6 +31,7 @@ once written).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
@@ -272,28 +273,23 @@ def scan_columns(
 ) -> Iterator[ScannedColumns | ScannedEntries]:
     """The live entries (with ``added_only``: those with status ADDED) of each manifest that
     may hold rows ``matcher`` selects, in the order given, each manifest decoded into arrays
-    on the pool's threads (the decoder does not hold the GIL) and judged on the calling
-    thread. A manifest the compiled path cannot read comes back as entry objects instead,
-    read as :func:`read_entries` would."""
+    and judged on the pool's threads (the decoder and most of numpy run without the GIL,
+    beside the caller building tasks). A manifest the compiled path cannot read comes back
+    as entry objects instead, read as :func:`read_entries` would."""
     import numpy as np
 
     from icepark.avro.blocks import UnsupportedAvroError
     from icepark.manifest.entry_columns import read_entry_columns
 
-    def read(manifest: ManifestFile) -> tuple[ManifestFile, EntryColumns | None]:
+    prune = matcher is not None and not matcher.matches_everything
+    metrics = matcher.metrics_field_ids if matcher is not None and prune else frozenset()
+
+    def read(manifest: ManifestFile) -> ScannedColumns | ScannedEntries:
         data = io.new_input(manifest.manifest_path).read_bytes()
         try:
-            return manifest, read_entry_columns(manifest.manifest_path, data, manifest)
+            columns = read_entry_columns(manifest.manifest_path, data, manifest, metrics_of=metrics)
         except UnsupportedAvroError:
-            return manifest, None
-
-    biggest = max((m.manifest_length for m in manifests), default=1)
-    at_once = max(2, min(workers, _COLUMNS_BUDGET // max(biggest * 10, 1)))
-    prune = matcher is not None and not matcher.matches_everything
-    for manifest, columns in parallel_map(read, manifests, at_once):
-        if columns is None:
-            yield manifest, _read(io, manifest, matcher, True, added_only)
-            continue
+            return manifest, _read(io, manifest, matcher, True, added_only)
         keep = columns.live
         if added_only:
             keep = keep & (columns.status == int(ManifestEntryStatus.ADDED))
@@ -302,7 +298,20 @@ def scan_columns(
         rows = np.flatnonzero(keep)
         if prune and matcher is not None and len(rows):
             rows = rows[matcher.metrics_match_rows(columns, rows)]
-        yield manifest, columns, rows
+        return manifest, columns, rows
+
+    yield from parallel_map(read, manifests, _columns_at_once(manifests, workers))
+
+
+def _columns_at_once(manifests: Sequence[ManifestFile], workers: int) -> int:
+    """How many manifests :func:`scan_columns` decodes at once: one more than the cores for
+    local files (decoding is CPU-bound; more would only hold more memory), else as many as
+    ``workers`` and about :data:`_COLUMNS_BUDGET` of decoded manifests allow (a decoded
+    manifest takes some ten times its stored size)."""
+    if all(is_local_location(m.manifest_path) for m in manifests):
+        return max(2, min(workers, (os.cpu_count() or 2) + 1))
+    biggest = max((m.manifest_length for m in manifests), default=1)
+    return max(2, min(workers, _COLUMNS_BUDGET // max(biggest * 10, 1)))
 
 
 def _partitions_match(matcher: FileMatcher, columns: EntryColumns) -> np.ndarray:
