@@ -669,10 +669,13 @@ class EntryColumns:
             return [formats[k] for k in codes.tolist()]
         if name in ("file_path", "referenced_data_file"):
             raw = self._raw
-            return [
-                None if n < 0 else raw[v : v + n].decode("utf-8")
-                for v, n in zip(vals.tolist(), lens.tolist(), strict=True)
-            ]
+            try:
+                return [
+                    None if n < 0 else raw[v : v + n].decode("utf-8")
+                    for v, n in zip(vals.tolist(), lens.tolist(), strict=True)
+                ]
+            except UnicodeDecodeError as exc:
+                raise self._fail(f"a {name} is not UTF-8 ({exc.reason})") from None
         return [None if n < -1 else v for v, n in zip(vals.tolist(), lens.tolist(), strict=True)]
 
     def _list(self, path: Path, row: int) -> tuple[int, ...] | None:
