@@ -21,8 +21,9 @@ location, the data files it reads)::
          settings derived from the catalog's ``s3.*`` properties (:func:`s3a_settings`)
          wherever neither that key nor its global ``fs.s3a.*`` form is set already (in the
          session's conf, also as ``spark.hadoop.*``; on a classic session also in the Hadoop
-         configuration), set in the session's conf, never in the JVM's Hadoop
-         configuration;
+         configuration; a Connect client cannot read credential settings, which Spark
+         redacts, so there the catalog's credentials are set whatever the session has), set
+         in the session's conf, never in the JVM's Hadoop configuration;
        * not found (the pip pyspark: no S3A, and no Maven to add it): "python". Spark tasks
          run icepark's Arrow reader and writer, which reach storage with pyarrow's S3 file
          system; the FileIO travels pickled in each task with the catalog's properties
@@ -41,6 +42,7 @@ with ``write_files``, which do.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
@@ -78,6 +80,8 @@ _S3A_PREFIX = "fs.s3a."
 _TEMPORARY_CREDENTIALS = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
 _SIMPLE_CREDENTIALS = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
 
+# what Spark redacts by default (spark.redaction.regex): values a Connect client cannot read
+_REDACTED = re.compile(r"(?i)secret|password|token|access[.]?key")
 _lock = threading.Lock()
 _schemes: dict[tuple[Any, str], bool] = {}  # (Spark application, scheme) -> has a file system
 # Hadoop's own file system classes of the schemes object stores use (core-default.xml and
@@ -244,7 +248,9 @@ def configure_s3a(
     if is_connect(spark):
 
         def is_set(name: str) -> bool:
-            return _conf_value(spark, name) is not None
+            # a Connect server hides credential settings from clients (Spark's redaction):
+            # whether one is set cannot be known, and the catalog's own are set then
+            return not _REDACTED.search(name) and _conf_value(spark, name) is not None
 
     else:
         conf = spark._jsparkSession.sessionState().newHadoopConf()

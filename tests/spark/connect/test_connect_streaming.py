@@ -1,0 +1,107 @@
+"""Structured Streaming on a Spark Connect session: ``read_stream`` / ``format("icepark")``
+sources and the two exactly-once sinks (``write_stream``, whose batch function runs in a Python
+process beside the server and finds Spark's query id in the checkpoint, and
+``format("icepark")``), restarted from their checkpoint after a batch Spark had not recorded
+as done: the replayed epoch commits nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from icepark import spark as ispark
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("p", pa.int32())])
+QUERY_ID, EPOCH_ID = "spark.sql.streaming.queryId", "spark.sql.streaming.epochId"
+
+
+def _json_input(folder: Path, batches: list[list[int]]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for n, ids in enumerate(batches):
+        with open(folder / f"part-{n:03d}.json", "w") as f:
+            for i in ids:
+                f.write(json.dumps({"id": i, "p": i % 3}) + "\n")
+
+
+def _summaries(table: Any) -> list[tuple[str | None, str | None]]:
+    return [(s.summary.get(QUERY_ID), s.summary.get(EPOCH_ID)) for s in table.refresh().snapshots()]
+
+
+@pytest.mark.parametrize("entry", ["format", "write_stream"])
+def test_sinks_commit_each_epoch_once_across_a_restart(
+    connect_spark: Any, catalog: Any, catalog_options: dict[str, str], tmp_path: Path, entry: str
+) -> None:
+    spark = connect_spark
+    table = catalog.create_table("db.sink", SCHEMA, partition_by=["p"])
+    source = tmp_path / "in"
+    _json_input(source, [list(range(0, 10)), list(range(10, 20)), list(range(20, 30))])
+    checkpoint = tmp_path / "chk"
+
+    def run() -> Any:
+        df = (
+            spark.readStream.schema("id long, p int")
+            .option("maxFilesPerTrigger", 1)
+            .json(str(source))
+        )
+        if entry == "format":
+            query = (
+                df.writeStream.format("icepark")
+                .options(**catalog_options, table="db.sink")
+                .option("checkpointLocation", str(checkpoint))
+                .trigger(availableNow=True)
+                .start()
+            )
+        else:
+            query = ispark.write_stream(
+                df, "db.sink", catalog=catalog_options, checkpoint_location=str(checkpoint),
+                trigger={"availableNow": True},
+            )  # fmt: skip
+        query.awaitTermination(300)
+        assert query.exception() is None
+        return query
+
+    query = run()
+    summaries = _summaries(table)
+    assert summaries == [(str(query.id), str(e)) for e in range(3)]
+    # as if the server died after committing batch 2 and before Spark recorded it
+    (checkpoint / "commits" / "2").unlink()
+    (checkpoint / "commits" / ".2.crc").unlink(missing_ok=True)
+    _json_input(source, [list(range(0, 10)), list(range(10, 20)), list(range(20, 30)), [30]])
+    run()
+    assert _summaries(table) == [*summaries, (str(query.id), "3")]  # epoch 2 not again
+    assert sorted(table.scan().to_arrow().column("id").to_pylist()) == list(range(31))
+
+
+def test_sources_follow_a_table(connect_spark: Any, catalog: Any, tmp_path: Path) -> None:
+    spark = connect_spark
+    table = catalog.create_table("db.ev", SCHEMA, partition_by=["p"])
+    for i in range(3):
+        table.append(pa.table({"id": [3 * i, 3 * i + 1, 3 * i + 2], "p": [0, 1, 2]}, SCHEMA))
+    copy = catalog.create_table("db.copy", SCHEMA)
+    stream = ispark.read_stream(spark, table, streaming_max_files_per_micro_batch=3)
+    query = ispark.write_stream(
+        stream, copy, checkpoint_location=str(tmp_path / "chk"), trigger={"availableNow": True}
+    )
+    query.awaitTermination(300)
+    assert query.exception() is None
+    assert sorted(copy.refresh().scan().to_arrow().column("id").to_pylist()) == list(range(9))
+    epochs = [e for _, e in _summaries(copy)]
+    assert epochs == ["0", "1", "2"]  # three files a micro-batch
+    # the data source's source, into a memory sink
+    frame = (
+        spark.readStream.format("icepark")
+        .options(type="filesystem", warehouse=catalog.properties["warehouse"], table="db.ev")
+        .load()
+    )
+    memory = (
+        frame.writeStream.format("memory").queryName("followed")
+        .option("checkpointLocation", str(tmp_path / "chk2")).trigger(availableNow=True).start()
+    )  # fmt: skip
+    memory.awaitTermination(300)
+    assert sorted(r.id for r in spark.sql("SELECT id FROM followed").collect()) == list(range(9))
