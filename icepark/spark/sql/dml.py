@@ -31,7 +31,6 @@ from sqlglot import exp
 
 from icepark.errors import ValidationError
 from icepark.expressions import BooleanExpression, and_, col
-from icepark.spark.filters import quote_column
 from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
 from icepark.spark.sql.identifiers import Resolved
@@ -131,14 +130,16 @@ def _aligned(
             f"Cannot write to table {resolved.name}: the data has {len(df.columns)} "
             f"columns, the table expects {len(names)} ({', '.join(names)})"
         )
-    by_name = dict(zip(names, df.schema.fields, strict=True))
+    # matched by position: the data's own names may repeat (SELECT id, CAST(id AS INT) ...)
+    positional = [f"__icepark_c{i}" for i in range(len(df.columns))]
+    types = [f.dataType for f in df.schema.fields]
+    df = df.toDF(*positional)
+    by_name = dict(zip(names, zip(positional, types, strict=True), strict=True))
     out = []
     for f in schema.fields:
         if f.name in by_name:
-            src = by_name[f.name]
-            value = _cast(
-                f.name, resolved.name, src.dataType, f.dataType, F.col(quote_column(src.name))
-            )
+            column, data_type = by_name[f.name]
+            value = _cast(f.name, resolved.name, data_type, f.dataType, F.col(column))
         elif f.name.lower() in static:
             value = F.lit(static[f.name.lower()]).cast(f.dataType)
         else:

@@ -149,10 +149,30 @@ def parse_error(exc: Exception, statement: Statement) -> SqlParseError:
     return SqlParseError(f"{message}{near}", statement.text, script_line, script_col)
 
 
+def _spark_synonyms(text: str) -> str:
+    """``FOR SYSTEM_VERSION AS OF`` read as ``FOR VERSION AS OF`` (Spark's synonym, which
+    sqlglot does not know; it reads ``FOR SYSTEM_TIME AS OF`` itself), the same length so
+    that errors keep their places."""
+    if "system_version" not in text.lower():
+        return text
+    try:
+        tokens = sqlglot.tokenize(text, read="spark")
+    except sqlglot.errors.TokenError:
+        return text
+    words = [t.text.upper() for t in tokens]
+    for i, token in enumerate(tokens):
+        if words[i] == "SYSTEM_VERSION" and words[i - 1 : i] == ["FOR"]:
+            if words[i + 1 : i + 3] == ["AS", "OF"]:
+                width = token.end - token.start + 1
+                text = text[: token.start] + "VERSION".ljust(width) + text[token.end + 1 :]
+    return text
+
+
 def parse_statement(stmt: Statement) -> exp.Expr:
     """sqlglot's tree of one statement; a parse error placed in the script."""
     try:
-        trees = [t for t in sqlglot.parse(stmt.text, read="spark") if t is not None]
+        text = _spark_synonyms(stmt.text)
+        trees = [t for t in sqlglot.parse(text, read="spark") if t is not None]
     except sqlglot.errors.ParseError as exc:
         raise parse_error(exc, stmt) from None
     except sqlglot.errors.TokenError as exc:

@@ -59,7 +59,7 @@ def run_view(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame:
         view = ctx.catalog.load_view(_ident(ctx, tree.this))
         schema = to_spark_schema(view.schema, with_ids=False)
         rows = [
-            (f.name, f.dataType.simpleString(), ice.doc)
+            (f.name, f.dataType.simpleString(), ice.doc or "")  # Java: "" when none
             for f, ice in zip(schema.fields, view.schema.fields, strict=True)
         ]
         return ctx.spark.createDataFrame(rows, "col_name string, data_type string, comment string")

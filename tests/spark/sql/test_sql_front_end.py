@@ -207,7 +207,7 @@ def test_views_on_a_sql_catalog(spark: Any, tmp_path: Path, catalog: Any) -> Non
     assert [tuple(r) for r in rows] == [(1, "a"), (3, "a")]
     assert ispark.sql(spark, "SELECT n FROM sqlviews.db.vv", cat).first()[0] == 2
     described = ispark.sql(spark, "DESCRIBE db.v", cat).collect()
-    assert [tuple(r) for r in described] == [("k", "bigint", "the key"), ("c", "string", None)]
+    assert [tuple(r) for r in described] == [("k", "bigint", "the key"), ("c", "string", "")]
     ispark.sql(spark, "ALTER VIEW db.v SET TBLPROPERTIES ('a' = '1', 'b' = '2')", cat)
     ispark.sql(spark, "ALTER VIEW db.v UNSET TBLPROPERTIES ('a')", cat)
     props = cat.load_view("db.v").properties
