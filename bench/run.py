@@ -42,6 +42,7 @@ SECTIONS = {
     "streaming",
     "rest",
     "sql",
+    "connect",
 }
 # sections that build tables of their own (the standard tables are not needed for them)
 _OWN_TABLES = {"upkeep", "avro", "rest"}
@@ -102,11 +103,14 @@ def _reference(
     return dict(json.loads(lines[-1]))
 
 
-def _session() -> Any:
+CONNECT_PORT: list[int] = []  # the Connect server of the bench's session, when asked for
+
+
+def _session(connect: bool = False) -> Any:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    spark = (
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("icepark-bench")
         .config("spark.ui.enabled", "false")
@@ -114,8 +118,17 @@ def _session() -> Any:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "2g")
         .config("spark.ui.showConsoleProgress", "false")
-        .getOrCreate()
     )
+    if connect:  # a Spark Connect server in the same application (bench/connect.py)
+        from bench.connect import free_port
+
+        CONNECT_PORT.append(free_port())
+        builder = (
+            builder.config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
+            .config("spark.connect.grpc.binding.address", "127.0.0.1")
+            .config("spark.connect.grpc.binding.port", str(CONNECT_PORT[-1]))
+        )
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
@@ -269,6 +282,16 @@ def _measure(
 
         cols = [c.strip() for c in _split_cols(COLS)]
         out.update(streaming.measure(spark, warehouse, runs, small, cols, schema))
+    if "connect" in sections:
+        from bench import connect
+
+        cols = [c.strip() for c in _split_cols(COLS)]
+        remote = connect.connect_session(CONNECT_PORT[-1])
+        out.update(
+            connect.measure(
+                spark, remote, warehouse, runs, point, write_rows, merge_rows, cols, small
+            )
+        )
     return out
 
 
@@ -679,7 +702,7 @@ def main(argv: list[str] | None = None) -> None:
         appends = streaming.ensure_appends_table(warehouse, args.small)
         streaming_args = (streaming.sink_rows(args.small), appends)
     ref: dict[str, list[float]] = {}
-    if not args.no_reference:
+    if not args.no_reference and sections - {"connect"}:  # Connect is timed against classic
         print("timing the reference engine ...", flush=True)
         ref = _reference(
             warehouse,
@@ -687,13 +710,13 @@ def main(argv: list[str] | None = None) -> None:
             point,
             write_rows,
             merge_rows,
-            sections,
+            sections - {"connect"},
             upkeep_root,
             snapshots,
             streaming_args,
         )
     print("timing icepark and native Spark ...", flush=True)
-    spark = _session()
+    spark = _session(connect="connect" in sections)
     results: dict[str, dict[str, list[float]]] = {}
     try:
         if sections - {"upkeep"}:
