@@ -7,7 +7,9 @@ How it flows:
   ``defaults`` go under the user's properties and its ``overrides`` over them; ``prefix``
   comes from the result; ``endpoints`` says what the server offers (Java's default set when
   it says nothing) and an operation it does not offer fails with a clear
-  :class:`~icepark.errors.UnsupportedOperationError` before any request;
+  :class:`~icepark.errors.UnsupportedOperationError` before any request; an advertised
+  ``idempotency-key-lifetime`` gives every change an ``Idempotency-Key``
+  (:meth:`RestClient.change <icepark.rest.http.RestClient.change>`);
 * namespaces and tables are the spec's endpoints; lists follow ``next-page-token`` (sending
   ``pageSize`` when ``rest-page-size`` is set); exists-checks use HEAD where offered;
 * a table loads from ``LoadTableResult``: its metadata JSON through the one metadata codec,
@@ -132,6 +134,7 @@ class RestCatalog(RestViews, Catalog):
             self._client.close()
             self._client = self._make_client(self.properties)
         self._client.prefix = self.properties.get("prefix", "")
+        self._client.use_key_lifetime(config.idempotency_key_lifetime)
         if config.endpoints is not None:
             self.endpoints = frozenset(config.endpoints)
         elif self.properties.get("view-endpoints-supported", "false").lower() == "true":
@@ -219,7 +222,7 @@ class RestCatalog(RestViews, Catalog):
         operation = f"create namespace {_dotted(ns)}"
         self._require(f"POST {_NS}", operation)
         request = CreateNamespaceRequest(namespace=list(ns), properties=dict(properties or {}))
-        self._client.call(
+        self._client.change(
             "POST", self._client.url("namespaces"), operation, body=request, errors="namespace"
         )
 
@@ -227,7 +230,7 @@ class RestCatalog(RestViews, Catalog):
         ns = _ns(namespace)
         operation = f"drop namespace {_dotted(ns)}"
         self._require(f"DELETE {_NS1}", operation)
-        self._client.call("DELETE", self._ns_url(ns), operation, errors="drop-namespace")
+        self._client.change("DELETE", self._ns_url(ns), operation, errors="drop-namespace")
 
     def list_namespaces(self, parent: str | Sequence[str] = ()) -> list[Identifier]:
         ns = _ns(parent) if parent else ()
@@ -260,7 +263,7 @@ class RestCatalog(RestViews, Catalog):
         request = UpdateNamespacePropertiesRequest(
             removals=list(removals), updates=dict(updates or {})
         )
-        self._client.call(
+        self._client.change(
             "POST", self._ns_url(ns, "properties"), operation, body=request, errors="namespace"
         )
 
@@ -443,7 +446,7 @@ class RestCatalog(RestViews, Catalog):
             properties=props,
             stage_create=True if stage else None,
         )
-        result = self._client.call(
+        result = self._client.change(
             "POST",
             self._ns_url(namespace_of(ident), "tables"),
             operation,
@@ -459,7 +462,7 @@ class RestCatalog(RestViews, Catalog):
         operation = f"register table {_dotted(ident)}"
         self._require(f"POST {_NS1}/register", operation)
         request = RegisterTableRequest(name=ident[-1], metadata_location=metadata_location)
-        result = self._client.call(
+        result = self._client.change(
             "POST",
             self._ns_url(namespace_of(ident), "register"),
             operation,
@@ -481,7 +484,7 @@ class RestCatalog(RestViews, Catalog):
         request = RenameTableRequest(
             source=TableIdentifier.of(src), destination=TableIdentifier.of(dst)
         )
-        self._client.call(
+        self._client.change(
             "POST", self._client.url("tables", "rename"), operation, body=request, errors="table"
         )
         return self.load_table(dst)
@@ -492,7 +495,7 @@ class RestCatalog(RestViews, Catalog):
         operation = f"{'purge' if purge else 'drop'} table {_dotted(ident)}"
         self._require(f"DELETE {_TABLE}", operation)
         self._recent.pop(ident, None)
-        self._client.call(
+        self._client.change(
             "DELETE",
             self._table_url(ident),
             operation,
@@ -522,7 +525,7 @@ class RestCatalog(RestViews, Catalog):
             updates=[u.to_json() for u in updates],
         )
         start = time.perf_counter_ns()
-        answer = self._client.call(
+        answer = self._client.change(
             "POST",
             self._table_url(ident),
             operation,
@@ -567,7 +570,7 @@ class RestCatalog(RestViews, Catalog):
             ]
         )
         self._recent = {k: v for k, v in self._recent.items() if k not in idents}
-        self._client.call(
+        self._client.change(
             "POST",
             self._client.url("transactions", "commit"),
             f"commit tables {names}",

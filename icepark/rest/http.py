@@ -19,7 +19,16 @@ How a request flows (:meth:`RestClient.call`):
    surely never sent (the connection could not be opened); a commit whose connection broke
    after sending, or that was answered 500/502/503/504, raises
    :class:`~icepark.errors.CommitStateUnknownError`: the commit may have landed, so the
-   caller must delete nothing it wrote for it.
+   caller must delete nothing it wrote for it;
+5. unless the server advertises ``idempotency-key-lifetime`` in its config
+   (:attr:`RestClient.idempotency_lifetime`, as Java's client): then every mutation carries an
+   ``Idempotency-Key`` (a fresh UUIDv7 per operation, the same on each of its retries), and a
+   mutation whose connection broke or timed out after sending, or that a gateway answered
+   502/503/504, or whose first attempt the server still runs (409
+   ``IdempotencyKeyInProgressException``), is sent again with its key, within the retry
+   budget and the key's lifetime: the server answers a repeat with the first outcome and never
+   applies it twice. Only when the budget is spent is a commit's state unknown. A 500 is not
+   retried (the server itself does not know the outcome, and does not keep it).
 
 No header value is logged or put in an error message: only the method, the path and the
 server's own error message are.
@@ -29,8 +38,10 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import os
 import random
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import quote
@@ -55,12 +66,12 @@ from icepark.errors import (
     UnsupportedOperationError,
     ViewAlreadyExistsError,
 )
-from icepark.rest.models import ErrorResponse, RestModel
+from icepark.rest.models import IDEMPOTENCY_KEY, ErrorResponse, RestModel, duration_seconds
 
 if TYPE_CHECKING:
     from icepark.rest.auth import RestAuth
 
-__all__ = ["RestClient", "ErrorKind", "encode_namespace", "RetrySettings"]
+__all__ = ["RestClient", "ErrorKind", "encode_namespace", "RetrySettings", "uuid7"]
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +102,20 @@ _IDEMPOTENT = frozenset({"GET", "HEAD"})
 _COMMIT_UNKNOWN = frozenset({500, 502, 503, 504})
 _NAMESPACE_KINDS = ("namespace", "drop-namespace", "create-table", "create-commit")
 _COMMIT_KINDS = frozenset({"commit", "create-commit", "view-commit"})
+# answers to a keyed mutation that a retry with its key may resolve: a gateway's (the server's
+# answer may be lost behind it) and the server's own "the first request still runs"
+_KEYED_RETRY = frozenset({502, 503, 504})
+KEY_IN_PROGRESS = "IdempotencyKeyInProgressException"
+KEY_REUSED = "IdempotencyKeyReusedException"
+
+
+def uuid7() -> uuid.UUID:
+    """A UUIDv7 (RFC 9562): 48 bits of Unix time in milliseconds, then random bits, so keys
+    sort by time (what the REST spec asks of an ``Idempotency-Key``)."""
+    value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10), "big")
+    value = (value & ~(0xF << 76)) | (0x7 << 76)  # version 7
+    value = (value & ~(0x3 << 62)) | (0x2 << 62)  # variant 10
+    return uuid.UUID(int=value)
 
 
 def encode_namespace(namespace: Sequence[str]) -> str:
@@ -152,12 +177,26 @@ class RestClient:
         self.session = session or requests.Session()
         self.session.headers.update(_headers(properties))
         self.last_etag: str | None = None  # the ETag of the last answer of ``call``
+        # seconds a mutation's Idempotency-Key may be reused (the server's advertised lifetime);
+        # None: the server keeps no outcomes, no keys are sent
+        self.idempotency_lifetime: float | None = None
 
     def __repr__(self) -> str:
         return f"RestClient({self.uri!r}, prefix={self.prefix!r})"
 
     def close(self) -> None:
         self.session.close()
+
+    def use_key_lifetime(self, advertised: str | None) -> None:
+        """Send ``Idempotency-Key`` with every change, reusable for ``advertised`` (the
+        server's ``idempotency-key-lifetime``); none when the server advertises none or one
+        that does not parse."""
+        self.idempotency_lifetime = None
+        if advertised is not None:
+            try:
+                self.idempotency_lifetime = duration_seconds(advertised)
+            except ValueError as exc:
+                log.warning("REST catalog at %s: idempotency ignored: %s", self.uri, exc)
 
     # -- URLs ------------------------------------------------------------------------------
 
@@ -182,12 +221,17 @@ class RestClient:
         response: type[M] | None = None,
         errors: ErrorKind = "default",
         headers: Mapping[str, str] | None = None,
+        mutation: bool = False,
     ) -> M | None:
         """Send one request and return its parsed answer (None for 204, 304 or no model).
 
         ``operation`` names the call in errors ("load table db.t"); ``headers`` are sent
-        with this request only (``If-None-Match``: a 304 answer returns None)."""
-        answer = self._send(method, url, operation, body, query, errors, headers=headers)
+        with this request only (``If-None-Match``: a 304 answer returns None). A
+        ``mutation`` (a catalog change: create, commit, drop, rename, register, namespace
+        and view changes) carries an ``Idempotency-Key`` when the server keeps outcomes."""
+        answer = self._send(
+            method, url, operation, body, query, errors, headers=headers, mutation=mutation
+        )
         self.last_etag = answer.headers.get("ETag")
         if response is None or answer.status_code in (204, 304) or not answer.content:
             return None
@@ -199,6 +243,24 @@ class RestClient:
                 f"{response.__name__}: {exc}",
                 status=answer.status_code,
             ) from exc
+
+    def change(
+        self,
+        method: str,
+        url: str,
+        operation: str,
+        *,
+        body: RestModel | Mapping[str, Any] | None = None,
+        query: Mapping[str, str] | None = None,
+        response: type[M] | None = None,
+        errors: ErrorKind = "default",
+    ) -> M | None:
+        """:meth:`call` for a catalog change (create, commit, drop, rename, register, namespace
+        and view changes): it carries an ``Idempotency-Key`` when the server keeps outcomes."""
+        return self.call(
+            method, url, operation, body=body, query=query, response=response, errors=errors,
+            mutation=True,
+        )  # fmt: skip
 
     def exists(self, url: str, operation: str, errors: ErrorKind) -> bool:
         """A HEAD request: True on 2xx, False on 404, a typed error otherwise."""
@@ -215,14 +277,19 @@ class RestClient:
         errors: ErrorKind,
         allow_404: bool = False,
         headers: Mapping[str, str] | None = None,
+        mutation: bool = False,
     ) -> requests.Response:
         payload = body.dump() if isinstance(body, RestModel) else body
         commit = errors in _COMMIT_KINDS
         attempt = 0
         refreshed = False
+        sent_headers = dict(headers or {})
+        keyed = _Keyed.start(self.idempotency_lifetime) if mutation else None
+        if keyed is not None:
+            sent_headers[IDEMPOTENCY_KEY] = keyed.key
         while True:
             request = requests.Request(
-                method, url, params=query, json=payload, headers=dict(headers or {})
+                method, url, params=query, json=payload, headers=sent_headers
             )
             prepared = self.session.prepare_request(request)
             if self.auth is not None:
@@ -232,10 +299,24 @@ class RestClient:
                 answer = self.session.send(prepared, timeout=self.timeout)
             except requests.RequestException as exc:
                 unsent = _surely_not_sent(exc)
+                if keyed is not None and not unsent:
+                    wait = self.retry.wait(attempt + 1, None)
+                    if keyed.may_retry(attempt, self.retry.max_retries, wait):
+                        attempt += 1
+                        name = type(exc).__name__
+                        log.info(
+                            "REST %s %s: %s, retry %d with its key", method, url, name, attempt
+                        )
+                        time.sleep(wait)
+                        continue
                 if commit and not unsent:
+                    tried = (
+                        f", sent {attempt + 1} times with one {IDEMPOTENCY_KEY}" if keyed else ""
+                    )
                     raise CommitStateUnknownError(
                         f"Cannot tell whether {operation} landed: the connection to the REST "
-                        f"catalog failed after the request was sent ({type(exc).__name__})"
+                        f"catalog failed after the request was sent ({type(exc).__name__}"
+                        f"{tried})"
                     ) from None
                 attempt += 1
                 if (unsent or method in _IDEMPOTENT) and attempt <= self.retry.max_retries:
@@ -252,6 +333,9 @@ class RestClient:
                 refreshed = True
                 continue
             retryable = status == 429 or (status == 503 and not commit)
+            if keyed is not None and (status in _KEYED_RETRY or _in_progress(answer)):
+                wait = self.retry.wait(attempt + 1, answer.headers.get("Retry-After"))
+                retryable = keyed.may_retry(attempt, self.retry.max_retries, wait)
             if retryable and attempt < self.retry.max_retries:
                 attempt += 1
                 wait = self.retry.wait(attempt, answer.headers.get("Retry-After"))
@@ -262,6 +346,35 @@ class RestClient:
                 time.sleep(wait)
                 continue
             raise _error(answer, operation, errors)
+
+
+class _Keyed:
+    """One mutation's ``Idempotency-Key`` and how long it may be sent again."""
+
+    def __init__(self, lifetime: float) -> None:
+        self.key = str(uuid7())
+        self.lifetime = lifetime
+        self.started = time.monotonic()
+
+    @classmethod
+    def start(cls, lifetime: float | None) -> _Keyed | None:
+        return cls(lifetime) if lifetime is not None else None
+
+    def may_retry(self, attempt: int, max_retries: int, wait: float) -> bool:
+        """Whether retry ``attempt + 1`` may go out after ``wait`` seconds: within the retry
+        budget and before the key's lifetime ends (the server may have forgotten it then)."""
+        within = time.monotonic() + wait - self.started < self.lifetime
+        return attempt < max_retries and within
+
+
+def _in_progress(answer: requests.Response) -> bool:
+    """409 saying the key's first request still runs at the server (not a failed commit)."""
+    if answer.status_code != 409:
+        return False
+    try:
+        return bool(ErrorResponse.model_validate(answer.json()).error.type == KEY_IN_PROGRESS)
+    except ValueError:
+        return False
 
 
 def client_version() -> str:
@@ -337,6 +450,14 @@ def _error(answer: requests.Response, operation: str, kind: ErrorKind) -> Except
             return NoSuchTableError(text)
         if kind in ("view", "view-commit"):
             return NoSuchViewError(text)
+    if status == 409 and error_type == KEY_IN_PROGRESS:
+        # never a failed commit (whose retry would re-apply it): the first request with the
+        # key still runs at the server, so whether it lands is not known yet
+        if kind in _COMMIT_KINDS:
+            return CommitStateUnknownError(f"Cannot tell whether {operation} landed: {detail}")
+        return RestError(text, status, error_type)
+    if status == 409 and error_type == KEY_REUSED:  # refused unapplied: a client bug
+        return RestError(text, status, error_type)
     if status == 409:
         if kind == "namespace":
             return NamespaceAlreadyExistsError(text)

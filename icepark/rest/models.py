@@ -10,6 +10,7 @@ each, where they are used.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "RestModel",
     "CatalogConfig",
+    "IDEMPOTENCY_KEY",
+    "duration_seconds",
     "ErrorModel",
     "ErrorResponse",
     "Namespace",
@@ -69,11 +72,39 @@ class RestModel(BaseModel):
 
 class CatalogConfig(RestModel):
     """``GET /v1/config``: properties the server sets under (``defaults``) and over
-    (``overrides``) the client's, and the endpoints it serves (``"GET /v1/{prefix}/..."``)."""
+    (``overrides``) the client's, the endpoints it serves (``"GET /v1/{prefix}/..."``) and, when
+    it keeps the outcomes of mutations by ``Idempotency-Key``, how long a client may reuse a key
+    (``idempotency-key-lifetime``, an ISO-8601 duration such as ``PT30M``)."""
 
     defaults: dict[str, str] = Field(default_factory=dict)
     overrides: dict[str, str] = Field(default_factory=dict)
     endpoints: list[str] | None = None
+    idempotency_key_lifetime: str | None = Field(default=None, alias="idempotency-key-lifetime")
+
+
+IDEMPOTENCY_KEY = "Idempotency-Key"
+"""The request header naming one logical mutation (a UUIDv7); a retry of it carries the same."""
+
+_DURATION = re.compile(
+    r"P(?:(?P<days>\d+(?:\.\d+)?)D)?"
+    r"(?:T(?:(?P<hours>\d+(?:\.\d+)?)H)?(?:(?P<minutes>\d+(?:\.\d+)?)M)?"
+    r"(?:(?P<seconds>\d+(?:\.\d+)?)S)?)?"
+)
+
+
+def duration_seconds(text: str) -> float:
+    """An ISO-8601 duration of days and time (``PT30M``, ``PT24H``, ``P1DT2H``, ``PT0.5S``) in
+    seconds, as Java's ``Duration.parse`` reads them; anything else is a ``ValueError``."""
+    found = _DURATION.fullmatch(text.strip().upper())
+    if found is None or not any(found.groupdict().values()) or text.strip().upper().endswith("T"):
+        raise ValueError(f"Invalid ISO-8601 duration {text!r}: expected a form like PT30M")
+    parts = {k: float(v) for k, v in found.groupdict().items() if v is not None}
+    return (
+        parts.get("days", 0.0) * 86400
+        + parts.get("hours", 0.0) * 3600
+        + parts.get("minutes", 0.0) * 60
+        + parts.get("seconds", 0.0)
+    )
 
 
 class ErrorModel(RestModel):

@@ -175,7 +175,7 @@ class RestViews:
             location=location.rstrip("/") if location else None,
             properties=dict(properties or {}),
         )
-        result = self._client.call(
+        result = self._client.change(
             "POST",
             self._ns_url(namespace, "views"),
             operation,
@@ -203,7 +203,7 @@ class RestViews:
             requirements=[r.to_json() for r in requirements],
             updates=[u.to_json() for u in updates],
         )
-        result = self._client.call(
+        result = self._client.change(
             "POST",
             self._view_url(ident),
             operation,
@@ -224,7 +224,7 @@ class RestViews:
         request = RenameTableRequest(
             source=TableIdentifier.of(src), destination=TableIdentifier.of(dst)
         )
-        self._client.call(
+        self._client.change(
             "POST", self._client.url("views", "rename"), operation, body=request, errors="view"
         )
         return self.load_view(dst)
@@ -233,4 +233,4 @@ class RestViews:
         ident = to_identifier(identifier)
         operation = f"drop view {_dotted(ident)}"
         self._require(f"DELETE {_VIEW}", operation)
-        self._client.call("DELETE", self._view_url(ident), operation, errors="view")
+        self._client.change("DELETE", self._view_url(ident), operation, errors="view")

@@ -21,27 +21,23 @@ judges the server's atomicity, not PyIceberg's retry budget.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 import icepark
-from tests.rest.conftest import free_port
+from tests.rest.serve_process import ENV, icepark_servers
 
 pytest.importorskip("pyiceberg.catalog.rest")
 StaticTable = pytest.importorskip("pyiceberg.table").StaticTable
 
 ROOT = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 PROCESSES, APPENDS = 8, 50
 # PyIceberg 0.12's append deep-copies the table metadata about 18 times (pydantic
 # ``model_copy``), so its cost grows with the snapshots: ~20 ms on a new table, ~190 ms at 80
@@ -58,44 +54,11 @@ RETRIES = {
 }
 
 
-@contextmanager
-def icepark_serve(uri: str, warehouse: Path, log: Path) -> Iterator[str]:
-    """``icepark --uri URI --warehouse W serve --port P`` in its own process; yields its URL."""
-    port = free_port()
-    cmd = [sys.executable, "-c", "from icepark.cli.main import main; main()"]
-    cmd += ["--uri", uri, "--warehouse", str(warehouse), "serve", "--port", str(port)]
-    url = f"http://127.0.0.1:{port}"
-    with open(log, "w") as err:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=ENV)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/healthz", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"icepark serve did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
-
-
 def _run_load(uri: str, warehouse: Path, tmp_path: Path, servers: int) -> None:
     table = f"load_{uuid.uuid4().hex[:8]}.t"  # PostgreSQL's catalog outlives the test
     with ExitStack() as stack:
-        urls = [
-            stack.enter_context(icepark_serve(uri, warehouse, tmp_path / f"serve-{s}.log"))
-            for s in range(servers)
-        ]
+        logs = [tmp_path / f"serve-{s}.log" for s in range(servers)]
+        urls = stack.enter_context(icepark_servers(uri, warehouse, logs))
         setup = icepark.load_catalog(type="rest", uri=urls[0])
         setup.create_namespace(table.split(".")[0])
         setup.create_table(

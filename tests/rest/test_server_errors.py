@@ -248,7 +248,7 @@ def test_commit_state_unknown_500_and_unexpected_errors(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("postgresql://app:hunter2@db.internal/cat refused")
 
-    monkeypatch.setattr(catalog, "load_table", broken)
+    monkeypatch.setattr(catalog, "metadata_location", broken)  # every load asks it
     r = client.get("/v1/namespaces/db/tables/t")
     message = _error(r, 500, "ServiceFailureException")
     assert "hunter2" not in message and "db.internal" not in message

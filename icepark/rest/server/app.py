@@ -10,7 +10,9 @@ error becomes an ``ErrorResponse`` (:mod:`.errors`).
 Routes live under ``/v1/`` or, with ``prefix``, ``/v1/<prefix>/``; ``GET /v1/config`` tells
 clients the prefix (in ``overrides``) and lists the endpoints served (views and multi-table
 transactions only where the backing catalog can hold them), and
-``POST /v1/oauth/tokens`` issues tokens when the server has principals (:mod:`.oauth`).
+``POST /v1/oauth/tokens`` issues tokens when the server has principals (:mod:`.oauth`). Over a
+SQL catalog the config also advertises ``idempotency-key-lifetime``: every mutation sent with an
+``Idempotency-Key`` is applied once and its outcome replayed to a retry (:mod:`.idempotency`).
 ``GET /healthz`` answers without auth.
 """
 
@@ -28,7 +30,8 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from icepark.catalog.base import Catalog
-from icepark.rest.models import CatalogConfig
+from icepark.catalog.idempotency_keys import idempotency_keys_for
+from icepark.rest.models import CatalogConfig, duration_seconds
 from icepark.rest.server import (
     oauth,
     routes_credentials,
@@ -41,6 +44,7 @@ from icepark.rest.server import (
 from icepark.rest.server.context import ServerState, caller, state_of
 from icepark.rest.server.credentials import CredentialVendor
 from icepark.rest.server.errors import install_error_handlers
+from icepark.rest.server.idempotency import KeyPolicy
 from icepark.rest.server.plans import PlanStore
 from icepark.rest.server.security import Principal, Principals, TokenSigner
 
@@ -68,6 +72,8 @@ def create_app(
     scan_plan_ttl_seconds: float = 600.0,
     scan_planning_default: bool = False,
     credentials: CredentialVendor | None = None,
+    idempotency_key_lifetime: str | None = "PT30M",
+    idempotency_wait_seconds: float = 10.0,
 ) -> FastAPI:
     """The ASGI app serving ``catalog`` over the Iceberg REST protocol.
 
@@ -85,11 +91,18 @@ def create_app(
     tasks, for ``scan_plan_ttl_seconds``; ``scan_planning_default`` tells clients in the
     config's ``defaults`` to plan on the server (``rest.scan-planning.enabled``, and Java's
     ``scan-planning-mode=server``).
+
+    ``idempotency_key_lifetime`` (an ISO-8601 duration; None turns it off): how long the
+    outcome of each mutation sent with an ``Idempotency-Key`` is kept, in the catalog's own
+    database, to answer a retry of it (:mod:`.idempotency`); advertised in the config. Only a
+    catalog with a SQL database keeps them (a file-system backing advertises nothing). A
+    retry whose first request still runs waits up to ``idempotency_wait_seconds`` for it.
     """
     if prefix is not None:
         prefix = prefix.strip("/")
         if not prefix or "/" in prefix:
             raise ValueError(f"Invalid prefix {prefix!r}: one non-empty path segment")
+    policy = _key_policy(catalog, idempotency_key_lifetime, idempotency_wait_seconds)
     app = FastAPI(
         title="icepark REST catalog",
         docs_url=None,
@@ -118,6 +131,7 @@ def create_app(
             else {}
         ),
         credentials=credentials,
+        idempotency=policy,
     )
     install_error_handlers(app)
     base = f"/v1/{quote(prefix, safe='')}" if prefix else "/v1"
@@ -135,13 +149,29 @@ def create_app(
     return app
 
 
+def _key_policy(catalog: Catalog, lifetime: str | None, wait_s: float) -> KeyPolicy | None:
+    if lifetime is None:
+        return None
+    try:
+        seconds = duration_seconds(lifetime)
+    except ValueError as exc:
+        raise ValueError(f"Invalid idempotency_key_lifetime: {exc}") from None
+    keys = idempotency_keys_for(catalog, catalog.properties)
+    if keys is None:
+        return None
+    return KeyPolicy(keys, lifetime, seconds, wait_s)
+
+
 def _config(
     request: Request, principal: Annotated[Principal | None, Depends(caller)]
 ) -> JSONResponse:
     state = state_of(request)
     overrides = {"prefix": state.prefix} if state.prefix else {}
     body = CatalogConfig(
-        defaults=dict(state.config_defaults), overrides=overrides, endpoints=list(state.endpoints)
+        defaults=dict(state.config_defaults),
+        overrides=overrides,
+        endpoints=list(state.endpoints),
+        idempotency_key_lifetime=state.idempotency.lifetime if state.idempotency else None,
     )
     return JSONResponse(body.dump())
 

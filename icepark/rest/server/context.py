@@ -19,6 +19,7 @@ from icepark.rest.server.security import LEVEL_NAMES, Principal, Principals, Tok
 
 if TYPE_CHECKING:
     from icepark.rest.server.credentials import CredentialVendor
+    from icepark.rest.server.idempotency import KeyPolicy
 
 __all__ = ["ServerState", "state_of", "caller", "require"]
 
@@ -35,6 +36,7 @@ class ServerState:
     config_defaults: dict[str, str] = field(default_factory=dict)
     credentials: CredentialVendor | None = None
     metadata: MetadataCache = field(default_factory=MetadataCache)
+    idempotency: KeyPolicy | None = None  # outcomes by Idempotency-Key (None: not offered)
 
 
 def state_of(request: Request) -> ServerState:

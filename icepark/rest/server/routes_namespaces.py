@@ -1,5 +1,6 @@
 """Namespace routes: list (with ``parent`` and paging), create, load, exists, drop, and the
-properties update. Reading needs a ``read`` grant, changing a namespace ``admin``."""
+properties update. Reading needs a ``read`` grant, changing a namespace ``admin``; a change
+sent with an ``Idempotency-Key`` happens once (:mod:`.idempotency`)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from icepark.rest.models import (
     UpdateNamespacePropertiesResponse,
 )
 from icepark.rest.server.context import caller, require, state_of
-from icepark.rest.server.errors import error_response
+from icepark.rest.server.idempotency import Outcome, once
 from icepark.rest.server.names import check_namespace, page, parse_namespace
 from icepark.rest.server.security import ADMIN, READ, Principal
 
@@ -59,15 +60,17 @@ def list_namespaces(
 
 
 @router.post("/namespaces", name="create_namespace")
-def create_namespace(
-    request: Request, principal: Caller, body: CreateNamespaceRequest
-) -> JSONResponse:
+def create_namespace(request: Request, principal: Caller, body: CreateNamespaceRequest) -> Response:
     ns = check_namespace(body.namespace)
     require(principal, ns, ADMIN)
     catalog = state_of(request).catalog
-    catalog.create_namespace(ns, dict(body.properties))
-    props = catalog.load_namespace_properties(ns)
-    return JSONResponse(CreateNamespaceResponse(namespace=list(ns), properties=props).dump())
+
+    def action() -> Outcome:
+        catalog.create_namespace(ns, dict(body.properties))
+        props = catalog.load_namespace_properties(ns)
+        return Outcome(200, CreateNamespaceResponse(namespace=list(ns), properties=props).dump())
+
+    return once(request, principal, body, action)
 
 
 @router.get("/namespaces/{namespace}", name="load_namespace")
@@ -91,26 +94,34 @@ def namespace_exists(request: Request, principal: Caller, namespace: str) -> Res
 def drop_namespace(request: Request, principal: Caller, namespace: str) -> Response:
     ns = parse_namespace(namespace)
     require(principal, ns, ADMIN)
-    state_of(request).catalog.drop_namespace(ns)
-    return Response(status_code=204)
+
+    def action() -> Outcome:
+        state_of(request).catalog.drop_namespace(ns)
+        return Outcome(204)
+
+    return once(request, principal, None, action)
 
 
 @router.post("/namespaces/{namespace}/properties", name="update_namespace_properties")
 def update_properties(
     request: Request, principal: Caller, namespace: str, body: UpdateNamespacePropertiesRequest
-) -> JSONResponse:
+) -> Response:
     ns = parse_namespace(namespace)
     require(principal, ns, ADMIN)
-    both = sorted(set(body.removals) & set(body.updates))
-    if both:
-        message = f"Properties both set and removed: {', '.join(both)}"
-        return error_response(422, "UnprocessableEntityException", message)
     catalog = state_of(request).catalog
-    before = catalog.load_namespace_properties(ns)
-    catalog.update_namespace_properties(ns, removals=body.removals, updates=body.updates)
-    answer = UpdateNamespacePropertiesResponse(
-        updated=sorted(body.updates),
-        removed=sorted(k for k in body.removals if k in before),
-        missing=sorted(k for k in body.removals if k not in before) or None,
-    )
-    return JSONResponse(answer.dump())
+
+    def action() -> Outcome:
+        both = sorted(set(body.removals) & set(body.updates))
+        if both:
+            message = f"Properties both set and removed: {', '.join(both)}"
+            return Outcome.error(422, "UnprocessableEntityException", message)
+        before = catalog.load_namespace_properties(ns)
+        catalog.update_namespace_properties(ns, removals=body.removals, updates=body.updates)
+        answer = UpdateNamespacePropertiesResponse(
+            updated=sorted(body.updates),
+            removed=sorted(k for k in body.removals if k in before),
+            missing=sorted(k for k in body.removals if k not in before) or None,
+        )
+        return Outcome(200, answer.dump())
+
+    return once(request, principal, body, action)

@@ -10,6 +10,10 @@ A commit that carries ``assert-create`` for a table that does not exist is the e
 stage-create (a create transaction): the updates build the first metadata from nothing and the
 catalog creates the table from it, so of two such commits one wins and the other gets 409.
 
+Every mutation (create, register, commit, drop, rename) sent with an ``Idempotency-Key`` runs
+once: a retry gets the first outcome, a table answer re-read from the metadata file the first
+request wrote (:mod:`.idempotency`).
+
 Grants: ``read`` on the namespace lists, loads and checks; ``write`` creates, registers,
 commits, drops and renames (on both namespaces).
 """
@@ -20,7 +24,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
@@ -36,7 +40,6 @@ from icepark.errors import (
 )
 from icepark.rest.models import (
     CommitTableRequest,
-    CommitTableResponse,
     CreateTableRequest,
     LoadTableResult,
     RegisterTableRequest,
@@ -46,6 +49,7 @@ from icepark.rest.models import (
 )
 from icepark.rest.server.context import caller, require, state_of
 from icepark.rest.server.errors import parse_each
+from icepark.rest.server.idempotency import Outcome, once, render_plain
 from icepark.rest.server.metadata_cache import MetadataCache
 from icepark.rest.server.names import (
     check_name,
@@ -57,13 +61,18 @@ from icepark.rest.server.names import (
 from icepark.rest.server.routes_credentials import vended
 from icepark.rest.server.security import READ, WRITE, Principal
 from icepark.spec import properties as P
-from icepark.spec.metadata import TableMetadata, table_metadata_to_dict
+from icepark.spec.metadata import (
+    TableMetadata,
+    table_metadata_from_dict,
+    table_metadata_to_dict,
+)
 from icepark.spec.new_table import NEW_TABLE_DEFAULTS, new_table_metadata
 from icepark.spec.partitioning import partition_spec_from_json
 from icepark.spec.requirements import AssertCreate, table_requirement_from_json
 from icepark.spec.schema import schema_from_json
 from icepark.spec.sorting import sort_order_from_json
 from icepark.spec.updates import table_update_from_json
+from icepark.table.interface import CommitResult, read_table_metadata
 
 __all__ = ["router", "ENDPOINTS"]
 
@@ -157,22 +166,78 @@ def _new_metadata(
 @router.post("/namespaces/{namespace}/tables", name="create_table")
 def create_table(
     request: Request, principal: Caller, namespace: str, body: CreateTableRequest
-) -> JSONResponse:
+) -> Response:
     ident = (*parse_namespace(namespace), check_name(body.name))
     require(principal, ident[:-1], WRITE)
-    catalog = state_of(request).catalog
-    check_namespace_exists(catalog, ident[:-1])
-    if catalog.table_exists(ident):
-        raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}")
-    metadata = _new_metadata(catalog, ident, body)
-    if body.stage_create:
-        # nothing is written: the client commits the create (with assert-create) later
-        return _load_result(
-            metadata, None, creds=vended(request, principal, ident, metadata.location)
-        )
-    table = catalog.create_table_from_metadata(ident, metadata)
-    creds = vended(request, principal, ident, table.metadata.location)
-    return _load_result(table.metadata, table.metadata_location, creds=creds)
+    state = state_of(request)
+    catalog = state.catalog
+
+    def action() -> Outcome:
+        check_namespace_exists(catalog, ident[:-1])
+        if catalog.table_exists(ident):
+            raise TableAlreadyExistsError(f"Table already exists: {'.'.join(ident)}")
+        metadata = _new_metadata(catalog, ident, body)
+        if body.stage_create:
+            # nothing is written: the client commits the create (with assert-create) later
+            return Outcome(200, table={"metadata": table_metadata_to_dict(metadata)})
+        table = catalog.create_table_from_metadata(ident, metadata)
+        state.metadata.remember(table.metadata_location, table.metadata)
+        return Outcome(200, table={"location": table.metadata_location})
+
+    return once(request, principal, body, action, _load_answer(request, principal, ident))
+
+
+def _load_answer(
+    request: Request, principal: Principal | None, ident: tuple[str, ...]
+) -> Callable[[Outcome], Response]:
+    """Renders a create's or register's outcome as a ``LoadTableResult`` (with credentials
+    vended now, for this caller)."""
+
+    def render(outcome: Outcome) -> Response:
+        if outcome.table is None:
+            return render_plain(outcome)
+        metadata, location = _table_of(request, ident, outcome.table)
+        creds = vended(request, principal, ident, metadata.location)
+        return _load_result(metadata, location, creds=creds)
+
+    return render
+
+
+def _commit_answer(request: Request, ident: tuple[str, ...]) -> Callable[[Outcome], Response]:
+    """Renders a commit's outcome as a ``CommitTableResponse`` (with the ETag a load of the
+    committed table would carry)."""
+
+    def render(outcome: Outcome) -> Response:
+        if outcome.table is None:
+            return render_plain(outcome)
+        metadata, location = _table_of(request, ident, outcome.table)
+        assert location is not None
+        cache = state_of(request).metadata
+        etag = {"ETag": _etag(location, "all")}
+        return _answer(cache, location, "all", {}, etag, metadata=metadata)
+
+    return render
+
+
+def _table_of(
+    request: Request, ident: tuple[str, ...], kept: dict[str, Any]
+) -> tuple[TableMetadata, str | None]:
+    """The metadata a table outcome names: a stage-create's own, else the file the request
+    wrote (kept parsed by location; read again on a repeat that another server process
+    answers); a file removed since gives way to the table's current metadata."""
+    if "metadata" in kept:
+        return table_metadata_from_dict(kept["metadata"]), None
+    state = state_of(request)
+    location: str = kept["location"]
+    found = state.metadata.parsed(location)
+    if found is None:
+        try:
+            found = read_table_metadata(state.catalog.io, location)
+        except NoSuchFileError:
+            loaded = state.catalog.load_table(ident)
+            location, found = loaded.metadata_location, loaded.metadata
+        state.metadata.remember(location, found)
+    return found, location
 
 
 @router.get("/namespaces/{namespace}/tables/{table}", name="load_table")
@@ -246,19 +311,24 @@ def drop_table(
 ) -> Response:
     ident = _ident(namespace, table)
     require(principal, ident[:-1], WRITE)
-    state_of(request).catalog.drop_table(ident, purge=purge)
-    return Response(status_code=204)
+
+    def action() -> Outcome:
+        state_of(request).catalog.drop_table(ident, purge=purge)
+        return Outcome(204)
+
+    return once(request, principal, None, action)
 
 
 @router.post("/namespaces/{namespace}/register", name="register_table")
 def register_table(
     request: Request, principal: Caller, namespace: str, body: RegisterTableRequest
-) -> JSONResponse:
+) -> Response:
     ident = (*parse_namespace(namespace), check_name(body.name))
     require(principal, ident[:-1], WRITE)
     if body.overwrite:
         raise BadRequestError("Register with overwrite=true is not supported")
-    catalog = state_of(request).catalog
+    state = state_of(request)
+    catalog = state.catalog
     warehouse = catalog.properties.get("warehouse")
     if warehouse and not _under(body.metadata_location, warehouse):
         # the server reads the file: a client may not make it read outside its warehouse
@@ -266,16 +336,20 @@ def register_table(
             f"Cannot register {'.'.join(ident)}: {body.metadata_location!r} is outside the "
             "catalog's warehouse"
         )
-    try:
-        registered = catalog.register_table(ident, body.metadata_location)
-    except (NoSuchFileError, ValueError) as exc:  # no such file, a path with NUL, not JSON
-        # one message for every cause: the answer must not tell which files exist
-        raise BadRequestError(
-            f"Cannot register {'.'.join(ident)}: no readable table metadata at "
-            f"{body.metadata_location!r}"
-        ) from exc
-    creds = vended(request, principal, ident, registered.metadata.location)
-    return _load_result(registered.metadata, registered.metadata_location, creds=creds)
+
+    def action() -> Outcome:
+        try:
+            registered = catalog.register_table(ident, body.metadata_location)
+        except (NoSuchFileError, ValueError) as exc:  # no such file, a path with NUL, not JSON
+            # one message for every cause: the answer must not tell which files exist
+            raise BadRequestError(
+                f"Cannot register {'.'.join(ident)}: no readable table metadata at "
+                f"{body.metadata_location!r}"
+            ) from exc
+        state.metadata.remember(registered.metadata_location, registered.metadata)
+        return Outcome(200, table={"location": registered.metadata_location})
+
+    return once(request, principal, body, action, _load_answer(request, principal, ident))
 
 
 def _under(location: str, root: str) -> bool:
@@ -304,8 +378,12 @@ def rename_table(request: Request, principal: Caller, body: RenameTableRequest) 
     source, destination = _ident_of(body.source), _ident_of(body.destination)
     require(principal, source[:-1], WRITE)
     require(principal, destination[:-1], WRITE)
-    state_of(request).catalog.rename_table(source, destination)
-    return Response(status_code=204)
+
+    def action() -> Outcome:
+        state_of(request).catalog.rename_table(source, destination)
+        return Outcome(204)
+
+    return once(request, principal, body, action)
 
 
 @router.post("/namespaces/{namespace}/tables/{table}", name="commit_table")
@@ -318,31 +396,34 @@ def commit_table(
         raise BadRequestError("The body's identifier differs from the table in the path")
     requirements = parse_each("requirements", body.requirements, table_requirement_from_json)
     updates = parse_each("updates", body.updates, table_update_from_json)
-    catalog = state_of(request).catalog
-    if any(isinstance(r, AssertCreate) for r in requirements) and not catalog.table_exists(ident):
-        return _commit_create(catalog, ident, requirements, updates)
-    cache = state_of(request).metadata
-    location = catalog.metadata_location(ident)
-    base = cache.parsed(location)  # the current file as read before: checked, not re-read
-    result = catalog.commit_table(ident, base, location if base else None, requirements, updates)
-    cache.remember(result.metadata_location, result.metadata)
-    location = result.metadata_location
-    etag = {"ETag": _etag(location, "all")}  # what a load of the committed table would carry
-    return _answer(cache, location, "all", {}, etag, metadata=result.metadata)
+    state = state_of(request)
+    catalog, cache = state.catalog, state.metadata
+
+    def action() -> Outcome:
+        if any(isinstance(r, AssertCreate) for r in requirements) and not catalog.table_exists(
+            ident
+        ):
+            result = _commit_create(catalog, ident, requirements, updates)
+        else:
+            location = catalog.metadata_location(ident)
+            base = cache.parsed(location)  # the current file as read before: checked, not re-read
+            result = catalog.commit_table(
+                ident, base, location if base else None, requirements, updates
+            )
+        cache.remember(result.metadata_location, result.metadata)
+        return Outcome(200, table={"location": result.metadata_location})
+
+    return once(request, principal, body, action, _commit_answer(request, ident))
 
 
 def _commit_create(
     catalog: Catalog, ident: tuple[str, ...], requirements: Sequence[Any], updates: Sequence[Any]
-) -> JSONResponse:
+) -> CommitResult:
     check_namespace_exists(catalog, ident[:-1])
     try:  # the catalog builds the first metadata from the updates (one create commit)
-        created = catalog.commit_table(ident, None, None, requirements, updates)
+        return catalog.commit_table(ident, None, None, requirements, updates)
     except TableAlreadyExistsError as exc:
         raise CommitFailedError(f"Table already exists: {'.'.join(ident)}") from exc
-    body = CommitTableResponse(
-        metadata_location=created.metadata_location, metadata=_metadata_json(created.metadata)
-    )
-    return JSONResponse(body.dump())
 
 
 @router.post("/namespaces/{namespace}/tables/{table}/metrics", name="report_metrics")

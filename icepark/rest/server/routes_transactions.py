@@ -4,7 +4,8 @@ A ``CommitTransactionRequest`` holds one ``CommitTableRequest`` per table (ident
 requirements, updates). Every change is parsed first (a bad one is a 400 naming
 ``table-changes[i]``), the caller must hold ``write`` on every table's namespace, then the
 catalog's ``commit_tables`` checks every requirement, writes each new metadata file and swaps
-all pointers in one atomic step: all tables change or none does. A requirement that no longer
+all pointers in one atomic step: all tables change or none does (once per
+``Idempotency-Key``: :mod:`.idempotency`). A requirement that no longer
 holds, or a pointer that moved, is a 409 ``CommitFailedException`` naming the table; the
 files written for the others are deleted. Answers 204 with no body, as the spec says.
 
@@ -23,6 +24,7 @@ from icepark.errors import BadRequestError
 from icepark.rest.models import CommitTransactionRequest
 from icepark.rest.server.context import caller, require, state_of
 from icepark.rest.server.errors import parse_each
+from icepark.rest.server.idempotency import Outcome, once
 from icepark.rest.server.names import check_name, check_namespace
 from icepark.rest.server.security import WRITE, Principal
 from icepark.spec.requirements import table_requirement_from_json
@@ -60,5 +62,9 @@ def commit_transaction(
         idents.append(ident)
     for ident in idents:
         require(principal, ident[:-1], WRITE)
-    state_of(request).catalog.commit_tables(changes)
-    return Response(status_code=204)
+
+    def action() -> Outcome:
+        state_of(request).catalog.commit_tables(changes)
+        return Outcome(204)
+
+    return once(request, principal, body, action)

@@ -20,7 +20,7 @@ file-system one) answers 406 ``UnsupportedOperationException``, as Java's adapte
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import JSONResponse
@@ -36,6 +36,7 @@ from icepark.rest.models import (
 )
 from icepark.rest.server.context import caller, require, state_of
 from icepark.rest.server.errors import parse_each
+from icepark.rest.server.idempotency import Outcome, once
 from icepark.rest.server.names import (
     check_name,
     check_namespace,
@@ -47,7 +48,11 @@ from icepark.rest.server.security import READ, WRITE, Principal
 from icepark.spec.requirements import table_requirement_from_json
 from icepark.spec.schema import schema_from_json
 from icepark.spec.view_builder import new_view_metadata, view_update_from_json
-from icepark.spec.view_metadata import view_metadata_to_json, view_version_from_json
+from icepark.spec.view_metadata import (
+    ViewMetadata,
+    view_metadata_to_json,
+    view_version_from_json,
+)
 
 __all__ = ["router", "ENDPOINTS"]
 
@@ -76,10 +81,12 @@ def _ident_of(identifier: TableIdentifier) -> tuple[str, ...]:
 
 
 def _load_result(view: View) -> JSONResponse:
-    body = LoadViewResult(
-        metadata_location=view.metadata_location, metadata=view_metadata_to_json(view.metadata)
-    )
-    return JSONResponse(body.dump())
+    return JSONResponse(_view_body(view.metadata_location, view.metadata))
+
+
+def _view_body(location: str, metadata: ViewMetadata) -> dict[str, Any]:
+    body = LoadViewResult(metadata_location=location, metadata=view_metadata_to_json(metadata))
+    return body.dump()
 
 
 @router.get("/namespaces/{namespace}/views", name="list_views")
@@ -100,21 +107,28 @@ def list_views(
 @router.post("/namespaces/{namespace}/views", name="create_view")
 def create_view(
     request: Request, principal: Caller, namespace: str, body: CreateViewRequest
-) -> JSONResponse:
+) -> Response:
     ident = (*parse_namespace(namespace), check_name(body.name, "view name"))
     require(principal, ident[:-1], WRITE)
     catalog = state_of(request).catalog
-    check_namespace_exists(catalog, ident[:-1])
-    try:
-        schema = schema_from_json(body.schema_)
-        # a new view's one version is version 1, whatever id the client gave it (as Java's
-        # handler builds it anew)
-        version = replace(view_version_from_json(body.view_version), version_id=1)
-        location = (body.location or catalog.default_table_location(ident)).rstrip("/")
-        metadata, _ = new_view_metadata(location, schema, version, body.properties)
-    except (IceparkError, ValueError, TypeError, KeyError) as exc:
-        raise BadRequestError(f"Invalid create-view request for {'.'.join(ident)}: {exc}") from exc
-    return _load_result(catalog.create_view_from_metadata(ident, metadata))
+
+    def action() -> Outcome:
+        check_namespace_exists(catalog, ident[:-1])
+        try:
+            schema = schema_from_json(body.schema_)
+            # a new view's one version is version 1, whatever id the client gave it (as Java's
+            # handler builds it anew)
+            version = replace(view_version_from_json(body.view_version), version_id=1)
+            location = (body.location or catalog.default_table_location(ident)).rstrip("/")
+            metadata, _ = new_view_metadata(location, schema, version, body.properties)
+        except (IceparkError, ValueError, TypeError, KeyError) as exc:
+            raise BadRequestError(
+                f"Invalid create-view request for {'.'.join(ident)}: {exc}"
+            ) from exc
+        view = catalog.create_view_from_metadata(ident, metadata)
+        return Outcome(200, _view_body(view.metadata_location, view.metadata))
+
+    return once(request, principal, body, action)
 
 
 @router.get("/namespaces/{namespace}/views/{view}", name="load_view")
@@ -137,7 +151,7 @@ def view_exists(request: Request, principal: Caller, namespace: str, view: str) 
 @router.post("/namespaces/{namespace}/views/{view}", name="replace_view")
 def replace_view(
     request: Request, principal: Caller, namespace: str, view: str, body: CommitViewRequest
-) -> JSONResponse:
+) -> Response:
     ident = _ident(namespace, view)
     require(principal, ident[:-1], WRITE)
     if body.identifier is not None and _ident_of(body.identifier) != ident:
@@ -145,20 +159,24 @@ def replace_view(
     requirements = parse_each("requirements", body.requirements, table_requirement_from_json)
     updates = parse_each("updates", body.updates, view_update_from_json)
     catalog = state_of(request).catalog
-    result = catalog.commit_view(ident, requirements, updates)
-    out = LoadViewResult(
-        metadata_location=result.metadata_location,
-        metadata=view_metadata_to_json(result.metadata),
-    )
-    return JSONResponse(out.dump())
+
+    def action() -> Outcome:
+        result = catalog.commit_view(ident, requirements, updates)
+        return Outcome(200, _view_body(result.metadata_location, result.metadata))
+
+    return once(request, principal, body, action)
 
 
 @router.delete("/namespaces/{namespace}/views/{view}", name="drop_view")
 def drop_view(request: Request, principal: Caller, namespace: str, view: str) -> Response:
     ident = _ident(namespace, view)
     require(principal, ident[:-1], WRITE)
-    state_of(request).catalog.drop_view(ident)
-    return Response(status_code=204)
+
+    def action() -> Outcome:
+        state_of(request).catalog.drop_view(ident)
+        return Outcome(204)
+
+    return once(request, principal, None, action)
 
 
 @router.post("/views/rename", name="rename_view")
@@ -166,5 +184,9 @@ def rename_view(request: Request, principal: Caller, body: RenameTableRequest) -
     source, destination = _ident_of(body.source), _ident_of(body.destination)
     require(principal, source[:-1], WRITE)
     require(principal, destination[:-1], WRITE)
-    state_of(request).catalog.rename_view(source, destination)
-    return Response(status_code=204)
+
+    def action() -> Outcome:
+        state_of(request).catalog.rename_view(source, destination)
+        return Outcome(204)
+
+    return once(request, principal, body, action)
