@@ -177,3 +177,43 @@ def test_prefix_from_config(catalog: Catalog) -> None:
         rc.create_namespace("db")
         rc.create_table("db.t", pa.schema([("id", pa.int64())])).append(pa.table({"id": [5]}))
     assert catalog.load_table("db.t").scan().to_arrow().column("id").to_pylist() == [5]
+
+
+def test_pyiceberg_deletes_updates_and_travels_through_the_server(rc, catalog: Catalog) -> None:  # type: ignore[no-untyped-def]
+    """PyIceberg's own row-level writes (its copy-on-write delete and its upsert, which
+    updates matched rows and inserts the others) committed through the server, read back by
+    icepark; then PyIceberg reads an older snapshot by id through the server."""
+    rc.create_namespace("db")
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), ("v", pa.string())])
+    table = rc.create_table("db.t", schema)
+    table.append(pa.table({"id": [1, 2, 3, 4], "v": ["a", "b", "c", "d"]}, schema=schema))
+    first = table.current_snapshot().snapshot_id
+    table.delete("id = 2")
+    table.upsert(pa.table({"id": [3, 5], "v": ["C", "e"]}, schema=schema), join_cols=["id"])
+    mine = catalog.load_table("db.t")
+    assert _rows(mine.scan().to_arrow()) == [(1, "a"), (3, "C"), (4, "d"), (5, "e")]
+    assert len(mine.snapshots()) >= 3  # the append, the delete, the upsert's commit(s)
+    theirs = rc.load_table("db.t").scan(snapshot_id=first).to_arrow()
+    assert _rows(theirs) == [(1, "a"), (2, "b"), (3, "c"), (4, "d")]
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_pyiceberg_reads_icepark_tables_of_each_version_through_the_server(  # type: ignore[no-untyped-def]
+    rc, catalog: Catalog, version: int
+) -> None:
+    """icepark writes (v1: a copy-on-write delete; v2: position deletes; v3: deletion
+    vectors), PyIceberg reads the same rows through the server, and refuses equality deletes
+    by name (PyIceberg 0.12 reads none)."""
+    catalog.create_namespace("db")
+    mode = "copy-on-write" if version == 1 else "merge-on-read"
+    props = {"format-version": str(version), "write.delete.mode": mode, "write.merge.mode": mode}
+    table = catalog.create_table("db.t", pa.schema([("id", pa.int64())]), properties=props)
+    table.append(pa.table({"id": list(range(10))}))
+    table.delete("id < 3")
+    theirs = rc.load_table("db.t").scan().to_arrow()
+    assert sorted(theirs.column("id").to_pylist()) == list(range(3, 10))
+    if version > 1:
+        table.upsert(pa.table({"id": [4]}), on=["id"])  # equality deletes (merge-on-read)
+        assert table.refresh().current_snapshot().summary["added-equality-delete-files"] == "1"
+        with pytest.raises(ValueError, match="equality deletes"):
+            rc.load_table("db.t").scan().to_arrow()
