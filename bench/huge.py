@@ -109,6 +109,10 @@ def _measure(metadata: str, what: str, point: int) -> dict[str, Any]:
                 first = task.file.file_path
     elif what == "inspect-files":
         tasks = t.inspect.files().num_rows
+    elif what == "inspect-files-batches":
+        tasks = sum(batch.num_rows for batch in t.inspect.batches("files"))
+    elif what.startswith("inspect-"):
+        tasks = t.inspect.table(what[len("inspect-") :]).num_rows
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"seconds": seconds, "tasks": tasks, "bytes": size, "first": first, "peak_mb": peak}

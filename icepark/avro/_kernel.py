@@ -10,16 +10,19 @@ encoded) and writes what it finds into slot arrays:
   a float, a double or a boolean as its position in ``buf`` with its length; a null (the null
   branch of a ``["null", t]`` union) as length -2 on the first slot of ``t``; an array's slot
   holds its item count;
-* a value inside an array item (``in_item == 1``) is appended to the item table
-  (``item_slot``, ``item_row``, ``item_val``, ``item_len``), in encoding order.
+* a value inside an array item (``in_item == 1``) is appended to its item slot's column:
+  ``item_vals[slot, k]``, ``item_lens[slot, k]`` and the record it belongs to in
+  ``item_rows[slot, k]``, where ``k = item_counts[slot]`` counts up (each item slot's values
+  in encoding order, ready to use as a column).
 
 A slot of -1 is stepped over without being stored. An int key of an array item with
 ``in_item == 2`` is looked up in ``wanted``: when it is not there, nothing more of that item is
 stored (a planner keeps the metrics of the columns its filter reads, not of every column).
 ``starts[row]`` is where each record starts. Every read is checked against ``end``: a
 truncated or corrupt block stops the run with an error code, never reads past the buffer.
-Returns ``(rows, items, pos, error)``; ``error`` is 0, :data:`FULL` when the item table is
-full (the caller grows it and runs again) or :data:`CORRUPT`.
+Returns ``(rows, pos, error)``; ``error`` is 0, :data:`FULL` when an item column is full
+(``item_counts`` are back as they were at the start of record ``rows``: the caller grows the
+columns and runs again from that record) or :data:`CORRUPT`.
 """
 
 from __future__ import annotations
@@ -53,6 +56,28 @@ def _varint(buf: np.ndarray, pos: int, end: int) -> tuple[Any, int, bool]:
     return np.int64(0), pos, False
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _put(
+    item_vals: np.ndarray,
+    item_lens: np.ndarray,
+    item_rows: np.ndarray,
+    item_counts: np.ndarray,
+    slot: int,
+    row: int,
+    value: int,
+    length: int,
+) -> bool:
+    """Append one value to item slot ``slot``'s column; False when the column is full."""
+    k = item_counts[slot]
+    if k >= item_vals.shape[1]:
+        return False
+    item_vals[slot, k] = value
+    item_lens[slot, k] = length
+    item_rows[slot, k] = row
+    item_counts[slot] = k + 1
+    return True
+
+
 @njit(cache=True, nogil=True)
 def run(
     buf: np.ndarray,
@@ -62,26 +87,28 @@ def run(
     ops: np.ndarray,
     vals: np.ndarray,
     lens: np.ndarray,
-    item_slot: np.ndarray,
-    item_row: np.ndarray,
-    item_val: np.ndarray,
-    item_len: np.ndarray,
-    items: int,
+    item_vals: np.ndarray,
+    item_lens: np.ndarray,
+    item_rows: np.ndarray,
+    item_counts: np.ndarray,
     row: int,
     starts: np.ndarray,
     wanted: np.ndarray,
-) -> tuple[int, int, int, int]:
+) -> tuple[int, int, int]:
     nops = ops.shape[0]
-    cap = item_val.shape[0]
     n_wanted = wanted.shape[0]
+    n_item_slots = item_counts.shape[0]
+    saved = np.empty(n_item_slots, dtype=np.int64)
     while row < rows_max:
-        row_items = items
+        for k in range(n_item_slots):
+            saved[k] = item_counts[k]
         row_pos = pos
         starts[row] = pos
         skipping = False  # the current array item's key is not wanted
         pc = 0
         left = 0  # items left in the current block of the current array
         count_slot = -1
+        error = 0
         while pc < nops:
             code = ops[pc, 0]
             slot = ops[pc, 1]
@@ -90,18 +117,17 @@ def run(
             if code == NULLABLE:
                 branch, pos, ok = _varint(buf, pos, end)
                 if not ok or branch < 0 or branch > 1:
-                    return row, row_items, row_pos, CORRUPT
+                    error = CORRUPT
+                    break
                 if branch == arg:  # the null branch: mark the value's first slot, skip it
                     sub = ops[pc + 1, 1]
                     if sub >= 0 and not (skipping and ops[pc + 1, 3] >= 1):
                         if ops[pc + 1, 3] >= 1:
-                            if items >= cap:
-                                return row, row_items, row_pos, FULL
-                            item_slot[items] = sub
-                            item_row[items] = row
-                            item_val[items] = 0
-                            item_len[items] = -2
-                            items += 1
+                            if not _put(
+                                item_vals, item_lens, item_rows, item_counts, sub, row, 0, -2
+                            ):
+                                error = FULL
+                                break
                         else:
                             lens[row, sub] = -2
                     pc += 1 + slot
@@ -116,14 +142,17 @@ def run(
                         continue
                 n, pos, ok = _varint(buf, pos, end)
                 if not ok:
-                    return row, row_items, row_pos, CORRUPT
+                    error = CORRUPT
+                    break
                 if n < 0:  # a block with its size in bytes
                     n = -n
                     size, pos, ok = _varint(buf, pos, end)
                     if not ok or size < 0:
-                        return row, row_items, row_pos, CORRUPT
+                        error = CORRUPT
+                        break
                 if n > end - pos:  # every item takes at least a byte
-                    return row, row_items, row_pos, CORRUPT
+                    error = CORRUPT
+                    break
                 if code == ARRAY:
                     count_slot = slot
                     skipping = False
@@ -148,13 +177,15 @@ def run(
             if code == LONG:
                 value, pos, ok = _varint(buf, pos, end)
                 if not ok:
-                    return row, row_items, row_pos, CORRUPT
+                    error = CORRUPT
+                    break
                 length = -1
             else:
                 if code == BYTES:
                     length, pos, ok = _varint(buf, pos, end)
                     if not ok or length < 0:
-                        return row, row_items, row_pos, CORRUPT
+                        error = CORRUPT
+                        break
                 elif code == FIXED:
                     length = arg
                 elif code == FLOAT:
@@ -164,9 +195,11 @@ def run(
                 elif code == BOOLEAN:
                     length = 1
                 else:
-                    return row, row_items, row_pos, CORRUPT
+                    error = CORRUPT
+                    break
                 if length > end - pos:
-                    return row, row_items, row_pos, CORRUPT
+                    error = CORRUPT
+                    break
                 value = pos
                 pos += length
             if in_item == 2:  # an item's key: is it wanted?
@@ -177,16 +210,18 @@ def run(
                         break
             if slot >= 0 and not (skipping and in_item >= 1):
                 if in_item >= 1:
-                    if items >= cap:
-                        return row, row_items, row_pos, FULL
-                    item_slot[items] = slot
-                    item_row[items] = row
-                    item_val[items] = value
-                    item_len[items] = length
-                    items += 1
+                    if not _put(
+                        item_vals, item_lens, item_rows, item_counts, slot, row, value, length
+                    ):
+                        error = FULL
+                        break
                 else:
                     vals[row, slot] = value
                     lens[row, slot] = length
             pc += 1
+        if error != 0:
+            for k in range(n_item_slots):
+                item_counts[k] = saved[k]
+            return row, row_pos, error
         row += 1
-    return row, items, pos, 0
+    return row, pos, 0

@@ -36,6 +36,7 @@ from icepark.avro.blocks import UnsupportedAvroError, resolve_named
 from icepark.errors import InvalidAvroFileError
 
 __all__ = [
+    "COMPILED_MIN_RECORDS",
     "Program",
     "Slots",
     "compile_program",
@@ -62,6 +63,11 @@ _PRIMITIVE_OPS = {
 Path = tuple[str, ...]
 """A value's place in the schema: the field names from the top record; ``"[]"`` for an
 array's items and ``"{}"``/``"{key}"`` for a map's values and keys."""
+
+COMPILED_MIN_RECORDS = 100_000
+"""Reads of at least this many records take the compiled path; smaller ones the
+Python decoders, which start faster (numba's first use in a process costs about half a
+second, its memory some 90 MB)."""
 
 ABSENT, NULL = -3, -2
 """Lengths in :attr:`Slots.lens`: the value is not in the record (not written), or null."""
@@ -177,9 +183,8 @@ class Slots:
     """What :func:`decode_records` found in ``count`` records of ``buf``.
 
     ``vals[row, slot]`` and ``lens[row, slot]`` per record (see :mod:`icepark.avro._kernel`);
-    the item table's columns are ``item_slot``, ``item_row``, ``item_val`` and ``item_len``,
-    in record order; ``starts[row]`` is where record ``row`` starts in ``buf`` (and
-    ``starts[count]`` where the last one ends).
+    each item slot's values as columns, in record order (:meth:`items`); ``starts[row]`` is
+    where record ``row`` starts in ``buf`` (and ``starts[count]`` where the last one ends).
     """
 
     buf: np.ndarray
@@ -187,14 +192,15 @@ class Slots:
     starts: np.ndarray
     vals: np.ndarray
     lens: np.ndarray
-    item_slot: np.ndarray
-    item_row: np.ndarray
-    item_val: np.ndarray
-    item_len: np.ndarray
+    item_vals: np.ndarray
+    item_lens: np.ndarray
+    item_rows: np.ndarray
+    item_counts: np.ndarray
 
-    def items_of(self, slot: int) -> np.ndarray:
-        """The indexes in the item table of the values of item slot ``slot``."""
-        return np.flatnonzero(self.item_slot == slot)
+    def items(self, slot: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Item slot ``slot``'s (values or positions, lengths, records), in order."""
+        n = int(self.item_counts[slot])
+        return self.item_vals[slot, :n], self.item_lens[slot, :n], self.item_rows[slot, :n]
 
 
 def kernel_available() -> bool:
@@ -209,7 +215,7 @@ def kernel_available() -> bool:
 
 
 @cache
-def kernel() -> Callable[..., tuple[int, int, int, int]]:
+def kernel() -> Callable[..., tuple[int, int, int]]:
     """The compiled interpreter (imports numba on first call; raises ImportError without
     it)."""
     from icepark.avro._kernel import run
@@ -236,17 +242,31 @@ def decode_records(
     n_slots = max(len(program.slots), 1)
     vals = np.zeros((count, n_slots), dtype=np.int64)
     lens = np.full((count, n_slots), ABSENT, dtype=np.int32)
-    capacity = max(1024, len(buf) // 4) if program.item_slots else 0
-    tables = _item_tables(capacity)
-    pos, items, row = 0, 0, 0
+    n_items = len(program.item_slots)
+    # a first guess at the items of each item slot: a value takes at least a byte
+    capacity = max(64, len(buf) // (4 * max(n_items, 1))) if n_items else 0
+    columns = _item_columns(n_items, capacity)
+    counts = np.zeros(n_items, dtype=np.int64)
+    pos, row = 0, 0
     while True:
-        row, items, pos, error = run(
-            buf, pos, len(buf), count, program.ops, vals, lens, *tables, items, row, starts, wanted
+        row, pos, error = run(
+            buf,
+            pos,
+            len(buf),
+            count,
+            program.ops,
+            vals,
+            lens,
+            *columns,
+            counts,
+            row,
+            starts,
+            wanted,
         )
         if error != _FULL:
             break
-        tables = _grown(tables, items, max(capacity * 2, 1024))
-        capacity = len(tables[0])
+        capacity *= 2
+        columns = _grown(columns, counts, capacity)
     if error == _CORRUPT or row != count or pos != len(buf):
         raise InvalidAvroFileError(
             f"Cannot read Avro file {location}: record {row} of {count} does not decode"
@@ -254,23 +274,27 @@ def decode_records(
             else f"Cannot read Avro file {location}: {len(buf) - pos} bytes after the records"
         )
     starts[count] = pos
-    item_slot, item_row, item_val, item_len = (t[:items].copy() for t in tables)
-    return Slots(buf, count, starts, vals, lens, item_slot, item_row, item_val, item_len)
+    used = int(counts.max()) if n_items else 0
+    if used < capacity // 2:  # give back what the first guess took too much
+        columns = _grown(columns, counts, used)
+    return Slots(buf, count, starts, vals, lens, *columns, counts)
 
 
-def _item_tables(capacity: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+_Columns = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _item_columns(n_items: int, capacity: int) -> _Columns:
     return (
-        np.empty(capacity, dtype=np.int16),
-        np.empty(capacity, dtype=np.int32),
-        np.empty(capacity, dtype=np.int64),
-        np.empty(capacity, dtype=np.int32),
+        np.empty((n_items, capacity), dtype=np.int64),
+        np.empty((n_items, capacity), dtype=np.int32),
+        np.empty((n_items, capacity), dtype=np.int32),
     )
 
 
-def _grown(
-    tables: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], used: int, capacity: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    grown = _item_tables(capacity)
-    for old, new in zip(tables, grown, strict=True):
-        new[:used] = old[:used]
+def _grown(columns: _Columns, counts: np.ndarray, capacity: int) -> _Columns:
+    """The item columns copied into columns of ``capacity`` values a slot."""
+    grown = _item_columns(columns[0].shape[0], capacity)
+    for old, new in zip(columns, grown, strict=True):
+        for slot, n in enumerate(counts.tolist()):
+            new[slot, :n] = old[slot, :n]
     return grown

@@ -20,6 +20,7 @@ into the same Arrow shape, so the result never depends on the path taken.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,10 +29,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from icepark.avro.blocks import UnsupportedAvroError, read_avro_blocks
+from icepark.avro.blocks import AvroBlocks, UnsupportedAvroError, read_avro_blocks
 from icepark.avro.columnar import ColumnarDecoder, avro_arrow_type
+from icepark.avro.compiled import (
+    COMPILED_MIN_RECORDS,
+    compile_program,
+    decode_records,
+    kernel_available,
+)
+from icepark.avro.compiled_arrow import slots_to_arrow
 from icepark.avro.file import read_avro_file
 from icepark.errors import IceparkError, InvalidAvroFileError
+from icepark.io.threads import io_map
 from icepark.manifest.reader import MALFORMED, EntryDecoder
 from icepark.manifest.schemas import PARTITION_FIELD_ID
 from icepark.spec.conversions import unscaled_to_decimal
@@ -113,12 +122,17 @@ def read_entries_columnar(
     specs: Mapping[int, PartitionSpec],
     *,
     live_only: bool = False,
+    compiled: bool | None = None,
 ) -> pa.Table:
     """The entries of ``manifests`` (in their order, each manifest's in file order) as a
     table of ``status``, ``snapshot_id``, ``sequence_number``, ``file_sequence_number`` and
     ``data_file`` of Arrow type ``data_file_type`` (the Arrow form of the Iceberg struct
     ``data_file_struct``, whose ``partition`` field, if any, says which partition fields to
-    give). Deleted entries are left out with ``live_only``. Errors name the manifest."""
+    give). Deleted entries are left out with ``live_only``. Errors name the manifest.
+
+    ``compiled`` chooses the decoder: the compiled one (True), the numpy one (False), or by
+    the number of records (None: compiled from
+    :data:`~icepark.avro.compiled.COMPILED_MIN_RECORDS` on, where it can run)."""
     groups: dict[tuple[str, str], list[tuple[int, Any]]] = {}
     for index, m in enumerate(manifests):
         try:
@@ -136,7 +150,9 @@ def read_entries_columnar(
         groups.setdefault(key, []).append((index, blocks))
     parts: list[_Part] = []
     for members in groups.values():
-        parts += _read_group(manifests, members, data_file_type, data_file_struct, specs, live_only)
+        parts += _read_group(
+            manifests, members, data_file_type, data_file_struct, specs, live_only, compiled
+        )
     if not parts:
         return _empty(data_file_type)
     if len(parts) == 1:
@@ -175,6 +191,7 @@ def _read_group(
     data_file_struct: StructType,
     specs: Mapping[int, PartitionSpec],
     live_only: bool,
+    compiled: bool | None = None,
 ) -> list[_Part]:
     """Decode a group of manifests of one writer schema together; a group that the columnar
     decoder refuses is read manifest by manifest with fastavro."""
@@ -182,9 +199,10 @@ def _read_group(
     if first is not None:
         try:
             schema_text = first.metadata.get("avro.schema", "")
-            decoder = _columnar(schema_text, first.writer_schema, first.named)
-            blocks = [b for _, ab in members for b in ab.block_data()]
-            raw = decoder.decode(blocks)
+            raw = _compiled(first, [ab for _, ab in members], compiled)
+            if raw is None:
+                decoder = _columnar(schema_text, first.writer_schema, first.named)
+                raw = decoder.decode([b for _, ab in members for b in ab.block_data()])
             decoded = [
                 _Decoded(
                     manifests[i],
@@ -204,6 +222,31 @@ def _read_group(
         )
         out.append(_Part([i], table, rows))
     return out
+
+
+def _compiled(
+    first: AvroBlocks, members: Sequence[AvroBlocks], compiled: bool | None
+) -> pa.StructArray | None:
+    """The records of ``members`` (files of one writer schema) decoded by the compiled path
+    (:mod:`icepark.avro.compiled`), a file at a time on the shared threads, when
+    ``compiled`` (or, when it is None, they hold at least
+    :data:`~icepark.avro.compiled.COMPILED_MIN_RECORDS` records) and it can run here; None
+    otherwise (the numpy decoder starts faster on small files)."""
+    counts = [sum(b.count for b in ab.blocks) for ab in members]
+    if compiled is None:
+        compiled = sum(counts) >= COMPILED_MIN_RECORDS
+    if not compiled or not kernel_available():
+        return None
+    program = compile_program(first.writer_schema, first.named)
+
+    def decode(at: int) -> pa.StructArray:
+        ab = members[at]
+        raw = b"".join(b.data for b in ab.blocks)
+        slots = decode_records(ab.location, program, np.frombuffer(raw, np.uint8), counts[at])
+        return slots_to_arrow(first.writer_schema, first.named, program, slots)
+
+    arrays = list(io_map(decode, range(len(members)), (os.cpu_count() or 2) + 1))
+    return pa.concat_arrays(arrays) if len(arrays) != 1 else arrays[0]
 
 
 def _entry_decoder(

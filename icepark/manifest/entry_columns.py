@@ -512,10 +512,12 @@ class EntryColumns:
 
     # -- metrics --------------------------------------------------------------------------------
 
-    @cached_property
-    def _item_starts(self) -> np.ndarray:
-        """Where each entry's items start in the item table (and where the last one's end)."""
-        return np.searchsorted(self.slots.item_row, np.arange(self.count + 1), side="left")
+    def _row_range(self, rows: np.ndarray, row: int) -> tuple[int, int]:
+        """Where the values of entry ``row`` are in an item column of records ``rows``."""
+        return (
+            int(np.searchsorted(rows, row, side="left")),
+            int(np.searchsorted(rows, row, side="right")),
+        )
 
     def _map_paths(self, fid: int) -> tuple[int, int] | None:
         """The item slots of the keys and values of map field ``fid``."""
@@ -533,28 +535,24 @@ class EntryColumns:
 
     def _map_values(self, fid: int, field_id: int) -> tuple[np.ndarray, np.ndarray]:
         """For every entry, the value under key ``field_id`` in map ``fid``: (the entries that
-        have one, the item index of the value)."""
+        have one, the value's index in the map's value column)."""
         found = self._map_paths(fid)
         has = np.zeros(self.count, dtype=bool)
         at = np.zeros(self.count, dtype=np.int64)
         if found is None:
             return has, at
         key_slot, value_slot = found
-        s = self.slots
-        keys = np.flatnonzero(s.item_slot == key_slot)
+        keys, key_lens, key_rows = self.slots.items(key_slot)
+        values_lens = self.slots.items(value_slot)[1]
+        if len(keys) != len(values_lens):  # each item is a key and a value
+            raise self._fail(f"map {fid} has {len(keys)} keys and {len(values_lens)} values")
         if self.program.kinds[self._key_path(fid)] == "string":
-            wanted = keys[self._string_keys_equal(keys, field_id)]
+            matching = np.flatnonzero(self._string_keys_equal(keys, key_lens, field_id))
         else:
-            wanted = keys[s.item_val[keys] == field_id]
-        values = wanted + 1  # the value item follows its key
-        ok = values < len(s.item_slot)
-        values = values[ok]
-        wanted = wanted[ok]
-        same_row = (s.item_slot[values] == value_slot) & (s.item_row[values] == s.item_row[wanted])
-        values = values[same_row]
-        rows = s.item_row[values]
-        has[rows] = s.item_len[values] != NULL
-        at[rows] = values
+            matching = np.flatnonzero(keys == field_id)
+        rows = key_rows[matching]
+        has[rows] = values_lens[matching] != NULL
+        at[rows] = matching
         return has, at
 
     def _key_path(self, fid: int) -> Path:
@@ -564,13 +562,14 @@ class EntryColumns:
         key = (*path, "[]", "key")
         return key if key in items else (*path, "{key}")
 
-    def _string_keys_equal(self, keys: np.ndarray, field_id: int) -> np.ndarray:
-        s = self.slots
+    def _string_keys_equal(
+        self, keys: np.ndarray, lengths: np.ndarray, field_id: int
+    ) -> np.ndarray:
         want = str(field_id)
         return np.fromiter(
             (
-                self._raw[int(v) : int(v) + int(n)].decode("utf-8", "replace") == want
-                for v, n in zip(s.item_val[keys], s.item_len[keys], strict=True)
+                self._raw[v : v + n].decode("utf-8", "replace") == want
+                for v, n in zip(keys.tolist(), lengths.tolist(), strict=True)
             ),
             dtype=bool,
             count=len(keys),
@@ -581,7 +580,9 @@ class EntryColumns:
         every entry: (the counts, which entries have one)."""
         has, at = self._map_values(fid, field_id)
         out = np.zeros(self.count, dtype=np.int64)
-        out[has] = self.slots.item_val[at[has]]
+        found = self._map_paths(fid)
+        if found is not None:
+            out[has] = self.slots.items(found[1])[0][at[has]]
         return out, has
 
     def metric_bounds(self, fid: int, field_id: int) -> tuple[np.ndarray, np.ndarray]:
@@ -590,8 +591,11 @@ class EntryColumns:
         has, at = self._map_values(fid, field_id)
         positions = np.zeros(self.count, dtype=np.int64)
         lengths = np.full(self.count, -1, dtype=np.int64)
-        positions[has] = self.slots.item_val[at[has]]
-        lengths[has] = self.slots.item_len[at[has]]
+        found = self._map_paths(fid)
+        if found is not None:
+            values, value_lens, _ = self.slots.items(found[1])
+            positions[has] = values[at[has]]
+            lengths[has] = value_lens[at[has]]
         return positions, lengths
 
     @property
@@ -683,9 +687,11 @@ class EntryColumns:
         if count in (NULL, ABSENT):
             return None
         item = self.program.item_slots.get((*path, "[]"))
-        s = self.slots
-        lo, hi = int(self._item_starts[row]), int(self._item_starts[row + 1])
-        return tuple(int(v) for k, v in zip(s.item_slot[lo:hi], s.item_val[lo:hi]) if k == item)
+        if item is None:
+            return ()
+        values, _, rows = self.slots.items(item)
+        lo, hi = self._row_range(rows, row)
+        return tuple(values[lo:hi].tolist())
 
     def _map(self, fid: int, row: int) -> dict[int, Any] | None:
         path = self._file(fid)
@@ -700,20 +706,23 @@ class EntryColumns:
         key_kind = self.program.kinds[self._key_path(fid)]
         value_path = next(p for p, s in self.program.item_slots.items() if s == value_slot)
         value_kind = self.program.kinds[value_path]
-        s = self.slots
-        lo, hi = int(self._item_starts[row]), int(self._item_starts[row + 1])
+        keys, key_lens, rows = self.slots.items(key_slot)
+        values, value_lens, _ = self.slots.items(value_slot)
+        lo, hi = self._row_range(rows, row)
         out: dict[int, Any] = {}
-        key: Any = None
-        for k, v, n in zip(
-            s.item_slot[lo:hi].tolist(), s.item_val[lo:hi].tolist(), s.item_len[lo:hi].tolist()
-        ):
-            if k == key_slot:
-                key = int(self._decode_raw(key_kind, v, n)) if key_kind == "string" else v
-            elif k == value_slot:
-                if fid in _BYTES_MAPS:
-                    out[key] = self._raw[v : v + n]
-                else:
-                    out[key] = None if n == NULL else self._decode_raw(value_kind, v, n)
+        pairs = zip(
+            keys[lo:hi].tolist(),
+            key_lens[lo:hi].tolist(),
+            values[lo:hi].tolist(),
+            value_lens[lo:hi].tolist(),
+            strict=True,
+        )
+        for k, kn, v, n in pairs:
+            key = int(self._decode_raw(key_kind, k, kn)) if key_kind == "string" else k
+            if fid in _BYTES_MAPS:
+                out[key] = self._raw[v : v + n]
+            else:
+                out[key] = None if n == NULL else self._decode_raw(value_kind, v, n)
         return out
 
     def data_file(self, row: int) -> DataFile:

@@ -128,12 +128,16 @@ class PlannedFiles(Sequence[FileScanTask]):
     def __iter__(self) -> Iterator[FileScanTask]:
         if self._tasks is not None:
             return iter(self._tasks)
+        return _Stream(self)
+
+    def _start(self) -> Iterator[FileScanTask]:
+        """A new plan (the one started when the plan was asked for, if still unread)."""
         first, self._first = self._first, None
         return first if first is not None else self._plan()
 
     def _list(self) -> list[FileScanTask]:
         if self._tasks is None:
-            self._tasks = list(iter(self))
+            self._tasks = list(self._start())
         return self._tasks
 
     def __len__(self) -> int:
@@ -157,6 +161,28 @@ class PlannedFiles(Sequence[FileScanTask]):
 
     def __repr__(self) -> str:
         return f"PlannedFiles({self._list()!r})"
+
+
+class _Stream(Iterator[FileScanTask]):
+    """An iteration of :class:`PlannedFiles`: it plans when first advanced, so that
+    ``list(plan)`` (which takes an iterator, then asks the length, which keeps the list)
+    plans once, from the list kept if there is one by then."""
+
+    def __init__(self, owner: PlannedFiles) -> None:
+        self._owner = owner
+        self._tasks: Iterator[FileScanTask] | None = None
+
+    def __next__(self) -> FileScanTask:
+        if self._tasks is None:
+            kept = self._owner._tasks
+            self._tasks = iter(kept) if kept is not None else self._owner._start()
+        return next(self._tasks)
+
+    def close(self) -> None:
+        """Stop planning (as a generator's ``close``)."""
+        close = getattr(self._tasks, "close", None)
+        if close is not None:
+            close()
 
 
 @dataclass(frozen=True)

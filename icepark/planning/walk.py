@@ -36,6 +36,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+from icepark.avro.compiled import COMPILED_MIN_RECORDS
 from icepark.errors import ValidationError
 from icepark.io import FileIO, is_local_location
 from icepark.io.threads import io_map
@@ -72,6 +73,8 @@ __all__ = [
     "manifests_of",
     "parallel_map",
     "read_entries",
+    "ENTRIES_PER_PART",
+    "iter_entries_tables",
     "read_entries_table",
     "remember_manifest_list",
     "scan_columns",
@@ -218,7 +221,43 @@ def read_entries_table(
     """The entries of ``manifests`` as one Arrow table (``status``, ``snapshot_id``, the
     sequence numbers and a ``data_file`` struct of ``data_file_type``, the Arrow form of
     ``data_file_struct``; see :func:`~icepark.manifest.columnar.read_entries_columnar`), in
-    manifest order. The files are read in parallel, then decoded together."""
+    manifest order. The files are read in parallel, then decoded together (a huge table's
+    a part at a time: :func:`iter_entries_tables`)."""
+    import pyarrow as pa
+
+    parts = list(
+        iter_entries_tables(
+            io,
+            manifests,
+            data_file_type,
+            data_file_struct,
+            specs,
+            live_only=live_only,
+            workers=workers,
+        )
+    )
+    return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+
+ENTRIES_PER_PART = 25_000
+"""About how many manifest entries :func:`iter_entries_tables` decodes at a time."""
+
+
+def iter_entries_tables(
+    io: FileIO,
+    manifests: Sequence[ManifestFile],
+    data_file_type: pa.StructType,
+    data_file_struct: StructType,
+    specs: Mapping[int, PartitionSpec],
+    *,
+    live_only: bool = True,
+    workers: int = DEFAULT_WORKERS,
+) -> Iterator[pa.Table]:
+    """:func:`read_entries_table` a part at a time: the manifests in groups of about
+    :data:`ENTRIES_PER_PART` entries (by the manifest list's counts), each group's entries
+    as one table, in manifest order; at least one table, empty for no manifests. A huge
+    table's entries decode by the compiled decoder (the choice made once, for the whole
+    read), their memory bounded by a group."""
     # imported here: the columnar decoder builds Arrow columns, which planning never needs
     from icepark.manifest.columnar import ManifestBytes, read_entries_columnar
 
@@ -226,13 +265,33 @@ def read_entries_table(
         data = io.new_input(manifest.manifest_path).read_bytes()
         return ManifestBytes(manifest.manifest_path, data, manifest)
 
-    files = list(parallel_map(fetch, manifests, workers))
-    return read_entries_columnar(
-        files, data_file_type, data_file_struct, specs, live_only=live_only
+    sizes = [_entry_count(m) for m in manifests]
+    compiled = None if None in sizes else sum(s or 0 for s in sizes) >= COLUMNS_MIN_ENTRIES
+    groups: list[list[ManifestFile]] = [[]]
+    held = 0
+    for m, size in zip(manifests, sizes, strict=True):
+        if groups[-1] and held + (size or 0) > ENTRIES_PER_PART:
+            groups.append([])
+            held = 0
+        groups[-1].append(m)
+        held += size or 0
+    for group in groups:
+        files = list(parallel_map(fetch, group, workers))
+        yield read_entries_columnar(
+            files, data_file_type, data_file_struct, specs, live_only=live_only, compiled=compiled
+        )
+
+
+def _entry_count(manifest: ManifestFile) -> int | None:
+    counts = (
+        manifest.added_files_count,
+        manifest.existing_files_count,
+        manifest.deleted_files_count,
     )
+    return None if None in counts else sum(c or 0 for c in counts)
 
 
-COLUMNS_MIN_ENTRIES = 100_000
+COLUMNS_MIN_ENTRIES = COMPILED_MIN_RECORDS
 """Plans whose manifests hold at least this many entries read them as arrays
 (:func:`scan_columns`); smaller ones entry by entry, which starts faster (the compiled
 decoder's first use in a process costs about half a second)."""
@@ -244,13 +303,10 @@ _COLUMNS_BUDGET = 256 * 1024 * 1024
 def use_columns(manifests: Sequence[ManifestFile]) -> bool:
     """Should these manifests be read by :func:`scan_columns`? When they hold at least
     :data:`COLUMNS_MIN_ENTRIES` entries and the compiled decoder can run here."""
-    total = 0
-    for m in manifests:
-        counts = (m.added_files_count, m.existing_files_count, m.deleted_files_count)
-        if None in counts:
-            return False  # an old manifest list without counts: no way to tell cheaply
-        total += sum(c or 0 for c in counts)
-    if total < COLUMNS_MIN_ENTRIES:
+    sizes = [_entry_count(m) for m in manifests]
+    if None in sizes:
+        return False  # an old manifest list without counts: no way to tell cheaply
+    if sum(s or 0 for s in sizes) < COLUMNS_MIN_ENTRIES:
         return False
     from icepark.avro.compiled import kernel_available
 

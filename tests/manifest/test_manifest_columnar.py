@@ -26,6 +26,7 @@ from manifest_cases import write as _write
 import icepark.manifest.columnar as columnar
 from icepark.arrow.schema import type_to_arrow
 from icepark.avro.blocks import UnsupportedAvroError
+from icepark.avro.compiled import kernel_available
 from icepark.manifest import DataFile, FileContent, FileFormat, read_manifest
 from icepark.manifest.columnar import ManifestBytes, read_entries_columnar
 from icepark.table.inspect.arrow_values import internal_to_arrow
@@ -114,9 +115,25 @@ def test_same_entries_as_the_object_reader(
         ]
         manifests.append(_write(tmp_path, f"m{k}.avro", version, deletes, codec, entries))
     expected = [row for m in manifests for row in _expected(m)]
-    assert _rows(_read(manifests)) == expected
     live = [row for row in expected if row["status"] != 2]
-    assert _rows(_read(manifests, live_only=True)) == live
+    # the numpy decoder (small reads), then the compiled one (reads of huge tables)
+    for smallest in (columnar.COMPILED_MIN_RECORDS, 0):
+        if smallest == 0 and not kernel_available():
+            continue
+        saved, columnar.COMPILED_MIN_RECORDS = columnar.COMPILED_MIN_RECORDS, smallest
+        fallback = columnar._read_one_fastavro
+        if smallest == 0:  # the compiled decoder must not have given up
+            columnar._read_one_fastavro = _no_fallback  # type: ignore[assignment]
+        try:
+            assert _rows(_read(manifests)) == expected
+            assert _rows(_read(manifests, live_only=True)) == live
+        finally:
+            columnar.COMPILED_MIN_RECORDS = saved
+            columnar._read_one_fastavro = fallback
+
+
+def _no_fallback(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("the compiled decoder fell back to fastavro")
 
 
 def test_fallback_reads_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

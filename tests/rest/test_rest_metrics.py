@@ -123,8 +123,8 @@ def test_java_reads_the_scan_reports(java) -> None:  # type: ignore[no-untyped-d
     before = len(java.metrics_reports())
 
     scan = table.scan(filter="id = 7", columns=["name"])
-    planned = scan.plan_files()
-    whole = table.scan().plan_files()
+    planned = list(scan.plan_files())  # planned (and reported) as they are read
+    whole = list(table.scan().plan_files())
     assert table.scan(filter="id = 7").to_arrow().num_rows == 1  # a read reports too
     assert catalog.reports.flush()
     reports = [r for r in java.metrics_reports()[before:] if r["table-name"] == f"{ns}.t"]
@@ -169,7 +169,7 @@ def test_no_scan_report_for_an_unfinished_plan(fault: FaultServer) -> None:
     without snapshots has nothing to report."""
     catalog = RestCatalog("rc", {"uri": fault.uri})
     table = catalog.create_table("db.t", SCHEMA)
-    table.scan().plan_files()
+    list(table.scan().plan_files())
     assert catalog.reports.flush()
     assert not fault.requests_to("POST", "/metrics")
     for start in range(0, 30, 10):
@@ -182,6 +182,9 @@ def test_no_scan_report_for_an_unfinished_plan(fault: FaultServer) -> None:
     tasks.close()
     assert catalog.reports.flush()
     assert len(fault.requests_to("POST", "/metrics")) == commits
-    table.scan().plan_files()
+    table.scan().plan_files()  # not read: not planned, nothing to report
+    assert catalog.reports.flush()
+    assert len(fault.requests_to("POST", "/metrics")) == commits
+    list(table.scan().plan_files())
     assert catalog.reports.flush()
     assert len(fault.requests_to("POST", "/metrics")) == commits + 1

@@ -29,14 +29,14 @@ manifests column-wise), :mod:`~icepark.table.inspect.snapshots` (from the metada
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from icepark.errors import NoSuchTableError, UnsupportedOperationError
-from icepark.manifest import ManifestContent
+from icepark.manifest import ManifestContent, ManifestFile
 from icepark.spec.schema import Schema
 from icepark.table.inspect import files as _files
 from icepark.table.inspect import schemas as _schemas
@@ -58,6 +58,7 @@ __all__ = [
     "InspectTable",
     "MetadataTableKind",
     "check_time_travel",
+    "metadata_batches",
     "metadata_table",
     "metadata_table_schema",
 ]
@@ -108,22 +109,63 @@ def _kind(ctx: InspectContext, name: str) -> MetadataTableKind:
     return kind
 
 
+def _manifests_for(
+    ctx: InspectContext, content: ManifestContent | None, every: bool, **at: Any
+) -> list[ManifestFile]:
+    if every:
+        return _files.reachable_manifests(ctx, content)
+    return _files.snapshot_manifests(ctx, ctx.snapshot(**at), content)
+
+
 def _files_of(content: ManifestContent | None, every: bool) -> Callable[..., pa.Table]:
     def build(ctx: InspectContext, **at: Any) -> pa.Table:
-        if every:
-            return _files.files_table(ctx, _files.reachable_manifests(ctx, content))
-        return _files.files_table(ctx, _files.snapshot_manifests(ctx, ctx.snapshot(**at), content))
+        return _files.files_table(ctx, _manifests_for(ctx, content, every, **at))
 
     return build
 
 
 def _entries_of(every: bool) -> Callable[..., pa.Table]:
     def build(ctx: InspectContext, **at: Any) -> pa.Table:
-        if every:
-            return _files.entries_table(ctx, _files.reachable_manifests(ctx, None))
-        return _files.entries_table(ctx, _files.snapshot_manifests(ctx, ctx.snapshot(**at), None))
+        return _files.entries_table(ctx, _manifests_for(ctx, None, every, **at))
 
     return build
+
+
+# the tables listed a part of the manifests at a time: (entries or files, content, every)
+_STREAMED: dict[str, tuple[bool, ManifestContent | None, bool]] = {
+    "entries": (True, None, False),
+    "files": (False, None, False),
+    "data_files": (False, ManifestContent.DATA, False),
+    "delete_files": (False, ManifestContent.DELETES, False),
+    "all_entries": (True, None, True),
+    "all_files": (False, None, True),
+    "all_data_files": (False, ManifestContent.DATA, True),
+    "all_delete_files": (False, ManifestContent.DELETES, True),
+}
+
+
+def metadata_batches(
+    ctx: InspectContext,
+    name: str,
+    snapshot_id: int | None = None,
+    *,
+    ref: str | None = None,
+    as_of: Timestamp | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Metadata table ``name`` as record batches. The entries and files tables (and their
+    ``all_`` forms) are read a part of their manifests at a time, so memory stays bounded
+    by a part whatever the table's size; the others are built whole, then cut."""
+    kind = _kind(ctx, name)
+    check_time_travel(ctx, kind.name, snapshot_id=snapshot_id, ref=ref, as_of=as_of)
+    streamed = _STREAMED.get(kind.name)
+    if streamed is None:
+        yield from metadata_table(ctx, kind.name, snapshot_id, ref=ref, as_of=as_of).to_batches()
+        return
+    entries, content, every = streamed
+    at = {} if every else {"snapshot_id": snapshot_id, "ref": ref, "as_of": as_of}
+    manifests = _manifests_for(ctx, content, every, **at)
+    batches = _files.entries_batches if entries else _files.files_batches
+    yield from batches(ctx, manifests)
 
 
 _BUILDERS: dict[str, Callable[..., pa.Table]] = {
@@ -235,6 +277,20 @@ class InspectTable:
     def schema(self, name: str) -> Schema:
         """The Iceberg schema of metadata table ``name``."""
         return metadata_table_schema(self._ctx, name)
+
+    def batches(
+        self,
+        name: str,
+        snapshot_id: int | None = None,
+        *,
+        ref: str | None = None,
+        as_of: Any = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Metadata table ``name`` (as :meth:`table`) as a stream of record batches: the
+        entries and files tables (and their ``all_`` forms) are read a part of their
+        manifests at a time, so listing the files of a table of a million files stays in
+        bounded memory (``for batch in table.inspect.batches("files"): ...``)."""
+        return metadata_batches(self._ctx, name, snapshot_id, ref=ref, as_of=as_of)
 
     def _get(self, name: str, snapshot_id: int | None, ref: str | None, as_of: Any) -> pa.Table:
         return metadata_table(self._ctx, name, snapshot_id, ref=ref, as_of=as_of)

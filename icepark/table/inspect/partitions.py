@@ -28,6 +28,7 @@ from icepark.table.inspect.schemas import data_file_struct, partitions_schema, t
 __all__ = ["partitions_table"]
 
 _NONE = np.iinfo(np.int64).min
+_READ = frozenset(("content", "record_count", "file_size_in_bytes", "spec_id", "partition"))
 
 
 def _sum(groups: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
@@ -43,8 +44,10 @@ def partitions_table(ctx: InspectContext, snapshot_id: int | None = None, **kw: 
     snapshot = ctx.snapshot(snapshot_id, **kw)
     ptype = table_partition_type(md)
     struct = data_file_struct(ptype)
-    arrow_type = type_to_arrow(struct, include_field_ids=False)
-    assert isinstance(arrow_type, pa.StructType)
+    full_type = type_to_arrow(struct, include_field_ids=False)
+    assert isinstance(full_type, pa.StructType)
+    # only what the table sums up: no metric maps, whatever the number of files
+    arrow_type = pa.struct([f for f in full_type if f.name in _READ])
     entries = read_entries_table(
         ctx.io, manifests_of(ctx.io, snapshot), arrow_type, struct, ctx.specs, live_only=True
     )

@@ -154,3 +154,35 @@ def test_empty_table(tmp_path: Path) -> None:
     for name in METADATA_TABLES:
         rows = t.inspect.table(name)
         assert rows.num_rows == (1 if name == "metadata_log_entries" else 0), name
+
+
+def test_batches_and_the_huge_path_give_the_same_tables(
+    table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``inspect.batches(name)`` streams the same rows as ``inspect.table(name)``, a part of
+    the manifests at a time; with every manifest its own part and the compiled decoder of
+    huge tables forced, every table is the same again."""
+    import icepark.planning.walk as walk
+    from icepark.avro.compiled import kernel_available
+
+    table.append(_rows(list(range(20, 25))))
+    table = table.refresh()
+    names = [*METADATA_TABLES]
+    whole = {name: table.inspect.table(name) for name in names}
+    assert whole["files"].num_rows >= 4 and whole["all_entries"].num_rows > 4
+    monkeypatch.setattr(walk, "ENTRIES_PER_PART", 1)
+    forced = [False, True] if kernel_available() else [False]
+    for compiled in forced:
+        if compiled:
+            monkeypatch.setattr(walk, "COLUMNS_MIN_ENTRIES", 0)
+        for name in names:
+            batches = list(table.inspect.batches(name))
+            streamed = pa.Table.from_batches(batches, schema=whole[name].schema)
+            assert streamed.equals(whole[name]), (name, compiled)
+            assert table.inspect.table(name).equals(whole[name]), (name, compiled)
+        assert len(list(table.inspect.batches("all_files"))) > 2  # a manifest at a time
+    oldest = min(table.snapshots(), key=lambda s: s.sequence_number).snapshot_id
+    old = pa.Table.from_batches(list(table.inspect.batches("files", oldest)))
+    assert old.equals(table.inspect.files(oldest).combine_chunks())
+    with pytest.raises(UnsupportedOperationError):
+        list(table.inspect.batches("all_files", oldest))
