@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from functools import cached_property
 from typing import Any
@@ -54,7 +55,7 @@ from icepark.spec.manifests import (
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.types import IcebergType
 
-__all__ = ["EntryColumns", "LazyDataFile", "read_entry_columns"]
+__all__ = ["EntryColumns", "LazyDataFile", "RowMetrics", "read_entry_columns"]
 
 # data_file fields by id
 _CONTENT, _PATH, _FORMAT, _COUNT, _SIZE = 134, 100, 101, 103, 104
@@ -69,6 +70,7 @@ _MAPS = {
     "upper_bounds": 128,
 }
 _BYTES_MAPS = frozenset((125, 128))
+_COUNT_MAPS = (109, 110, 137)  # value, null and NaN counts
 _INTS = {
     "record_count": _COUNT,
     "file_size_in_bytes": _SIZE,
@@ -598,6 +600,33 @@ class EntryColumns:
             lengths[has] = value_lens[at[has]]
         return positions, lengths
 
+    def row_metrics(self, field_ids: Collection[int]) -> Callable[[int], RowMetrics]:
+        """A function of a row giving its :class:`RowMetrics` for the columns ``field_ids``
+        (whose metrics this decode must hold: all of them, or those of ``metrics_of``); the
+        maps are looked up once here, a column at a time, not per entry."""
+        ids = sorted(field_ids)
+        counts = {fid: [(i, *self.metric_counts(fid, i)) for i in ids] for fid in _COUNT_MAPS}
+        bounds = {fid: [(i, *self.metric_bounds(fid, i)) for i in ids] for fid in _BYTES_MAPS}
+        record_count = self.record_count
+        raw = self._raw
+
+        def of(row: int) -> RowMetrics:
+            c = {
+                fid: {i: int(v[row]) for i, v, has in found if has[row]}
+                for fid, found in counts.items()
+            }
+            b = {
+                fid: {
+                    i: raw[int(at[row]) : int(at[row]) + int(n[row])]
+                    for i, at, n in found
+                    if n[row] >= 0
+                }
+                for fid, found in bounds.items()
+            }
+            return RowMetrics(int(record_count[row]), c[109], c[110], c[137], b[125], b[128])
+
+        return of
+
     @property
     def raw(self) -> bytes:
         """The decompressed records, which :meth:`metric_bounds` points into."""
@@ -766,6 +795,19 @@ class _LazyField:
         value = d["_source"].file_field(self.name, d["_row"])
         d[self.name] = value
         return value
+
+
+@dataclass(frozen=True)
+class RowMetrics:
+    """One entry's record count and metric maps, for the columns asked of
+    :meth:`EntryColumns.row_metrics`: what a metrics evaluator reads of a data file."""
+
+    record_count: int
+    value_counts: dict[int, int]
+    null_value_counts: dict[int, int]
+    nan_value_counts: dict[int, int]
+    lower_bounds: dict[int, bytes]
+    upper_bounds: dict[int, bytes]
 
 
 class LazyDataFile(DataFile):

@@ -28,11 +28,23 @@ from typing import Any
 
 from icepark.expressions import AlwaysTrue, BooleanExpression, residual_evaluator
 from icepark.io import FileIO
-from icepark.manifest import FileContent, FileFormat, ManifestContent
+from icepark.manifest import (
+    FileContent,
+    FileFormat,
+    ManifestContent,
+    ManifestEntry,
+    ManifestFile,
+)
 from icepark.planning.delete_index import DeleteFileIndex
 from icepark.planning.matching import FileMatcher
 from icepark.planning.planner import plan_files
-from icepark.planning.walk import manifests_of, read_entries
+from icepark.planning.walk import (
+    manifests_of,
+    partitions_match,
+    read_entries,
+    scan_columns,
+    use_columns,
+)
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Snapshot
@@ -105,6 +117,75 @@ def _count(items: list[Any], keep: Callable[[Any], bool]) -> list[Any]:
     return [x for x in items if keep(x)]
 
 
+def _data_funnel(
+    io: FileIO,
+    manifests: list[ManifestFile],
+    matcher: FileMatcher,
+    clock: _Clock,
+    steps: list[Step],
+) -> list[ManifestEntry]:
+    """Steps 3 to 5 entry by entry; the entries kept."""
+    with clock():
+        entries = [e for _, es in read_entries(io, manifests) for e in es]
+    steps.append(Step("manifest entries (live)", len(entries), len(entries), clock.ms))
+    with clock():
+        by_partition = _count(
+            entries,
+            lambda e: matcher.partition_might_match(
+                e.data_file.spec_id or 0, tuple(e.data_file.partition)
+            ),
+        )
+    steps.append(Step("partition values", len(entries), len(by_partition), clock.ms))
+    with clock():
+        by_metrics = _count(by_partition, lambda e: matcher.metrics_might_match(e.data_file))
+    steps.append(Step("column metrics", len(by_partition), len(by_metrics), clock.ms))
+    return by_metrics
+
+
+def _data_funnel_by_columns(
+    io: FileIO,
+    manifests: list[ManifestFile],
+    matcher: FileMatcher,
+    clock: _Clock,
+    steps: list[Step],
+) -> list[ManifestEntry]:
+    """Steps 3 to 5 on manifests decoded into arrays (as the planner reads many entries):
+    partitions and metrics judged a column at a time, entry objects built for the kept
+    ones only. A manifest the compiled path cannot read comes back as entries, judged one
+    by one."""
+    import numpy as np
+
+    with clock():
+        scanned = list(scan_columns(io, manifests, matcher, judge=False))
+    live = sum(len(s[2]) if len(s) == 3 else len(s[1]) for s in scanned)
+    steps.append(Step("manifest entries (live)", live, live, clock.ms))
+    with clock():
+        by_partition: list[Any] = []
+        for s in scanned:
+            if len(s) == 3:
+                _, columns, rows = s
+                by_partition.append((columns, rows[partitions_match(matcher, columns)[rows]]))
+            else:
+                by_partition.append((None, [e for e in s[1] if _partition_keeps(matcher, e)]))
+    partition_count = sum(len(rows) for _, rows in by_partition)
+    steps.append(Step("partition values", live, partition_count, clock.ms))
+    with clock():
+        kept: list[ManifestEntry] = []
+        for columns, rows in by_partition:
+            if columns is None:
+                kept.extend(e for e in rows if matcher.metrics_might_match(e.data_file))
+            elif len(rows):
+                chosen = rows[matcher.metrics_match_rows(columns, rows)]
+                kept.extend(columns.entry(int(r)) for r in np.asarray(chosen))
+    steps.append(Step("column metrics", partition_count, len(kept), clock.ms))
+    return kept
+
+
+def _partition_keeps(matcher: FileMatcher, entry: ManifestEntry) -> bool:
+    f = entry.data_file
+    return matcher.partition_might_match(f.spec_id or 0, tuple(f.partition))
+
+
 def explain_scan(
     io: FileIO,
     metadata: TableMetadata,
@@ -156,20 +237,10 @@ def explain_scan(
             f"{len(kept_data)} data, {len(kept_deletes)} delete manifests kept",
         )
     )
-    with clock():
-        entries = [e for _, es in read_entries(io, kept_data) for e in es]
-    out.steps.append(Step("manifest entries (live)", len(entries), len(entries), clock.ms))
-    with clock():
-        by_partition = _count(
-            entries,
-            lambda e: matcher.partition_might_match(
-                e.data_file.spec_id or 0, tuple(e.data_file.partition)
-            ),
-        )
-    out.steps.append(Step("partition values", len(entries), len(by_partition), clock.ms))
-    with clock():
-        by_metrics = _count(by_partition, lambda e: matcher.metrics_might_match(e.data_file))
-    out.steps.append(Step("column metrics", len(by_partition), len(by_metrics), clock.ms))
+    if use_columns(kept_data):
+        by_metrics = _data_funnel_by_columns(io, kept_data, matcher, clock, out.steps)
+    else:
+        by_metrics = _data_funnel(io, kept_data, matcher, clock, out.steps)
 
     with clock():
         index = DeleteFileIndex(specs)

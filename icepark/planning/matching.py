@@ -126,6 +126,15 @@ class FileMatcher:
         if self.matches_everything:
             return True
         spec_id = data_file.spec_id or 0
-        return self._partition_evaluator(spec_id, True)(tuple(data_file.partition)) or bool(
-            self._strict_metrics.eval(data_file)
+        return self.partition_all_match(spec_id, tuple(data_file.partition)) or (
+            self.metrics_all_match(data_file)
         )
+
+    def partition_all_match(self, spec_id: int, partition: tuple[Any, ...]) -> bool:
+        """Do all rows of a file in ``partition`` match, by the strict projection?"""
+        return self.matches_everything or self._partition_evaluator(spec_id, True)(partition)
+
+    def metrics_all_match(self, data_file: Any) -> bool:
+        """Do all rows of a file match by its metrics? ``data_file`` as for
+        :meth:`metrics_might_match`."""
+        return self.matches_everything or bool(self._strict_metrics.eval(data_file))

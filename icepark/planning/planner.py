@@ -280,12 +280,20 @@ class TaskBuilder:
                 yield make(f, applying, always, spec_id, seq)
             return
         distinct, which = columns.partitions()
-        residuals = [self._residuals[spec_id].residual_for(p) for p in distinct]
+        residuals = [
+            always
+            if isinstance(r := self._residuals[spec_id].residual_for(p), AlwaysTrue)
+            or self.matcher.partition_all_match(spec_id, p)
+            else r
+            for p in distinct
+        ]
+        # the strict metrics read the filter's columns' metrics, decoded with the arrays
+        metrics = columns.row_metrics(self.matcher.metrics_field_ids)
         for row, seq, k in zip(rows.tolist(), seqs, which[rows].tolist(), strict=True):
             f = lazy(columns, row)
             seq = seq if seq > 0 else 0
             residual = residuals[k]
-            if not isinstance(residual, AlwaysTrue) and self.matcher.all_match(f):
+            if residual is not always and self.matcher.metrics_all_match(metrics(row)):
                 residual = always
             applying = tuple(deletes.for_data_file(f, seq)) if deletes is not None else ()
             yield make(f, applying, residual, spec_id, seq)

@@ -395,9 +395,7 @@ def type_to_json(t: IcebergType, *, default_to_json: Any = None) -> Any:
     module so that this module stays free of value conversion.
     """
     if isinstance(t, PrimitiveType):
-        if isinstance(t, DecimalType):
-            return f"decimal({t.precision},{t.scale})"
-        return str(t)
+        return str(t)  # decimal(P, S) with the space, as Java and PyIceberg write it
     if isinstance(t, StructType):
         out_fields = []
         for f in t.fields:

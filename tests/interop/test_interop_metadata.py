@@ -6,6 +6,7 @@ Hadoop catalog ``ref``; the reference engine creates and fills tables that icepa
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +137,15 @@ def test_reference_commits_on_icepark_metadata(refspark: RefEngine, tmp_path: Pa
     assert reloaded.sort_order() == table.sort_order()
     assert reloaded.properties["k"] == "v"
     assert reloaded.metadata.table_uuid == table.metadata.table_uuid
+
+    # the schema's JSON as Java writes it (``decimal(9, 2)``, with the space) in both files
+    def amount_type(location: str) -> Any:
+        document = json.loads(Path(location.removeprefix("file:")).read_text())
+        (schema,) = [s for s in document["schemas"] if s["schema-id"] == 0]
+        return next(f["type"] for f in schema["fields"] if f["name"] == "amount")
+
+    assert amount_type(reloaded.metadata_location) == "decimal(9, 2)"
+    assert amount_type(table.metadata_location) == "decimal(9, 2)"
     snapshot = reloaded.current_snapshot()
     assert snapshot is not None and snapshot.summary is not None
     assert snapshot.summary.properties["added-records"] == "2"

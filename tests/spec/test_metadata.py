@@ -649,3 +649,13 @@ def test_constructor_normalises() -> None:
 
 def _fields(md: TableMetadata) -> dict[str, Any]:
     return {name: getattr(md, name) for name in md.__dataclass_fields__}
+
+
+def test_decimals_are_written_as_java_writes_them() -> None:
+    """``decimal(P, S)`` with a space after the comma, as Java's ``Types.DecimalType`` and
+    PyIceberg write it; either form (and extra spaces) is read."""
+    from icepark.spec.types import DecimalType, parse_primitive_type, type_to_json
+
+    assert type_to_json(DecimalType(5, 2)) == "decimal(5, 2)"
+    for text in ("decimal(5, 2)", "decimal(5,2)", "decimal( 5 ,2 )"):
+        assert parse_primitive_type(text) == DecimalType(5, 2)
