@@ -1,7 +1,7 @@
 """Planning with manifests decoded into arrays gives the same tasks as entry by entry.
 
 A table of every primitive type, nulls and NaNs, with partition evolution, position deletes,
-equality deletes and deletion vectors, several snapshots: for 150 random filters and time
+equality deletes and deletion vectors, several snapshots: for 80 random filters and time
 travel, the tasks of the path huge tables take (:func:`~icepark.planning.walk.scan_columns`,
 forced on) equal the tasks of the entry-by-entry path, field by field (files, deletes,
 residuals, sequence numbers), and a plan streams and re-plans as Java's ``planFiles()``.
@@ -59,7 +59,7 @@ def _plans(table: Table, texts: list[str | None], **scan: Any) -> list[list[File
 def test_same_tasks_as_entry_by_entry(table: Table, monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(20261128)
     texts: list[str | None] = [None, "id = 650", "s like 'ap%'", "tz is null"]
-    texts += [random_filter(rng)[0] for _ in range(150)]
+    texts += [random_filter(rng)[0] for _ in range(80)]
     oldest = min(table.snapshots(), key=lambda s: s.sequence_number).snapshot_id
     by_entries = _plans(table, texts)
     old_snapshot = _plans(table, texts[:20], snapshot_id=oldest)
