@@ -39,6 +39,7 @@ from icepark.planning.delete_index import DeleteFileIndex
 from icepark.planning.matching import FileMatcher
 from icepark.planning.planner import plan_files
 from icepark.planning.walk import (
+    entry_partition_matches,
     manifests_of,
     partitions_match,
     read_entries,
@@ -129,12 +130,7 @@ def _data_funnel(
         entries = [e for _, es in read_entries(io, manifests) for e in es]
     steps.append(Step("manifest entries (live)", len(entries), len(entries), clock.ms))
     with clock():
-        by_partition = _count(
-            entries,
-            lambda e: matcher.partition_might_match(
-                e.data_file.spec_id or 0, tuple(e.data_file.partition)
-            ),
-        )
+        by_partition = _count(entries, lambda e: entry_partition_matches(matcher, e))
     steps.append(Step("partition values", len(entries), len(by_partition), clock.ms))
     with clock():
         by_metrics = _count(by_partition, lambda e: matcher.metrics_might_match(e.data_file))
@@ -166,7 +162,9 @@ def _data_funnel_by_columns(
                 _, columns, rows = s
                 by_partition.append((columns, rows[partitions_match(matcher, columns)[rows]]))
             else:
-                by_partition.append((None, [e for e in s[1] if _partition_keeps(matcher, e)]))
+                by_partition.append(
+                    (None, [e for e in s[1] if entry_partition_matches(matcher, e)])
+                )
     partition_count = sum(len(rows) for _, rows in by_partition)
     steps.append(Step("partition values", live, partition_count, clock.ms))
     with clock():
@@ -179,11 +177,6 @@ def _data_funnel_by_columns(
                 kept.extend(columns.entry(int(r)) for r in np.asarray(chosen))
     steps.append(Step("column metrics", partition_count, len(kept), clock.ms))
     return kept
-
-
-def _partition_keeps(matcher: FileMatcher, entry: ManifestEntry) -> bool:
-    f = entry.data_file
-    return matcher.partition_might_match(f.spec_id or 0, tuple(f.partition))
 
 
 def explain_scan(

@@ -288,12 +288,21 @@ class TaskBuilder:
             for p in distinct
         ]
         # the strict metrics read the filter's columns' metrics, decoded with the arrays
-        metrics = columns.row_metrics(self.matcher.metrics_field_ids)
+        # (looked up only when some partition leaves a residual)
+        metrics = (
+            columns.row_metrics(self.matcher.metrics_field_ids)
+            if any(r is not always for r in residuals)
+            else None
+        )
         for row, seq, k in zip(rows.tolist(), seqs, which[rows].tolist(), strict=True):
             f = lazy(columns, row)
             seq = seq if seq > 0 else 0
             residual = residuals[k]
-            if residual is not always and self.matcher.metrics_all_match(metrics(row)):
+            if (
+                metrics is not None
+                and residual is not always
+                and self.matcher.metrics_all_match(metrics(row))
+            ):
                 residual = always
             applying = tuple(deletes.for_data_file(f, seq)) if deletes is not None else ()
             yield make(f, applying, residual, spec_id, seq)

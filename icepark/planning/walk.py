@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COLUMNS_MIN_ENTRIES",
+    "entry_partition_matches",
     "partitions_match",
     "ChangedEntry",
     "DEFAULT_WORKERS",
@@ -162,7 +163,7 @@ def _read(
             and (e.status == ManifestEntryStatus.ADDED or not added_only)
         ]
     if matcher is not None and prune:
-        return [e for e in entries if _partition_matches(matcher, e)]
+        return [e for e in entries if entry_partition_matches(matcher, e)]
     return entries
 
 
@@ -170,7 +171,8 @@ def _anything(stats: object) -> bool:
     return True
 
 
-def _partition_matches(matcher: FileMatcher, entry: ManifestEntry) -> bool:
+def entry_partition_matches(matcher: FileMatcher, entry: ManifestEntry) -> bool:
+    """May ``entry``'s data file hold rows ``matcher`` selects, by its partition values?"""
     f = entry.data_file
     return matcher.partition_might_match(f.spec_id or 0, tuple(f.partition))
 
