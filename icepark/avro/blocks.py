@@ -289,6 +289,12 @@ class AvroBlocks:
         """Each block's record count and decompressed records."""
         return [(b.count, b.data) for b in self.blocks]
 
+    def records(self) -> tuple[bytes, int]:
+        """Every block's decompressed records in one buffer, and how many records it holds."""
+        parts = [b.data for b in self.blocks]
+        count = sum(b.count for b in self.blocks)
+        return (parts[0] if len(parts) == 1 else b"".join(parts)), count
+
     @cached_property
     def plain_header(self) -> bytes:
         """The header to put before uncompressed blocks for fastavro (the ``null`` codec,

@@ -232,17 +232,16 @@ def _compiled(
     ``compiled`` (or, when it is None, they hold at least
     :data:`~icepark.avro.compiled.COMPILED_MIN_RECORDS` records) and it can run here; None
     otherwise (the numpy decoder starts faster on small files)."""
-    counts = [sum(b.count for b in ab.blocks) for ab in members]
     if compiled is None:
-        compiled = sum(counts) >= COMPILED_MIN_RECORDS
+        compiled = sum(b.count for ab in members for b in ab.blocks) >= COMPILED_MIN_RECORDS
     if not compiled or not kernel_available():
         return None
     program = compile_program(first.writer_schema, first.named)
 
     def decode(at: int) -> pa.StructArray:
         ab = members[at]
-        raw = b"".join(b.data for b in ab.blocks)
-        slots = decode_records(ab.location, program, np.frombuffer(raw, np.uint8), counts[at])
+        raw, count = ab.records()
+        slots = decode_records(ab.location, program, np.frombuffer(raw, np.uint8), count)
         return slots_to_arrow(first.writer_schema, first.named, program, slots)
 
     arrays = list(io_map(decode, range(len(members)), (os.cpu_count() or 2) + 1))

@@ -153,7 +153,7 @@ def read_entry_columns(
     else:
         program = _program(text, blocks, decoder, bool(metrics_of))
         wanted = np.array(sorted(metrics_of), dtype=np.int64)
-    raw, count = _buffer(blocks)
+    raw, count = blocks.records()
     buf = np.frombuffer(raw, dtype=np.uint8)
     slots = _decode_records(location, program, buf, count, wanted)
     return EntryColumns(location, decoder, program, full, raw, slots)
@@ -196,12 +196,6 @@ def _planning_paths(
         return len(path) == 4 and path[0] == df and path[1] in maps and path[3] == "key"
 
     return keep, keyed
-
-
-def _buffer(blocks: AvroBlocks) -> tuple[bytes, int]:
-    parts = [b.data for b in blocks.blocks]
-    count = sum(b.count for b in blocks.blocks)
-    return (parts[0] if len(parts) == 1 else b"".join(parts)), count
 
 
 class EntryColumns:
