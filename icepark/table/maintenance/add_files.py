@@ -32,6 +32,7 @@ nothing is committed. The files are never deleted, whatever fails: they are the 
 from __future__ import annotations
 
 import datetime as dt
+import os
 import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -135,7 +136,7 @@ def find_files(
     """The Parquet files under ``paths`` with the partition values of their folders."""
     found: list[FoundFile] = []
     for given in paths:
-        root = given.rstrip("/")
+        root = _absolute(given.rstrip("/"))
         single = io.new_input(root)
         if single.exists():
             found.append(FoundFile(root, single.length(), {}))
@@ -151,6 +152,14 @@ def find_files(
             values = partition_values_from_path(spec, schema, parts[:-1], e.location)
             found.append(FoundFile(e.location, e.size, values))
     return found
+
+
+def _absolute(path: str) -> str:
+    """A local path made absolute (a data file's location must be, and the folders between a
+    given folder and its files must be found in listed locations, which are absolute)."""
+    if "://" in path or path.startswith("file:"):
+        return path
+    return os.path.abspath(path)
 
 
 def _relative(root: str, location: str) -> str:

@@ -106,6 +106,17 @@ class SchemaUpdateAction(Action):
         return Staged(updates, list(requirements))
 
 
+def _column_type(field_type: Any) -> IcebergType:
+    """A new column's type: an icepark type, a primitive type name, or a nested type built
+    with :func:`icepark.types.struct`, :func:`~icepark.types.list_of` or
+    :func:`~icepark.types.map_of` (its field ids are assigned when the change applies)."""
+    if isinstance(field_type, IcebergType | str):
+        return to_type(field_type)
+    from icepark.types import schema
+
+    return schema(("_", field_type)).fields[0].field_type
+
+
 def _opt_path(path: ColumnPath | None) -> tuple[str, ...] | None:
     return None if path is None else to_path(path)
 
@@ -148,7 +159,7 @@ class UpdateSchema(PendingUpdate):
         return self._record(
             AddColumn(
                 to_path(path),
-                to_type(field_type),
+                _column_type(field_type),
                 doc,
                 required,
                 default,

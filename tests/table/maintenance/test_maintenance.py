@@ -172,6 +172,26 @@ def test_add_files_from_a_hive_folder(catalog: Catalog, tmp_path: Path) -> None:
     assert _ids(registered) == list(range(30))
 
 
+def test_add_files_relative_paths(
+    catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder or file given relative to the working directory: the folders' partition
+    values are found (they were lost) and the locations registered are absolute."""
+    _hive_folder(tmp_path / "hive")
+    monkeypatch.chdir(tmp_path)
+    table = catalog.create_table("db.t", SCHEMA, partition_by=["category"])
+    assert table.add_files("hive").added_files_count == 6
+    tasks = table.scan().plan_files()
+    assert sorted(t.file.partition for t in tasks) == [("a",)] * 2 + [("b",)] * 2 + [("c",)] * 2
+    assert all(t.file.file_path.startswith(f"{tmp_path}/hive/") for t in tasks)
+    assert table.scan(filter="category = 'b'").count() == 10
+    plain = catalog.create_table("db.plain", SCHEMA.remove(SCHEMA.get_field_index("category")))
+    assert plain.add_files("hive/category=b/part-0.parquet").added_files_count == 1
+    (task,) = plain.scan().plan_files()
+    assert task.file.file_path == f"{tmp_path}/hive/category=b/part-0.parquet"
+    assert plain.scan().count() == 5
+
+
 def test_add_files_partition_values_from_statistics(catalog: Catalog, tmp_path: Path) -> None:
     table = catalog.create_table("db.t", SCHEMA, partition_by=["day(day)", "truncate(1, category)"])
     for category in ("a", "b"):

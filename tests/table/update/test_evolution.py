@@ -227,6 +227,30 @@ def test_nested_add_rename_move_and_widen(catalog: Catalog) -> None:
         table.update_schema().move_after("loc.lat", "id")
 
 
+def test_add_column_takes_the_schema_helpers_nested_types(catalog: Catalog) -> None:
+    """``icepark.types.struct``/``list_of``/``map_of`` work in ``add_column`` as in
+    ``icepark.schema`` (they were taken, then failed to serialise at commit)."""
+    from icepark.types import list_of, map_of, struct
+
+    table = catalog.create_table("db.t", SEED)
+    with table.update_schema() as u:
+        u.add_column("address", struct(("city", "string"), ("zip", "string", True)))
+        u.add_column("tags", list_of("string"))
+        u.add_column("attrs", map_of("string", "long"))
+    loaded = catalog.load_table("db.t").schema()
+    address = loaded.find_field("address").field_type
+    assert isinstance(address, StructType)
+    assert [(f.field_id, f.name, f.required) for f in address.fields] == [
+        (6, "city", False),
+        (7, "zip", True),
+    ]
+    assert isinstance(loaded.find_field("tags").field_type, ListType)
+    assert loaded.highest_field_id == 12
+    with pytest.raises(ValidationError, match="Not a type"), table.update_schema() as u:
+        u.add_column("bad", 42)
+    assert catalog.load_table("db.t").schema().highest_field_id == 12
+
+
 def test_delete_then_readd_same_name_in_one_update(catalog: Catalog) -> None:
     table = catalog.create_table("db.t", SEED)
     table.append(_seed_rows(range(2)))
