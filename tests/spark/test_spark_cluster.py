@@ -1,9 +1,10 @@
 """icepark on Spark with executors in JVMs of their own (``local-cluster[2,1,1024]``): nothing
 may depend on driver-only state but the catalog. One cluster session (``cluster_runner.py``,
 in a subprocess: a process has one Spark context, and the shared ``local[2]`` one may run
-beside it) serves every test here; the scenarios are those ``test_spark_s3.py`` runs on
-``local[2]``, judged the same way (a model of the operations, icepark's one-machine read,
-PyIceberg), plus the native and python paths on local files.
+beside it) serves every test here: the scenarios of ``s3_scenarios.py`` (which
+``test_spark_s3.py`` runs on ``local[2]`` only when this file is switched off), judged by a
+model of the operations, icepark's one-machine read and PyIceberg, plus the native and python
+paths on local files.
 
 Runs in every ``make test``; ``ICEPARK_SPARK_CLUSTER=0`` skips it."""
 
@@ -141,6 +142,7 @@ def test_s3_write_modes_and_pruned_read(cluster: Cluster, props: dict[str, str])
         r for r in checks.expected_write_modes() if r[1] == "n0" and r[0] < 150
     ]
     assert 0 < out["planned"] < out["files"]
+    assert out["operations"] == ["append", "append", "overwrite", "overwrite"]
 
 
 @pytest.mark.s3
@@ -149,6 +151,7 @@ def test_s3_row_level(cluster: Cluster, props: dict[str, str], mode: str) -> Non
     out = cluster.run("row_level", props=props, name="db.r", mode=mode)
     checks.check_table(props, "db.r", out["rows"], checks.expected_row_level())
     assert (out["delete_files"] > 0) == (mode == "merge-on-read")
+    assert len(out["operations"]) == 5
 
 
 @pytest.mark.s3

@@ -2,8 +2,10 @@
 through icepark's Python tasks (this pyspark has no S3A), judged against a model of the
 operations, icepark's one-machine read and PyIceberg; the storage decision and the S3A
 settings it derives; faults (throttling through a proxy) and bad input (credentials, bucket,
-endpoint), reported before any Spark job starts. The same scenarios run on local-cluster in
-``test_spark_cluster.py``."""
+endpoint), reported before any Spark job starts. The scenarios of ``s3_scenarios.py`` run once
+a ``make test``: on local-cluster in ``test_spark_cluster.py`` (executors in JVMs of their own,
+the stronger test), here on ``local[2]`` only where that is switched off
+(``ICEPARK_SPARK_CLUSTER=0``)."""
 
 from __future__ import annotations
 
@@ -34,7 +36,13 @@ def props(tmp_path: Path, s3_endpoint: dict[str, str]) -> dict[str, str]:
 
 # -- every operation -----------------------------------------------------------------------------
 
+on_local_only_without_cluster = pytest.mark.skipif(
+    os.environ.get("ICEPARK_SPARK_CLUSTER") != "0",
+    reason="run on local-cluster by test_spark_cluster.py (ICEPARK_SPARK_CLUSTER=0 runs it here)",
+)
 
+
+@on_local_only_without_cluster
 def test_write_modes_and_pruned_read(spark: Any, props: dict[str, str]) -> None:
     out = scenarios.write_modes(spark, props, "db.w")
     assert out["decisions"] == {"read": "python", "write": "python"}
@@ -46,6 +54,7 @@ def test_write_modes_and_pruned_read(spark: Any, props: dict[str, str]) -> None:
     assert out["operations"] == ["append", "append", "overwrite", "overwrite"]
 
 
+@on_local_only_without_cluster
 @pytest.mark.parametrize("mode", ["copy-on-write", "merge-on-read"])
 def test_row_level(spark: Any, props: dict[str, str], mode: str) -> None:
     out = scenarios.row_level(spark, props, "db.r", mode)
@@ -54,11 +63,13 @@ def test_row_level(spark: Any, props: dict[str, str], mode: str) -> None:
     assert len(out["operations"]) == 5
 
 
+@on_local_only_without_cluster
 def test_data_source(spark: Any, props: dict[str, str]) -> None:
     out = scenarios.source(spark, props, "db.s")
     checks.check_table(props, "db.s", out["rows"], checks.expected_source())
 
 
+@on_local_only_without_cluster
 def test_orphan_removal(spark: Any, props: dict[str, str]) -> None:
     out = scenarios.orphans(spark, props, "db.o")
     assert out["dry_run"] == out["deleted"] == out["strays"]
@@ -66,6 +77,7 @@ def test_orphan_removal(spark: Any, props: dict[str, str]) -> None:
     checks.check_table(props, "db.o", out["rows"], checks.model_rows(0, 60))
 
 
+@on_local_only_without_cluster
 def test_streaming_and_compaction(spark: Any, props: dict[str, str], tmp_path: Path) -> None:
     out = scenarios.upkeep(spark, props, "db.u", str(tmp_path / "checkpoint"))
     checks.check_upkeep(props, "db.u", out)

@@ -10,6 +10,10 @@ checkpoint (tests/spark/streaming/test_spark_stream_interop.py). Run with the pr
         TABLE_fb through icepark.spark.write_stream (checkpoints CHECKPOINT/format and
         CHECKPOINT/foreach), 1 s processing-time trigger
 
+    stream_job.py both WAREHOUSE TABLE CHECKPOINT OUT SINK_TABLE ROWS_PER_SECOND
+        the two above in one driver (checkpoints CHECKPOINT/source and CHECKPOINT/sink): one
+        JVM started and killed instead of two
+
 Prints ``READY`` once the queries run, then runs until killed.
 """
 
@@ -38,7 +42,13 @@ def _session():  # type: ignore[no-untyped-def]
     return spark
 
 
-def source(warehouse: str, table: str, checkpoint: str, out: str) -> None:
+def _forever() -> None:
+    print("READY", flush=True)
+    while True:
+        time.sleep(1)
+
+
+def source(warehouse: str, table: str, checkpoint: str, out: str, *, wait: bool = True) -> None:
     import icepark.spark as ispark
 
     spark = _session()
@@ -57,15 +67,19 @@ def source(warehouse: str, table: str, checkpoint: str, out: str) -> None:
         catalog={"type": "filesystem", "warehouse": warehouse},
         streaming_max_files_per_micro_batch=4,
     )
-    (
+    query = (
         df.writeStream.foreachBatch(save)
         .option("checkpointLocation", checkpoint)
         .trigger(processingTime="1 second")
         .start()
     )
-    print("READY", flush=True)
-    while True:
-        time.sleep(1)
+    if wait:
+        _forever()
+    # the source's Python runner connects once the first micro-batch is planned: let it start
+    # before other queries start theirs (a loaded machine makes a crowd of them time out)
+    deadline = time.monotonic() + 180
+    while query.lastProgress is None and query.isActive and time.monotonic() < deadline:
+        time.sleep(0.5)
 
 
 def sink(warehouse: str, table: str, checkpoint: str, rate: str) -> None:
@@ -95,11 +109,14 @@ def sink(warehouse: str, table: str, checkpoint: str, rate: str) -> None:
         checkpoint_location=f"{checkpoint}/foreach",
         trigger={"processingTime": "1 second"},
     )
-    print("READY", flush=True)
-    while True:
-        time.sleep(1)
+    _forever()
+
+
+def both(warehouse: str, table: str, checkpoint: str, out: str, sink_table: str, rate: str) -> None:
+    source(warehouse, table, f"{checkpoint}/source", out, wait=False)
+    sink(warehouse, sink_table, f"{checkpoint}/sink", rate)
 
 
 if __name__ == "__main__":
     mode, *args = sys.argv[1:]
-    {"source": source, "sink": sink}[mode](*args)
+    {"source": source, "sink": sink, "both": both}[mode](*args)

@@ -1,12 +1,13 @@
 """Structured Streaming judged by the reference engine, with drivers killed (SIGKILL) and
 restarted from their checkpoints:
 
-* the reference engine appends 20 snapshots while an icepark streaming query follows the
-  table (processing-time trigger): every row arrives once; again with the query's driver
-  killed in between and restarted from its checkpoint;
-* icepark's sinks (``format("icepark")`` and ``write_stream``) killed mid-stream and
-  restarted: every input row is in the table once, the snapshot summaries carry one query id
-  and increasing epoch ids, and the reference engine reads the same rows and snapshots;
+* the reference engine appends 10 snapshots while an icepark streaming query follows the
+  table (processing-time trigger): every row arrives once;
+* one driver running that source over 12 appends and icepark's sinks (``format("icepark")``
+  and ``write_stream``), killed mid-stream and restarted from its checkpoints: the source
+  delivers every row once, every input row of the sinks is in their tables once, the snapshot
+  summaries carry one query id and increasing epoch ids, and the reference engine reads the
+  same rows and snapshots;
 * the reference engine's own streaming read (``readStream.format("iceberg")``) of a table
   icepark's sink wrote gives the same rows.
 """
@@ -115,7 +116,7 @@ def test_source_follows_reference_appends(spark: Any, refspark: RefEngine, tmp_p
         .start()
     )
     try:
-        for n in range(1, 21):
+        for n in range(1, 11):
             expected += _append(refspark, c, n)
         _until(
             lambda: spark.sql("SELECT count(*) FROM ref_follow").first()[0] >= len(expected),
@@ -128,47 +129,19 @@ def test_source_follows_reference_appends(spark: Any, refspark: RefEngine, tmp_p
         query.stop()
 
 
-def test_source_killed_and_restarted(refspark: RefEngine, tmp_path: Path) -> None:
-    warehouse = tmp_path / "wh"
-    c = refspark.catalog_for(warehouse)
-    _create_reference_table(refspark, c)
-    expected = _append(refspark, c, 0)
-    out = tmp_path / "out"
-    args = ("source", str(warehouse), "db.events", str(tmp_path / "chk"), str(out))
-
-    def delivered() -> list[int]:
-        ids: list[int] = []
-        for f in sorted(out.glob("batch-*.json")):
-            ids.extend(json.loads(f.read_text()))
-        return ids
-
-    job = _Job(*args, log=tmp_path / "job.log")
-    try:
-        for n in range(1, 11):
-            expected += _append(refspark, c, n)
-        _until(lambda: len(delivered()) >= 200, what="a few micro-batches")
-    finally:
-        job.kill()  # mid-stream: batches planned, written, committed or not
-    for n in range(11, 21):
-        expected += _append(refspark, c, n)
-    job = _Job(*args, log=tmp_path / "job.log")
-    try:
-        _until(lambda: len(delivered()) >= len(expected), what="the restarted stream")
-        time.sleep(2)  # nothing more may come
-    finally:
-        job.kill()
-    got = delivered()
-    assert sorted(got) == sorted(expected)  # no gap, no repeat across the restart
-
-
 def _values(table: Any) -> list[int]:
     return sorted(table.refresh().scan(columns=["value"]).to_arrow().column("value").to_pylist())
 
 
-def test_sinks_killed_and_restarted(refspark: RefEngine, tmp_path: Path) -> None:
+def test_source_and_sinks_killed_and_restarted(refspark: RefEngine, tmp_path: Path) -> None:
+    """One driver runs the icepark source over a table the reference engine appends to, and
+    both icepark sinks over Spark's rate source; it is SIGKILLed mid-stream and restarted from
+    its checkpoints (one JVM started twice, not two)."""
     warehouse = tmp_path / "wh"
+    c = refspark.catalog_for(warehouse)
+    _create_reference_table(refspark, c)
+    expected = _append(refspark, c, 0)
     catalog = FileSystemCatalog("fs", warehouse=str(warehouse))
-    catalog.create_namespace("db")
     schema = pa.schema(
         [pa.field("timestamp", pa.timestamp("us", tz="UTC")), pa.field("value", pa.int64())]
     )
@@ -176,26 +149,44 @@ def test_sinks_killed_and_restarted(refspark: RefEngine, tmp_path: Path) -> None
         catalog.create_table(name, schema, partition_by=["truncate(100, value)"])
         for name in ("db.s", "db.s_fb")
     ]
-    args = ("sink", str(warehouse), "db.s", str(tmp_path / "chk"), "40")
+    out = tmp_path / "out"
+    args = ("both", str(warehouse), "db.events", str(tmp_path / "chk"), str(out), "db.s", "40")
+
+    def delivered() -> list[int]:
+        ids: list[int] = []
+        for f in sorted(out.glob("batch-*.json")):
+            ids.extend(json.loads(f.read_text()))
+        return ids
 
     def commits(t: Any) -> int:
         return len(t.refresh().snapshots())
 
     job = _Job(*args, log=tmp_path / "job.log")
     try:
-        _until(lambda: all(commits(t) >= 3 for t in tables), what="a few commits")
+        for n in range(1, 7):
+            expected += _append(refspark, c, n)
+        _until(
+            lambda: len(delivered()) >= 150 and all(commits(t) >= 3 for t in tables),
+            what="a few micro-batches and commits",
+        )
     finally:
-        job.kill()
+        job.kill()  # mid-stream: batches planned, written, committed or not
     before = [commits(t) for t in tables]
+    for n in range(7, 13):
+        expected += _append(refspark, c, n)
     job = _Job(*args, log=tmp_path / "job.log")
     try:
         _until(
-            lambda: all(commits(t) >= b + 3 for t, b in zip(tables, before)),
-            what="commits after the restart",
+            lambda: (
+                len(delivered()) >= len(expected)
+                and all(commits(t) >= b + 3 for t, b in zip(tables, before))
+            ),
+            what="the restarted streams",
         )
+        time.sleep(2)  # nothing more may come from the source
     finally:
         job.kill()
-    c = refspark.catalog_for(warehouse)
+    assert sorted(delivered()) == sorted(expected)  # no gap, no repeat across the restart
     for t in tables:
         values = _values(t)
         assert values == list(range(len(values)))  # every input row exactly once
