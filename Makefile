@@ -1,6 +1,7 @@
 # icepark: two commands set everything up.
 #   make test   creates the venv, installs everything (the reference engine too) and runs
 #               ruff, mypy and the whole test suite
+#   make docs   builds the documentation site (docs/, mkdocs.yml) into site/, warnings as errors
 #   make demo   runs the main job on the embedded default catalog (./warehouse), or where
 #               ICEPARK_WAREHOUSE says (s3://bucket/wh, with s3.* in ~/.icepark.yaml);
 #               DEMO_ROWS sets its size, ICEPARK_SPARK_MASTER its Spark master
@@ -13,7 +14,7 @@ SHARED ?= ../shared
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.icepark-installed
 
-.PHONY: test demo install reference client-venv lint typecheck pytest plain-install bench clean
+.PHONY: test demo docs install reference client-venv lint typecheck pytest plain-install bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,6 +56,11 @@ pytest: $(STAMP) reference client-venv
 plain-install: $(STAMP)
 	bash scripts/check_plain_install.sh $(BIN)/python
 
+# The site, strictly (a broken link or reference fails). `make test` builds it too, inside
+# the test run (tests/docs/test_site.py, beside the other worker), and runs its examples.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 test: lint typecheck plain-install pytest
 
 DEMO_ROWS ?= 2000000
@@ -66,4 +72,4 @@ bench: $(STAMP) reference
 	$(BIN)/python -m bench.run
 
 clean:
-	rm -rf $(VENV) $(REF_VENV) $(CLIENT_VENV) .services warehouse .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(REF_VENV) $(CLIENT_VENV) .services warehouse site .pytest_cache .mypy_cache .ruff_cache

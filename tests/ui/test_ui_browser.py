@@ -5,18 +5,17 @@ follows a snapshot link in the ancestry graph and sends the query form, and save
 screenshot of every page under ``tests/artifacts/ui/`` (ignored by git).
 
 The test skips, naming why, only when Chromium cannot be installed (no root, no package
-source) or Selenium is missing.
+source) or Selenium is missing (``tests/browser.py``).
 """
 
 from __future__ import annotations
 
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import headless_chrome, visible
 from ui_support import DEMO_TABLE, serving
 
 from icepark.catalog.base import Catalog
@@ -27,65 +26,16 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts" / "ui"
 
 
-def _chromium() -> tuple[str, str]:
-    script = ROOT / "scripts" / "chromium.sh"
-    install = subprocess.run(
-        ["bash", str(script), "install"], capture_output=True, text=True, timeout=900
-    )
-    if install.returncode != 0:
-        pytest.skip(f"headless Chromium could not be installed: {install.stderr.strip()[-300:]}")
-    paths = subprocess.run(
-        ["bash", str(script), "paths"], capture_output=True, text=True, check=True
-    ).stdout.split()
-    return paths[0], paths[1]
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
-    binary, driver_path = _chromium()
-    options = webdriver.ChromeOptions()
-    options.binary_location = binary
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",  # root in a container has no user namespace sandbox
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        "--window-size=1280,1000",
-    ):
-        options.add_argument(arg)
-    service = webdriver.ChromeService(executable_path=driver_path)  # no Selenium Manager
-    driver = webdriver.Chrome(options=options, service=service)
-    driver.set_page_load_timeout(30)
-    try:
+    with headless_chrome() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.fixture(scope="module")
 def site(demo_catalog: Catalog) -> Iterator[str]:
     with serving(create_ui_app(demo_catalog)) as url:
         yield url
-
-
-def _visible(driver: Any, css: str, timeout: float = 15.0) -> Any:
-    """The elements ``css`` finds once one of them is displayed (a click that submits a form
-    or follows a link loads the next page while this looks: it waits for it)."""
-    from selenium.webdriver.common.by import By
-
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            found = driver.find_elements(By.CSS_SELECTOR, css)
-            if found and any(e.is_displayed() for e in found):
-                return found
-        except Exception:  # the page changed under the lookup (stale element): look again
-            found = []
-        if time.monotonic() > deadline:
-            assert found, f"no {css} on {driver.current_url}"
-            raise AssertionError(f"{css} not displayed on {driver.current_url}")
-        time.sleep(0.1)
 
 
 def _shot(driver: Any, name: str) -> None:
@@ -120,12 +70,12 @@ def test_each_page_shows_its_key_elements(browser: Any, site: str) -> None:
         browser.get(site + path)
         assert "icepark" in browser.title, name
         for css in selectors:
-            _visible(browser, css)
+            visible(browser, css)
         if name != "catalog":
-            _visible(browser, f"#tab-{name}.active")
+            visible(browser, f"#tab-{name}.active")
         _shot(browser, name)
     browser.get(site + "/")
-    badges = _visible(browser, "img.health-badge")
+    badges = visible(browser, "img.health-badge")
     loaded = browser.execute_script(
         "return Array.from(document.images).every(i => i.complete && i.naturalWidth > 0)"
     )
@@ -143,8 +93,8 @@ def test_snapshot_link_and_query_form(browser: Any, site: str, demo_catalog: Cat
     browser.get(site + table_path(DEMO_TABLE, "history"))
     node = browser.find_element(By.CSS_SELECTOR, f'a.node[data-snapshot="{current.snapshot_id}"]')
     node.click()
-    detail = _visible(browser, "#detail")[0]
-    _visible(browser, "svg.graph circle.selected")
+    detail = visible(browser, "#detail")[0]
+    visible(browser, "svg.graph circle.selected")
     assert f"Snapshot {current.snapshot_id}" in detail.text
     assert "position deletes" in browser.find_element(By.ID, "added-files").text
     _shot(browser, "history-snapshot")
@@ -153,8 +103,8 @@ def test_snapshot_link_and_query_form(browser: Any, site: str, demo_catalog: Cat
     box = browser.find_element(By.ID, "filter")
     box.send_keys("category = 'a' and id > 650")
     browser.find_element(By.ID, "explain").click()
-    _visible(browser, "#funnel svg.funnel g.step rect")
-    _visible(browser, "#residuals")
+    visible(browser, "#funnel svg.funnel g.step rect")
+    visible(browser, "#residuals")
     ex = table.scan(filter="category = 'a' and id > 650").explain(table.name)
     assert f"{ex.files_to_read:,} files" in browser.find_element(By.ID, "left").text
     _shot(browser, "query-funnel")
