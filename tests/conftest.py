@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import refengine
@@ -74,3 +78,38 @@ def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str)
     if isinstance(val, set | frozenset):
         return "{" + ",".join(sorted(map(repr, val))) + "}"
     return None
+
+
+JAVA_EQUALITY_FORMATS = ("parquet", "avro", "orc")
+
+
+@pytest.fixture(scope="session")
+def java_equality_deletes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """``{format: (warehouse, rows Java reads)}``: the table ``db.eq`` with equality deletes
+    written through the reference engine's Java API (tests/java_equality_deletes.py), one per
+    data/delete file format. Made once for the whole run, by whichever xdist worker asks
+    first (one JVM instead of one per test); the tables are only read."""
+    if not refengine.available():
+        pytest.skip("the reference engine is not installed")
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if base.name.startswith("popen-gw") else base  # xdist: every worker
+    root = shared / "java-equality-deletes"
+    done = shared / "java-equality-deletes.json"
+    with open(shared / "java-equality-deletes.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            out = subprocess.run(
+                [
+                    str(refengine.REF_VENV / "bin" / "python"),
+                    str(Path(__file__).with_name("java_equality_deletes.py")),
+                    str(refengine.SHARED / "reference-iceberg"),
+                    str(root),
+                    *JAVA_EQUALITY_FORMATS,
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            done.write_text(out.stdout.strip().splitlines()[-1])
+    rows = json.loads(done.read_text())
+    return {f: (root / f, [tuple(r) for r in rows[f]]) for f in JAVA_EQUALITY_FORMATS}

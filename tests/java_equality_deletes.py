@@ -2,38 +2,56 @@
 
 Run with the reference engine's interpreter (tests/refengine.py's REF_VENV):
 
-    .venv-ref/bin/python tests/java_equality_deletes.py REFSPARK_DIR WAREHOUSE [FORMAT]
+    .venv-ref/bin/python tests/java_equality_deletes.py REFSPARK_DIR ROOT FORMAT...
 
-Makes the v2 table ``db.eq`` (id int, part string, v string), partitioned by ``part``, in a
-Hadoop catalog at WAREHOUSE; commits, through Java's ``GenericAppenderFactory`` and
+For each FORMAT, makes the v2 table ``db.eq`` (id int, part string, v string), partitioned by
+``part``, in a Hadoop catalog at ROOT/FORMAT (one JVM for all of them); commits, through Java's ``GenericAppenderFactory`` and
 ``RowDelta``, an equality delete on ``id`` in partition ``a`` and one on ``v`` in partition
 ``b``; then inserts a row whose id was deleted (newer data: the delete does not apply to it).
-FORMAT (parquet, avro or orc; parquet by default) is the table's ``write.format.default``
-and the format of the equality delete files. Prints the rows the Java implementation reads,
-as one JSON list.
+FORMAT (parquet, avro or orc) is the table's ``write.format.default`` and the format of the
+equality delete files. Prints the rows the Java implementation reads, as one JSON object
+``{format: rows}``.
+
+Tests get these tables through ``tests/conftest.py``'s ``java_equality_deletes`` fixture,
+which runs this once for the whole test run (every xdist worker) and shares the result.
 """
 
 import json
+import os
 import sys
 
 
-def main(refspark_dir: str, warehouse: str, file_format: str = "parquet") -> None:
+def main(refspark_dir: str, root: str, *formats: str) -> None:
     sys.path.insert(0, refspark_dir)
     from refspark import session
 
-    spark = session(warehouse)
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS ref.db")
+    spark = session(os.path.join(root, formats[0]))
+    out = {}
+    for file_format in formats:
+        catalog = f"spark.sql.catalog.ref_{file_format}"
+        spark.conf.set(catalog, "org.apache.iceberg.spark.SparkCatalog")
+        spark.conf.set(f"{catalog}.type", "hadoop")
+        spark.conf.set(
+            f"{catalog}.warehouse", "file://" + os.path.abspath(os.path.join(root, file_format))
+        )
+        out[file_format] = _table(spark, f"ref_{file_format}", file_format)
+    print(json.dumps(out))
+    spark.stop()
+
+
+def _table(spark, ref: str, file_format: str) -> list:  # type: ignore[no-untyped-def]
+    spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {ref}.db")
     spark.sql(
-        "CREATE TABLE ref.db.eq (id int, part string, v string) USING iceberg"
+        f"CREATE TABLE {ref}.db.eq (id int, part string, v string) USING iceberg"
         " PARTITIONED BY (part) TBLPROPERTIES ('format-version'='2',"
         f" 'write.format.default'='{file_format}')"
     )
-    spark.sql("INSERT INTO ref.db.eq VALUES (1,'a','x'), (2,'a','y'), (3,'b','z'), (4,'b','w')")
-    spark.sql("INSERT INTO ref.db.eq VALUES (5,'a','y'), (6,'b','w')")
+    spark.sql(f"INSERT INTO {ref}.db.eq VALUES (1,'a','x'), (2,'a','y'), (3,'b','z'), (4,'b','w')")
+    spark.sql(f"INSERT INTO {ref}.db.eq VALUES (5,'a','y'), (6,'b','w')")
     jvm = spark._jvm
     gateway = spark.sparkContext._gateway
     table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
-        spark._jsparkSession, "ref.db.eq"
+        spark._jsparkSession, f"{ref}.db.eq"
     )
     schema, spec = table.schema(), table.spec()
     row_delta = table.newRowDelta()
@@ -62,11 +80,10 @@ def main(refspark_dir: str, warehouse: str, file_format: str = "parquet") -> Non
         writer.close()
         row_delta.addDeletes(writer.toDeleteFile())
     row_delta.commit()
-    spark.sql("INSERT INTO ref.db.eq VALUES (2,'a','again')")
-    rows = spark.sql("SELECT id, part, v FROM ref.db.eq").collect()
-    print(json.dumps(sorted([list(r) for r in rows])))
-    spark.stop()
+    spark.sql(f"INSERT INTO {ref}.db.eq VALUES (2,'a','again')")
+    rows = spark.sql(f"SELECT id, part, v FROM {ref}.db.eq").collect()
+    return sorted([list(r) for r in rows])
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:])

@@ -12,12 +12,10 @@ counts (and no column metrics for Avro files, as for its own).
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
-import refengine
 from refengine import RefEngine
 from test_interop_data import SCHEMA, _data, _norm_ref, _our_rows
 
@@ -120,24 +118,8 @@ def test_icepark_reads_reference_tables(refspark: RefEngine, tmp_path: Path, fmt
 
 
 @pytest.mark.parametrize("fmt", ["avro", "orc"])
-def test_equality_deletes_written_by_java(tmp_path: Path, fmt: str) -> None:
-    if not refengine.available():
-        pytest.skip("the reference engine is not installed")
-    warehouse = tmp_path / "wh"
-    script = Path(__file__).resolve().parents[1] / "java_equality_deletes.py"
-    done = subprocess.run(
-        [
-            str(refengine.REF_VENV / "bin" / "python"),
-            str(script),
-            str(refengine.SHARED / "reference-iceberg"),
-            str(warehouse),
-            fmt,
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    theirs = [tuple(r) for r in json.loads(done.stdout.strip().splitlines()[-1])]
+def test_equality_deletes_written_by_java(java_equality_deletes: dict[str, Any], fmt: str) -> None:
+    warehouse, theirs = java_equality_deletes[fmt]
     assert theirs == [(1, "a", "x"), (2, "a", "again"), (3, "b", "z")]
     table = FileSystemCatalog("fs", warehouse=str(warehouse)).load_table("db.eq")
     tasks = table.scan().plan_files()

@@ -4,13 +4,10 @@ results."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-import refengine
 from refengine import RefEngine
 
 from icepark.catalog import Catalog, FileSystemCatalog
@@ -306,25 +303,12 @@ def test_spark_reads_reference_row_level_changes_on_refs(
 
 
 def test_equality_deletes_written_by_java_read_the_same(
-    spark: Any, refspark: RefEngine, tmp_path: Path
+    spark: Any, java_equality_deletes: dict[str, Any]
 ) -> None:
     """Equality deletes committed through the reference engine's Java API (two delete
     files, on different columns and partitions, then newer data they must not delete) read
     the same through icepark, on one machine and on Spark, as in the Java implementation."""
-    warehouse = tmp_path / "wh"
-    script = Path(__file__).resolve().parents[2] / "java_equality_deletes.py"
-    done = subprocess.run(
-        [
-            str(refengine.REF_VENV / "bin" / "python"),
-            str(script),
-            str(refengine.SHARED / "reference-iceberg"),
-            str(warehouse),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    theirs = [tuple(r) for r in json.loads(done.stdout.strip().splitlines()[-1])]
+    warehouse, theirs = java_equality_deletes["parquet"]
     assert theirs == [(1, "a", "x"), (2, "a", "again"), (3, "b", "z")]
     table = FileSystemCatalog("fs", warehouse=str(warehouse)).load_table("db.eq")
     tasks = table.scan().plan_files()
