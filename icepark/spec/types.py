@@ -117,60 +117,88 @@ def required_format_version(t: IcebergType) -> int:
 
 
 class BooleanType(PrimitiveType):
+    """``boolean``: true or false."""
+
     name = "boolean"
 
 
 class IntegerType(PrimitiveType):
+    """``int``: a 32-bit signed integer."""
+
     name = "int"
 
 
 class LongType(PrimitiveType):
+    """``long``: a 64-bit signed integer."""
+
     name = "long"
 
 
 class FloatType(PrimitiveType):
+    """``float``: a 32-bit IEEE 754 floating point number."""
+
     name = "float"
 
 
 class DoubleType(PrimitiveType):
+    """``double``: a 64-bit IEEE 754 floating point number."""
+
     name = "double"
 
 
 class DateType(PrimitiveType):
+    """``date``: a calendar date, without time or zone."""
+
     name = "date"
 
 
 class TimeType(PrimitiveType):
+    """``time``: a time of day in microseconds, without date or zone."""
+
     name = "time"
 
 
 class TimestampType(PrimitiveType):
+    """``timestamp``: a date and time in microseconds, without zone."""
+
     name = "timestamp"
 
 
 class TimestamptzType(PrimitiveType):
+    """``timestamptz``: an instant in microseconds, stored as UTC."""
+
     name = "timestamptz"
 
 
 class TimestampNanoType(PrimitiveType):
+    """``timestamp_ns``: a date and time in nanoseconds, without zone (format version 3)."""
+
     name = "timestamp_ns"
     min_format_version = 3
 
 
 class TimestamptzNanoType(PrimitiveType):
+    """``timestamptz_ns``: an instant in nanoseconds, stored as UTC (format version 3)."""
+
     name = "timestamptz_ns"
     min_format_version = 3
 
 
 class StringType(PrimitiveType):
+    """``string``: UTF-8 text."""
+
     name = "string"
 
 
 class UUIDType(PrimitiveType):
+    """``uuid``: a 16-byte universally unique identifier."""
+
     name = "uuid"
 
 
 class BinaryType(PrimitiveType):
+    """``binary``: bytes of any length."""
+
     name = "binary"
 
 

@@ -87,6 +87,7 @@ class Table:
 
     @property
     def name(self) -> str:
+        """The table's identifier as text, ``"db.events"``."""
         return ".".join(self.identifier)
 
     def __repr__(self) -> str:
@@ -96,44 +97,58 @@ class Table:
 
     @property
     def format_version(self) -> int:
+        """The table's format version: 1, 2 or 3."""
         return self.metadata.format_version
 
     @property
     def location(self) -> str:
+        """The table's base location (its files are under ``<location>/data`` and ``/metadata``)."""
         return self.metadata.location
 
     @property
     def properties(self) -> dict[str, str]:
+        """A copy of the table's properties (change them with :meth:`set_properties`)."""
         return dict(self.metadata.properties)
 
     def schema(self) -> Schema:
+        """The current schema."""
         return self.metadata.schema()
 
     def schemas(self) -> dict[int, Schema]:
+        """Every schema the table has had, by schema id."""
         return {s.schema_id: s for s in self.metadata.schemas}
 
     def spec(self) -> PartitionSpec:
+        """The current (default) partition spec."""
         return self.metadata.spec()
 
     def specs(self) -> dict[int, PartitionSpec]:
+        """Every partition spec the table has had, by spec id."""
         return {s.spec_id: s for s in self.metadata.partition_specs}
 
     def sort_order(self) -> SortOrder:
+        """The current (default) sort order."""
         return self.metadata.sort_order()
 
     def current_snapshot(self) -> Snapshot | None:
+        """The snapshot ``main`` points to, or None for a table never written."""
         return self.metadata.current_snapshot()
 
     def snapshot(self, snapshot_id: int) -> Snapshot | None:
+        """The snapshot of id ``snapshot_id``, or None when there is none (or it expired)."""
         return self.metadata.snapshot_by_id(snapshot_id)
 
     def snapshots(self) -> list[Snapshot]:
+        """Every snapshot the metadata keeps, oldest first."""
         return list(self.metadata.snapshots)
 
     def refs(self) -> dict[str, SnapshotRef]:
+        """The branches and tags, by name (``main`` included once written)."""
         return dict(self.metadata.refs)
 
     def history(self) -> list[Any]:
+        """The snapshot log: which snapshot was current from when (``snapshot_id``,
+        ``timestamp_ms``), oldest first."""
         return list(self.metadata.snapshot_log)
 
     @property
@@ -147,6 +162,7 @@ class Table:
 
     @property
     def read_only(self) -> bool:
+        """True for a table opened without a catalog (:meth:`from_metadata`)."""
         return self.catalog is None
 
     def refresh(self) -> Table:
@@ -191,7 +207,31 @@ class Table:
         wap_id: str | None = None,
         file_format: str | None = None,
     ) -> Table:
-        """Append rows as one snapshot; see :func:`icepark.table.write.table_writes.append`."""
+        """Append rows as one snapshot (an ``append``; appends never conflict, so they retry
+        until ``commit.retry.total-timeout-ms``).
+
+        Args:
+            data: a pyarrow Table, RecordBatch, RecordBatchReader or iterable of batches whose
+                columns match the table's by name (a missing optional column is written as
+                nulls).
+            branch: the branch written (``main`` by default); created when it does not exist.
+            snapshot_properties: extra entries for the new snapshot's summary.
+            wap_id: with ``write.wap.enabled=true``, stage the snapshot under this
+                write-audit-publish id instead of making it current.
+            merge: let the commit merge small manifests (``commit.manifest-merge.enabled``).
+            file_format: ``parquet``, ``avro`` or ``orc`` for this write (default:
+                ``write.format.default``).
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: the data does not fit the table's schema (naming the column), or a
+                filter does not parse or bind.
+            CommitFailedError: a concurrent commit conflicts and the retries ran out; every
+                file written for it is deleted.
+            CommitStateUnknownError: the catalog's answer was lost; nothing is deleted.
+        """
         from icepark.table.write import table_writes
 
         return table_writes.append(
@@ -214,8 +254,29 @@ class Table:
         snapshot_properties: Mapping[str, str] | None = None,
         wap_id: str | None = None,
     ) -> Table:
-        """Replace the rows matching ``filter`` with ``data`` as one snapshot; see
-        :func:`icepark.table.write.table_writes.overwrite`."""
+        """Replace the rows matching ``filter`` with ``data`` as one snapshot.
+
+        Args:
+            data: the new rows (as for :meth:`append`); with a filter every new row must match
+                it.
+            filter: an icepark filter (``"day = '2024-01-01'"`` or an expression); None replaces
+                the whole table.
+            branch: the branch written (``main`` by default); created when it does not exist.
+            snapshot_properties: extra entries for the new snapshot's summary.
+            wap_id: with ``write.wap.enabled=true``, stage the snapshot under this
+                write-audit-publish id instead of making it current.
+            case_sensitive: whether column names in ``filter`` match case-sensitively.
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: the data does not fit the table's schema (naming the column), or a
+                filter does not parse or bind.
+            CommitFailedError: a concurrent commit conflicts and the retries ran out; every
+                file written for it is deleted.
+            CommitStateUnknownError: the catalog's answer was lost; nothing is deleted.
+        """
         from icepark.table.write import table_writes
 
         return table_writes.overwrite(
@@ -236,8 +297,26 @@ class Table:
         snapshot_properties: Mapping[str, str] | None = None,
         wap_id: str | None = None,
     ) -> Table:
-        """Replace every partition ``data`` touches; see
-        :func:`icepark.table.write.table_writes.overwrite_partitions`."""
+        """Replace every partition ``data`` touches, as one snapshot (Spark's dynamic
+        overwrite).
+
+        Args:
+            data: the new rows (as for :meth:`append`).
+            branch: the branch written (``main`` by default); created when it does not exist.
+            snapshot_properties: extra entries for the new snapshot's summary.
+            wap_id: with ``write.wap.enabled=true``, stage the snapshot under this
+                write-audit-publish id instead of making it current.
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: the data does not fit the table's schema (naming the column), or a
+                filter does not parse or bind.
+            CommitFailedError: a concurrent commit conflicts and the retries ran out; every
+                file written for it is deleted.
+            CommitStateUnknownError: the catalog's answer was lost; nothing is deleted.
+        """
         from icepark.table.write import table_writes
 
         return table_writes.overwrite_partitions(
@@ -252,8 +331,26 @@ class Table:
         case_sensitive: bool = True,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
-        """Delete the rows matching ``filter`` as one snapshot; see
-        :func:`icepark.table.write.table_writes.delete`."""
+        """Delete the rows matching ``filter`` as one snapshot: files whose rows all match
+        are dropped from metadata, the others rewritten (copy-on-write) or given delete files
+        (merge-on-read), as ``write.delete.mode`` says.
+
+        Args:
+            filter: an icepark filter string or expression.
+            branch: the branch written (``main`` by default); created when it does not exist.
+            snapshot_properties: extra entries for the new snapshot's summary.
+            case_sensitive: whether column names in ``filter`` match case-sensitively.
+
+        Returns:
+            This table, with its new metadata (no new snapshot when no row matched).
+
+        Raises:
+            ValidationError: the data does not fit the table's schema (naming the column), or a
+                filter does not parse or bind.
+            CommitFailedError: a concurrent commit conflicts and the retries ran out; every
+                file written for it is deleted.
+            CommitStateUnknownError: the catalog's answer was lost; nothing is deleted.
+        """
         from icepark.table.write import table_writes
 
         return table_writes.delete(
@@ -272,8 +369,25 @@ class Table:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
-        """Update the rows whose key matches a row of ``data``, insert the others; see
-        :func:`icepark.table.write.table_writes.upsert`."""
+        """Update the rows whose key matches a row of ``data`` and insert the others, as one
+        snapshot.
+
+        Args:
+            data: the new rows (as for :meth:`append`); keys must be unique in it.
+            on: the key columns (default: the schema's identifier fields).
+            branch: the branch written (``main`` by default); created when it does not exist.
+            snapshot_properties: extra entries for the new snapshot's summary.
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: the data does not fit the table's schema (naming the column), or a
+                filter does not parse or bind.
+            CommitFailedError: a concurrent commit conflicts and the retries ran out; every
+                file written for it is deleted.
+            CommitStateUnknownError: the catalog's answer was lost; nothing is deleted.
+        """
         from icepark.table.write import table_writes
 
         return table_writes.upsert(
@@ -289,8 +403,26 @@ class Table:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Table:
-        """Apply change-data-capture rows (``I``/``U``/``D`` in ``op_column``) as one
-        snapshot; see :func:`icepark.table.write.table_writes.apply_changes`."""
+        """Apply change-data-capture rows as one snapshot: insert ``I`` rows, replace the row
+        of each ``U`` row's key, delete the row of each ``D`` row's key.
+
+        Args:
+            data: the change rows (as for :meth:`append`) plus ``op_column``.
+            on: the key columns (default: the schema's identifier fields).
+            op_column: the column holding ``I``, ``U`` or ``D``.
+            branch: the branch written (``main`` by default); created when it does not exist.
+            snapshot_properties: extra entries for the new snapshot's summary.
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: the data does not fit the table's schema (naming the column), or a
+                filter does not parse or bind.
+            CommitFailedError: a concurrent commit conflicts and the retries ran out; every
+                file written for it is deleted.
+            CommitStateUnknownError: the catalog's answer was lost; nothing is deleted.
+        """
         from icepark.table.write import table_writes
 
         return table_writes.apply_changes(
@@ -298,8 +430,18 @@ class Table:
         )
 
     def set_properties(self, properties: dict[str, str] | None = None, **kw: str) -> Table:
-        """Set table properties, committed at once; see
-        :func:`icepark.table.write.table_writes.set_properties`."""
+        """Set table properties, committed at once.
+
+        Args:
+            properties: the properties to set, as strings.
+            kw: more properties, for names that are identifiers (``owner="etl"``).
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: a reserved property (``format-version`` is upgraded in SQL).
+        """
         from icepark.table.write import table_writes
 
         return table_writes.set_properties(self, properties, **kw)
@@ -353,8 +495,30 @@ class Table:
         options: dict[str, str] | None = None,
         use_snapshot_schema: bool | None = None,
     ) -> DataScan:
-        """A scan, optionally filtered and time travelling; see
-        :func:`icepark.table.scan.table_scan`."""
+        """A scan of the table's rows: nothing is read until the scan is consumed
+        (``to_arrow()``, ``to_batches()``, ``count()``, ``plan_files()``, ``explain()``).
+
+        Args:
+            filter: an icepark filter string (``"ts >= '2024-01-01' and id in (1, 2)"``) or an
+                expression built with ``icepark.col``; it prunes manifests and files, then rows.
+            columns: the columns to read (default: all); metadata columns such as ``_file``
+                and ``_pos`` too.
+            snapshot_id: read this snapshot (time travel).
+            as_of: read the snapshot current at this time (a datetime, a date, or ms since
+                the epoch).
+            ref: read the head of this branch or tag.
+            case_sensitive: whether column names match case-sensitively.
+            options: scan options as Java names them (``split-size``, ``lookback``, ...).
+            use_snapshot_schema: read with the schema of the snapshot read (default: for
+                time travel by id or ref, as Java does) rather than the current one.
+
+        Returns:
+            A :class:`~icepark.table.DataScan`.
+
+        Raises:
+            ValidationError: the filter does not parse or names an unknown column, or no
+                snapshot matches ``snapshot_id``, ``as_of`` or ``ref``.
+        """
         return table_scan(
             self,
             filter,
@@ -540,8 +704,28 @@ class Table:
         *,
         progress: Callable[[int, int], None] | None = None,
     ) -> ExpireSnapshotsResult:
-        """Expire old snapshots, then delete the files only they reached; see
-        :func:`icepark.table.maintenance.expire_snapshots.expire_snapshots`."""
+        """Expire old snapshots, then delete the files only they reached (Java's rules and
+        defaults): commit first, delete after, in parallel.
+
+        Args:
+            older_than: expire snapshots older than this (default: now minus
+                ``history.expire.max-snapshot-age-ms``).
+            retain_last: keep at least this many snapshots of each branch (default:
+                ``history.expire.min-snapshots-to-keep``).
+            snapshot_ids: expire exactly these snapshots instead.
+            clean_expired_metadata: also remove partition specs and schemas no snapshot
+                uses any more.
+            dry_run: commit nothing and delete nothing; report what would go.
+            progress: called with (done, total) as files are deleted.
+
+        Returns:
+            Java's six counts of deleted files (data, position and equality delete files,
+            manifests, manifest lists, statistics files), plus what was expired.
+
+        Raises:
+            ValidationError: ``gc.enabled`` is false, or a snapshot id is unknown or current.
+            CommitFailedError: the expiry could not be committed; nothing is deleted.
+        """
         from icepark.table.maintenance.expire_snapshots import expire_snapshots
 
         return expire_snapshots(
