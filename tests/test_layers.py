@@ -3,7 +3,7 @@ forms, and only ``icepark.spark`` imports pyspark.
 
 Imports are read with :mod:`ast` from every module of the package, including imports inside
 functions (a lazy import hides a circle, it does not remove it); only imports under
-``if TYPE_CHECKING:`` are left out, since they never run. The layers are the README's map.
+``if TYPE_CHECKING:`` are left out, since they never run. The layers are the map of docs/development.md ("Layout").
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "icepark"
 
-# The README's layers, bottom first; a module may import from its own layer and those below.
+# The layers of docs/development.md, bottom first; a module may import from its own layer and those below.
 LAYERS: list[tuple[str, ...]] = [
     ("icepark.errors", "icepark.lru"),
     ("icepark.spec",),
@@ -58,7 +58,7 @@ def _layer(module: str) -> int:
         for prefix in prefixes:
             if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
                 best, rank = len(prefix), index
-    assert rank >= 0, f"{module} is in no layer of the README's map: add it to LAYERS"
+    assert rank >= 0, f"{module} is in no layer of the map in docs/development.md: add it to LAYERS"
     return rank
 
 

@@ -1,5 +1,6 @@
-"""Every public name the README lists imports from where the README says, and every module's
-``__all__`` is listed there: moving code inside the package cannot break a user's import."""
+"""Every public name the site's Python API page (docs/reference/api/index.md) lists imports from
+where it says, and every module's ``__all__`` is listed there: moving code inside the package
+cannot break a user's import."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+API_PAGE = Path(__file__).resolve().parent.parent / "docs" / "reference" / "api" / "index.md"
 
 
 def _rows() -> dict[str, list[str]]:
-    text = README.read_text()
+    text = API_PAGE.read_text()
     section = text.split("## Public API", 1)[1].split("\n## ", 1)[0]
     rows = {}
     for line in section.splitlines():
@@ -27,7 +28,7 @@ ROWS = _rows()
 MODULES = [key.strip("`") for key in ROWS if re.fullmatch(r"`icepark(\.\w+)*`", key)]
 
 
-def test_the_readme_lists_the_public_modules() -> None:
+def test_the_api_page_lists_the_public_modules() -> None:
     assert {"icepark", "icepark.types", "icepark.errors", "icepark.spark"} <= set(MODULES)
 
 
@@ -46,7 +47,7 @@ def test_every_listed_name_imports(module: str) -> None:
 def test_every_exported_name_is_listed(module: str) -> None:
     exported = set(importlib.import_module(module).__all__)
     unlisted = exported - set(ROWS[f"`{module}`"])
-    assert not unlisted, f"{module}.__all__ has names the README does not list: {unlisted}"
+    assert not unlisted, f"{module}.__all__ has names the API page does not list: {unlisted}"
 
 
 def test_table_methods() -> None:
@@ -55,7 +56,7 @@ def test_table_methods() -> None:
     listed = ROWS["`icepark.Table` (methods)"]
     assert [m for m in listed if not hasattr(Table, m)] == []
     public = {n for n in vars(Table) if not n.startswith("_")}
-    assert public - set(listed) == set(), "Table methods the README does not list"
+    assert public - set(listed) == set(), "Table methods the API page does not list"
 
 
 def test_command_line() -> None:
