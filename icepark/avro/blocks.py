@@ -50,6 +50,7 @@ __all__ = [
     "AvroHeader",
     "iter_avro_blocks",
     "read_avro_header",
+    "parse_schema_text",
     "Skipper",
     "UnsupportedAvroError",
     "compile_skipper",
@@ -318,6 +319,12 @@ class AvroBlocks:
 def _schema(text: bytes) -> tuple[Any, dict[str, Any]]:
     writer_schema = _writer_schema("", {"avro.schema": text})
     return writer_schema, named_avro_types(writer_schema)
+
+
+def parse_schema_text(text: bytes) -> tuple[Any, dict[str, Any]]:
+    """The writer schema of a file whose header holds schema ``text``, and its named types
+    (parsed once per text: treat both as read-only, as :class:`AvroBlocks`' own)."""
+    return _schema(bytes(text))
 
 
 def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:

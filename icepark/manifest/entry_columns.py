@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from icepark.avro.blocks import AvroBlocks, read_avro_blocks
+from icepark.avro.blocks import parse_schema_text, read_avro_blocks
 from icepark.avro.compiled import ABSENT, NULL, Path, Program, Slots, compile_program
 from icepark.avro.compiled import decode_records as _decode_records
 from icepark.avro.schema import from_avro_value
@@ -55,7 +55,14 @@ from icepark.spec.manifests import (
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.types import IcebergType
 
-__all__ = ["EntryColumns", "LazyDataFile", "RowMetrics", "read_entry_columns"]
+__all__ = [
+    "EntryColumns",
+    "EntryOrigin",
+    "LazyDataFile",
+    "RowMetrics",
+    "decode_entry_columns",
+    "read_entry_columns",
+]
 
 # data_file fields by id
 _CONTENT, _PATH, _FORMAT, _COUNT, _SIZE = 134, 100, 101, 103, 104
@@ -138,29 +145,89 @@ def read_entry_columns(
     :class:`~icepark.errors.InvalidAvroFileError` naming ``location`` for one that is not a
     readable manifest."""
     blocks = read_avro_blocks(location, data)
+    text = bytes(blocks.raw_header["meta"].get("avro.schema", b""))
+    origin = EntryOrigin(
+        location,
+        text,
+        blocks.metadata,
+        manifest,
+        spec,
+        None if metrics_of is None else frozenset(metrics_of),
+    )
+    raw, count = blocks.records()
+    return decode_entry_columns(origin, raw, count, blocks.writer_schema, blocks.named)
+
+
+@dataclass(frozen=True)
+class EntryOrigin:
+    """What the records of a manifest are decoded with: the file's location, its Avro schema
+    (the text in its header) and key/value metadata, the manifest as its list describes it,
+    the partition spec when given, and the columns whose metrics are decoded (None: a
+    complete decode). Small and picklable: records decoded in one process can be decoded
+    again in another (:mod:`icepark.manifest.kept_entries`)."""
+
+    location: str
+    schema_text: bytes
+    metadata: dict[str, str]
+    manifest: ManifestFile | None = None
+    spec: PartitionSpec | None = None
+    metrics_of: frozenset[int] | None = None
+
+
+def decode_entry_columns(
+    origin: EntryOrigin,
+    raw: bytes,
+    count: int,
+    writer_schema: Any = None,
+    named: dict[str, Any] | None = None,
+    inherited: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
+) -> EntryColumns:
+    """The ``count`` records in ``raw`` (uncompressed, one after another) of the manifest
+    ``origin`` describes, decoded into arrays (see :func:`read_entry_columns`). The writer
+    schema is parsed from ``origin`` unless given; ``inherited`` gives the entries' values
+    after inheritance (:attr:`EntryColumns.inherited`) when the records are not the whole
+    manifest (inheritance of first row ids counts the entries before)."""
+    location = origin.location
+    if writer_schema is None or named is None:
+        writer_schema, named = parse_schema_text(origin.schema_text)
     try:
         decoder = EntryDecoder(
-            location, blocks.writer_schema, blocks.metadata, manifest, spec, blocks.named
+            location, writer_schema, origin.metadata, origin.manifest, origin.spec, named
         )
     except InvalidAvroFileError:
         raise
     except MALFORMED as exc:
         raise InvalidAvroFileError(f"Invalid manifest {location}: {exc}") from exc
-    text = bytes(blocks.raw_header["meta"].get("avro.schema", b""))
-    full = _program(text, blocks, decoder, None)
+    text = origin.schema_text
+    full = _program(text, writer_schema, named, decoder, None)
+    metrics_of = origin.metrics_of
     if metrics_of is None:
         program, wanted = full, _NO_KEYS
     else:
-        program = _program(text, blocks, decoder, bool(metrics_of))
+        program = _program(text, writer_schema, named, decoder, bool(metrics_of))
         wanted = np.array(sorted(metrics_of), dtype=np.int64)
-    raw, count = blocks.records()
     buf = np.frombuffer(raw, dtype=np.uint8)
     slots = _decode_records(location, program, buf, count, wanted)
-    return EntryColumns(location, decoder, program, full, raw, slots)
+    # records decoded again elsewhere (``inherited`` given) were checked where first decoded
+    return EntryColumns(
+        location,
+        decoder,
+        program,
+        full,
+        raw,
+        slots,
+        inherited is None,
+        origin=origin,
+        inherited=inherited,
+    )
 
 
 def _program(
-    text: bytes, blocks: AvroBlocks, decoder: EntryDecoder, metrics: bool | None
+    text: bytes,
+    writer_schema: Any,
+    named: dict[str, Any],
+    decoder: EntryDecoder,
+    metrics: bool | None,
 ) -> Program:
     """The compiled program of a schema: everything (``metrics`` None), or what planning
     reads, with the metric maps (keyed: only the wanted columns' items are stored) when
@@ -169,9 +236,9 @@ def _program(
 
     def build() -> Program:
         if metrics is None:
-            return compile_program(blocks.writer_schema, blocks.named)
+            return compile_program(writer_schema, named)
         keep, keyed = _planning_paths(decoder, metrics)
-        return compile_program(blocks.writer_schema, blocks.named, keep, keyed)
+        return compile_program(writer_schema, named, keep, keyed)
 
     return _PROGRAMS.get_or_compute(key, build)
 
@@ -210,8 +277,14 @@ class EntryColumns:
         raw: bytes,
         slots: Slots,
         check: bool = True,
+        *,
+        origin: EntryOrigin | None = None,
+        inherited: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
     ) -> None:
         self.location = location
+        self.origin = origin
+        if inherited is not None:
+            self.__dict__["_inherited"] = inherited
         self.decoder = decoder
         self.program = program
         self._full_program = full
@@ -413,6 +486,12 @@ class EntryColumns:
             row_ids = np.where(takes, manifest.first_row_id + before, row_ids)
         out.append(row_ids)
         return out[0], out[1], out[2], out[3]
+
+    @property
+    def inherited(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every entry's snapshot id, data and file sequence numbers and first row id after
+        inheritance (int64, -1 for null)."""
+        return self._inherited
 
     @property
     def snapshot_ids(self) -> np.ndarray:

@@ -23,11 +23,11 @@ from icepark.manifest import (
     DataFile,
     ManifestContent,
     ManifestEntry,
+    ManifestFile,
 )
 from icepark.planning.delete_index import DeleteFileIndex
 from icepark.planning.matching import FileMatcher
 from icepark.planning.walk import (
-    live_entries,
     live_manifests,
     read_entries,
     scan_columns,
@@ -48,7 +48,9 @@ __all__ = [
     "CombinedScanTask",
     "PlannedFiles",
     "TaskBuilder",
+    "data_tasks",
     "delete_index",
+    "index_deletes",
     "iter_plan_files",
     "plan_files",
     "plan_tasks",
@@ -317,10 +319,20 @@ def delete_index(
 ) -> DeleteFileIndex:
     """The live delete files of ``snapshot`` (those that may apply to rows ``matcher``
     selects), indexed by partition and sequence number."""
+    manifests = live_manifests(io, snapshot, matcher, ManifestContent.DELETES)
+    return index_deletes(io, metadata, manifests, matcher, workers)
+
+
+def index_deletes(
+    io: FileIO,
+    metadata: TableMetadata,
+    manifests: Sequence[ManifestFile],
+    matcher: FileMatcher | None = None,
+    workers: int = 8,
+) -> DeleteFileIndex:
+    """:func:`delete_index` of given delete manifests (read here, in order)."""
     deletes = DeleteFileIndex(metadata.specs())
-    for _, entries in live_entries(
-        io, metadata, snapshot, matcher, ManifestContent.DELETES, workers=workers
-    ):
+    for _, entries in read_entries(io, manifests, matcher, live_only=True, workers=workers):
         deletes.add_entries(entries)
     return deletes
 
@@ -357,6 +369,19 @@ def iter_plan_files(
     builder = TaskBuilder(metadata, row_filter, schema, case_sensitive)
     deletes = delete_index(io, metadata, snapshot, builder.matcher, workers)
     manifests = live_manifests(io, snapshot, builder.matcher, ManifestContent.DATA)
+    yield from data_tasks(io, builder, manifests, deletes, workers)
+
+
+def data_tasks(
+    io: FileIO,
+    builder: TaskBuilder,
+    manifests: Sequence[ManifestFile],
+    deletes: DeleteFileIndex | None,
+    workers: int = 8,
+) -> Iterator[FileScanTask]:
+    """The tasks of the data files of ``manifests`` (read here, in order) that may hold rows
+    ``builder``'s filter selects, ``deletes`` attached: by arrays when the manifests are big
+    enough (:func:`~icepark.planning.walk.use_columns`), else entry by entry."""
     if use_columns(manifests):
         for scanned in scan_columns(io, manifests, builder.matcher, workers=workers):
             if len(scanned) == 3:

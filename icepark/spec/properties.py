@@ -34,10 +34,12 @@ __all__ = [
     "COPY_ON_WRITE",
     "DEFAULT_FILE_FORMAT",
     "DEFAULT_NAME_MAPPING",
+    "DATA_PLANNING_MODE",
     "DEFAULT_WRITE_METRICS_MODE",
     "DELETE_DEFAULT_FILE_FORMAT",
     "DELETE_ISOLATION_LEVEL",
     "DELETE_MODE",
+    "DELETE_PLANNING_MODE",
     "DELETE_TARGET_FILE_SIZE_BYTES",
     "FORMAT_VERSION",
     "GC_ENABLED",
@@ -64,6 +66,7 @@ __all__ = [
     "PARQUET_PAGE_ROW_LIMIT",
     "PARQUET_PAGE_SIZE_BYTES",
     "PARQUET_ROW_GROUP_SIZE_BYTES",
+    "PLANNING_MODES",
     "Property",
     "RESERVED",
     "SERIALIZABLE",
@@ -359,6 +362,25 @@ ADAPTIVE_SPLIT_SIZE_ENABLED = _p(
     True,
     parse_bool,
     "Lower the split size of a small Spark scan so that every core gets a split.",
+)
+
+PLANNING_MODES = ("auto", "local", "distributed")
+DATA_PLANNING_MODE = _p(
+    "read.data-planning-mode",
+    "auto",
+    _lower,
+    "Where a Spark scan reads its data manifests: local (the driver), distributed (Spark "
+    "tasks) or auto (distributed when the cluster has more cores than the driver and the "
+    "manifests are big enough to pay for a job).",
+    PLANNING_MODES,
+)
+DELETE_PLANNING_MODE = _p(
+    "read.delete-planning-mode",
+    "auto",
+    _lower,
+    "Where a Spark scan reads its delete manifests: local, distributed or auto (as "
+    "read.data-planning-mode).",
+    PLANNING_MODES,
 )
 
 # -- row-level changes -------------------------------------------------------------------------

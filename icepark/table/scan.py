@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from icepark.arrow.deletes import DeleteCache
+    from icepark.planning.distributed import RemotePlanning
     from icepark.table.interface import TableLike
 
 __all__ = ["DataScan", "resolve_snapshot", "table_scan", "to_epoch_ms"]
@@ -199,22 +200,28 @@ class DataScan:
 
     # -- planning --------------------------------------------------------------------------
 
-    def plan_files(self) -> PlannedFiles:
+    def plan_files(self, remote: RemotePlanning | None = None) -> PlannedFiles:
         """The file scan tasks: data files (or byte ranges) that may hold matching rows, with
         the delete files that apply and the residual filter. Produced as they are iterated
         (a plan of a million files streams; each iteration plans anew); ``len()``, indexing
-        and slicing plan once and keep the list (:class:`PlannedFiles`)."""
-        return PlannedFiles(self.iter_plan_files, self.iter_plan_files())
+        and slicing plan once and keep the list (:class:`PlannedFiles`). With ``remote``,
+        manifests are read where its modes say (:mod:`icepark.planning.distributed`: Spark
+        tasks), the same tasks either way."""
+        return PlannedFiles(lambda: self.iter_plan_files(remote), self.iter_plan_files(remote))
 
-    def iter_plan_files(self) -> Iterator[FileScanTask]:
+    def iter_plan_files(self, remote: RemotePlanning | None = None) -> Iterator[FileScanTask]:
         """:meth:`plan_files` as a stream, manifest by manifest (reading can start early);
         through the table's ``planner`` when it has one (server-side planning)."""
         bind(self.schema, self.row_filter, self.case_sensitive)  # fail early on bad columns
         if self.planner is not None:
             return self.planner(self)
-        tasks = iter_plan_files(
-            self.io, self.metadata, self.snapshot, self.row_filter, self.schema, self.case_sensitive
-        )
+        args = (self.io, self.metadata, self.snapshot, self.row_filter, self.schema)
+        if remote is not None:
+            from icepark.planning import distributed
+
+            tasks = distributed.iter_plan_files(remote, *args, self.case_sensitive)
+        else:
+            tasks = iter_plan_files(*args, self.case_sensitive)
         return tasks if self.reporter is None else self._reported(tasks, self.reporter)
 
     def _reported(

@@ -13,13 +13,11 @@ import pickle
 import random
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from filter_cases import SCHEMA, random_filter, rows
+from filter_cases import random_filter
 
 import icepark.planning.walk as walk
 from icepark.avro.compiled import kernel_available
-from icepark.catalog import SqlCatalog
 from icepark.manifest.entry_columns import LazyDataFile
 from icepark.planning.planner import FileScanTask, PlannedFiles
 from icepark.table import Table
@@ -27,44 +25,21 @@ from icepark.table import Table
 pytestmark = pytest.mark.skipif(not kernel_available(), reason="numba is not importable")
 
 
-@pytest.fixture(scope="module", params=[2, 3])
-def table(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Table:
-    """Position deletes (v2) or deletion vectors (v3), equality deletes, two specs."""
-    tmp = tmp_path_factory.mktemp("columns")
-    rng = random.Random(7)
-    catalog = SqlCatalog("c", uri=f"sqlite:///{tmp}/c.db", warehouse=str(tmp / "wh"))
-    catalog.create_namespace("db")
-    t = catalog.create_table(
-        "db.t",
-        SCHEMA,
-        partition_by=["day(tz)", "bucket(3, i)"],
-        properties={"format-version": str(request.param), "write.delete.mode": "merge-on-read"},
-    )
-    for part in range(3):
-        t.append(rows(rng, part * 200, 200))
-    t.delete("id < 20 or s = 'apple3'")
-    with t.update_spec() as u:
-        u.add_field("s", "truncate(2)")
-    t.append(rows(rng, 600, 200))
-    removed = rows(rng, 650, 4)
-    t.apply_changes(removed.append_column("_op", pa.array(["D"] * 4)), on=["id"])
-    t.delete("id between 640 and 660")
-    return t.refresh()
+def _plans(evolved_table: Table, texts: list[str | None], **scan: Any) -> list[list[FileScanTask]]:
+    return [list(evolved_table.scan(filter=text, **scan).plan_files()) for text in texts]
 
 
-def _plans(table: Table, texts: list[str | None], **scan: Any) -> list[list[FileScanTask]]:
-    return [list(table.scan(filter=text, **scan).plan_files()) for text in texts]
-
-
-def test_same_tasks_as_entry_by_entry(table: Table, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_same_tasks_as_entry_by_entry(
+    evolved_table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = random.Random(20261128)
     texts: list[str | None] = [None, "id = 650", "s like 'ap%'", "tz is null"]
     texts += [random_filter(rng)[0] for _ in range(80)]
-    oldest = min(table.snapshots(), key=lambda s: s.sequence_number).snapshot_id
-    by_entries = _plans(table, texts)
-    old_snapshot = _plans(table, texts[:20], snapshot_id=oldest)
+    oldest = min(evolved_table.snapshots(), key=lambda s: s.sequence_number).snapshot_id
+    by_entries = _plans(evolved_table, texts)
+    old_snapshot = _plans(evolved_table, texts[:20], snapshot_id=oldest)
     monkeypatch.setattr(walk, "COLUMNS_MIN_ENTRIES", 0)
-    by_columns = _plans(table, texts)
+    by_columns = _plans(evolved_table, texts)
     assert any(isinstance(t.file, LazyDataFile) for plan in by_columns for t in plan)
     for text, expected, got in zip(texts, by_entries, by_columns, strict=True):
         assert got == expected, text
@@ -74,24 +49,24 @@ def test_same_tasks_as_entry_by_entry(table: Table, monkeypatch: pytest.MonkeyPa
                 b.residual,
                 b.data_sequence_number,
             )
-    assert _plans(table, texts[:20], snapshot_id=oldest) == old_snapshot
+    assert _plans(evolved_table, texts[:20], snapshot_id=oldest) == old_snapshot
     # the filters are not trivial, and some tasks carry deletes
     assert len({len(p) for p in by_entries}) > 5
     assert any(t.delete_files for p in by_entries for t in p)
 
 
-def test_tasks_pickle_as_plain_tasks(table: Table, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tasks_pickle_as_plain_tasks(evolved_table: Table, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(walk, "COLUMNS_MIN_ENTRIES", 0)
-    task = next(iter(table.scan(filter="id = 650").plan_files()))
+    task = next(iter(evolved_table.scan(filter="id = 650").plan_files()))
     assert isinstance(task.file, LazyDataFile)
     back = pickle.loads(pickle.dumps(task))
     assert type(back.file).__name__ == "DataFile" and back == task
 
 
 def test_a_plan_streams_and_plans_again_when_iterated_again(
-    table: Table, monkeypatch: pytest.MonkeyPatch
+    evolved_table: Table, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    planned = table.scan().plan_files()
+    planned = evolved_table.scan().plan_files()
     assert isinstance(planned, PlannedFiles)
     calls = []
     real = walk.manifests_of

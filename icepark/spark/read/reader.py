@@ -1,8 +1,10 @@
 """Reading an Iceberg table into a Spark DataFrame.
 
-Planning happens on the driver with icepark (:meth:`DataScan.plan_files`): manifests,
-partitions and column metrics prune files before Spark sees any. Then one of two paths
-reads the planned files; :func:`read` chooses per scan (``path="auto"``):
+Planning happens with icepark (:meth:`DataScan.plan_files`): manifests, partitions and column
+metrics prune files before Spark sees any; manifests are read on the driver or, for a big
+table, in Spark tasks (``read.data-planning-mode``, see :mod:`~icepark.spark.read.planning`).
+Then one of two paths reads the planned files; :func:`read` chooses per scan
+(``path="auto"``):
 
 **native** (the default): Spark's own Parquet reader over the planned file list, with a
 schema whose ``StructField`` metadata carries the Iceberg field ids and
@@ -65,6 +67,7 @@ from icepark.spark.filters import quote_column, to_spark_column
 from icepark.spark.paths import parquet_files, spark_reported_path, to_spark_location
 from icepark.spark.read.delete_cache import deletes_key, remembered
 from icepark.spark.read.metadata_tables import read_metadata_table, resolve_table_or_metadata
+from icepark.spark.read.planning import plan_scan
 from icepark.spark.read.positions import DELETED_PATH, DELETED_POS, DeletedPositions, drop_deleted
 from icepark.spark.runtime import TASK_PAYLOAD, default_parallelism, task_frame
 from icepark.spark.setup import prepare_session, temporary_conf
@@ -202,8 +205,9 @@ def choose_path(
 
 
 def read_scan(spark: SparkSession, scan: DataScan, *, path: ReadPath = "auto") -> DataFrame:
-    """Read a planned :class:`DataScan` (see :func:`read`)."""
-    return read_tasks(spark, scan, list(scan.plan_files()), path=path)
+    """Read a planned :class:`DataScan` (see :func:`read`); its manifests are read on the
+    driver or in Spark tasks as the planning modes say (:mod:`~icepark.spark.read.planning`)."""
+    return read_tasks(spark, scan, list(plan_scan(spark, scan)), path=path)
 
 
 def read_tasks(

@@ -31,6 +31,7 @@ from icepark.arrow.metrics_config import MetricsConfig
 from icepark.arrow.schema import schema_to_arrow
 from icepark.expressions import AlwaysTrue
 from icepark.planning.planner import FileScanTask
+from icepark.spark.read.planning import plan_scan
 from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.pushdown import from_clause, split_and, to_filter
 from icepark.spark.sql.query import owned_columns, session_is_utc, table_parts, time_travel
@@ -208,7 +209,7 @@ def answer_from_metadata(ctx: SqlContext, tree: exp.Expr) -> DataFrame | None:
             return None
         if filt is not None:
             scan = scan.filter(filt)
-        tasks = list(scan.plan_files())
+        tasks = list(plan_scan(ctx.spark, scan))
         if any(t.delete_files or not isinstance(t.residual, AlwaysTrue) for t in tasks):
             return None
         values = _values(aggregates, tasks)

@@ -29,6 +29,7 @@ from sqlglot import exp
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, and_
 from icepark.spark.read.metadata_tables import read_metadata_table
+from icepark.spark.read.planning import plan_scan
 from icepark.spark.read.reader import read_tasks
 from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
@@ -138,7 +139,7 @@ def _table_frame(ctx: SqlContext, node: exp.Table, resolved: Resolved) -> DataFr
     texts = [c.sql(dialect="spark") for c, _ in pushed]
     if pushed:
         scan = scan.filter(and_(*[f for _, f in pushed]))
-    tasks = list(scan.plan_files())
+    tasks = list(plan_scan(ctx.spark, scan))
     if only and pushed and all(isinstance(t.residual, AlwaysTrue) for t in tasks):
         # Every row of every planned file keeps the pushed conjuncts (decided by partition
         # values, and each pushed filter keeps exactly its conjunct's rows): Spark need not

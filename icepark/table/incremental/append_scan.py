@@ -40,6 +40,7 @@ from icepark.spec.snapshots import Operation, Snapshot
 from icepark.table.scan import DataScan
 
 if TYPE_CHECKING:
+    from icepark.planning.distributed import RemotePlanning
     from icepark.table.interface import TableLike
 
 __all__ = [
@@ -141,9 +142,10 @@ class IncrementalAppendScan(DataScan):
         )
         return [s for s in between if s.operation == Operation.APPEND]
 
-    def iter_plan_files(self) -> Iterator[FileScanTask]:
+    def iter_plan_files(self, remote: RemotePlanning | None = None) -> Iterator[FileScanTask]:
         """The appended data files that may hold matching rows, oldest snapshot first (what
-        ``plan_files``, ``to_batches`` and ``count`` read)."""
+        ``plan_files``, ``to_batches`` and ``count`` read). Planned here whatever ``remote``
+        says: only the manifests the snapshots wrote are read."""
         snapshots = self.snapshots
         if not snapshots:
             return iter(())

@@ -217,3 +217,27 @@ def test_java_reads_tables_written_over_connect_and_connect_reads_java(
     )
     assert ours(catalog.load_table("db.j")) == theirs(f"{c}.db.j")
     assert len(theirs(f"{c}.db.j")) == 300 - 43
+
+
+def test_planning_in_spark_tasks(connect_spark: Any, catalog: Any) -> None:
+    """``read.data-planning-mode=distributed`` over Connect: the tasks of the driver's plan,
+    and the same rows read."""
+    import importlib
+
+    planning = importlib.import_module("icepark.spark.read.planning")
+    schema = pa.schema([("id", pa.int64()), ("part", pa.int32())])
+    table = catalog.create_table(
+        "db.planned",
+        schema,
+        partition_by=["part"],
+        properties={"format-version": "2", "write.delete.mode": "merge-on-read"},
+    )
+    for start in (0, 50, 100):
+        ids = list(range(start, start + 50))
+        table.append(pa.table({"id": ids, "part": [i % 3 for i in ids]}, schema=schema))
+    table.delete("id in (1, 60)")
+    table.set_properties({"read.data-planning-mode": "distributed"})
+    scan = table.refresh().scan(filter="id >= 40 and part = 0")
+    assert list(planning.plan_scan(connect_spark, scan)) == list(scan.plan_files())
+    df = ispark.read(connect_spark, table, filter="id < 70")
+    assert _ids(df) == [i for i in range(70) if i not in (1, 60)]

@@ -1,0 +1,260 @@
+"""Planning with manifests read elsewhere: in Spark tasks, when one process is not enough
+(Java's ``BaseDistributedDataScan`` and ``SparkDistributedDataScan``).
+
+How it flows (:func:`iter_plan_files`, for a :class:`RemotePlanning`):
+
+* the driver reads the manifest list and prunes manifests by their partition summaries, as a
+  local plan does;
+* **deletes** (``read.delete-planning-mode``): each delete manifest is read by a remote task
+  with :func:`~icepark.planning.walk.read_entries` (live entries, pruned by partition) and its
+  entries come back; the driver adds them to a
+  :class:`~icepark.planning.delete_index.DeleteFileIndex` in manifest order: the index
+  :func:`~icepark.planning.planner.delete_index` builds from the same entries;
+* **data** (``read.data-planning-mode``): each data manifest is read and judged by a remote
+  task with :func:`~icepark.planning.walk.scan_columns` (partitions and metrics) or, for a
+  small plan, :func:`~icepark.planning.walk.read_entries`, the choice a local plan makes
+  (:func:`~icepark.planning.walk.use_columns`, made once for the whole plan); only the
+  entries kept come back, as their Avro records
+  (:class:`~icepark.manifest.kept_entries.KeptEntries`, a chunk of at most
+  :data:`ENTRIES_PER_PART`) or, off the compiled path, as entries;
+* the driver decodes the records again by the same compiled reader and makes the tasks with
+  :class:`~icepark.planning.planner.TaskBuilder` (residuals, strict metrics, delete files),
+  in manifest order: the tasks of a local plan, task for task.
+
+Where the remote tasks run is a :class:`ManifestRunner` (:mod:`icepark.spark.read.planning`
+runs them as Spark tasks); this module knows nothing of Spark.
+
+Modes (:data:`~icepark.spec.properties.PLANNING_MODES`): ``local`` reads every manifest here;
+``distributed`` reads them remotely whenever there are any; ``auto`` reads remotely only when
+it pays (:func:`plans_remotely`): the cluster has more cores than this process decodes with,
+there are more than two manifests a local core, and the manifests hold at least
+:data:`AUTO_MIN_BYTES_PER_CORE` a local core (Java's rule, with icepark's own measure of
+what a core plans in the time a Spark job takes to start).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from icepark.expressions import BooleanExpression
+from icepark.io import FileIO
+from icepark.manifest import ManifestContent, ManifestEntry, ManifestFile
+from icepark.planning.delete_index import DeleteFileIndex
+from icepark.planning.matching import FileMatcher
+from icepark.planning.planner import FileScanTask, TaskBuilder, data_tasks, index_deletes
+from icepark.planning.walk import live_manifests, read_entries, scan_columns, use_columns
+from icepark.spec import properties as P
+from icepark.spec.metadata import TableMetadata
+from icepark.spec.partitioning import PartitionSpec
+from icepark.spec.schema import Schema
+from icepark.spec.snapshots import Snapshot
+
+__all__ = [
+    "AUTO_MIN_BYTES_PER_CORE",
+    "ENTRIES_PER_PART",
+    "ManifestRunner",
+    "ManifestWork",
+    "RemotePlanning",
+    "iter_plan_files",
+    "plans_remotely",
+]
+
+T = TypeVar("T")
+
+ENTRIES_PER_PART = 20_000
+"""Most entries a remote task sends back in one part (some 6 MB of records, about a fifth
+of that compressed): parts are decoded and made into tasks one at a time on the driver."""
+
+AUTO_MIN_BYTES_PER_CORE = 32 * 1024 * 1024
+"""``auto`` plans remotely only when the manifests (as stored) hold at least this many bytes
+for each local core."""
+
+ManifestWork = Callable[[Sequence[Any]], Iterator[tuple[int, Any]]]
+"""The work of a remote task: given its inputs (in order), the parts it makes of them, each
+as ``(the input's index among them, the part)``, inputs in order, an input's parts in order."""
+
+
+class ManifestRunner(Protocol):
+    """Somewhere work runs in parallel, away from this process (Spark tasks)."""
+
+    @property
+    def parallelism(self) -> int:
+        """How many inputs it works on at once."""
+        ...
+
+    def run(self, work: ManifestWork, inputs: Sequence[Any], what: str) -> Iterator[Any]:
+        """The parts ``work`` makes of ``inputs`` (picklable, as ``work`` and the parts are),
+        input by input in the order given; ``what`` says what is done, for its job's
+        description."""
+        ...
+
+
+@dataclass(frozen=True)
+class RemotePlanning:
+    """Planning with a :class:`ManifestRunner`, in the given modes (``auto``, ``local`` or
+    ``distributed``) for data and delete manifests; ``local_parallelism`` is how many cores
+    a local plan decodes with (this machine's), ``remote_workers`` how many manifests a
+    remote task decodes at once (its cores)."""
+
+    runner: ManifestRunner
+    data_mode: str = "auto"
+    delete_mode: str = "auto"
+    local_parallelism: int = os.cpu_count() or 1
+    remote_workers: int = 1
+
+    def __post_init__(self) -> None:
+        for prop, mode in (
+            (P.DATA_PLANNING_MODE, self.data_mode),
+            (P.DELETE_PLANNING_MODE, self.delete_mode),
+        ):
+            prop.get({prop.name: mode})  # a ValidationError naming the property and value
+
+    def remotely(self, mode: str, manifests: Sequence[ManifestFile]) -> bool:
+        """Are ``manifests`` read remotely in ``mode``?"""
+        return plans_remotely(
+            mode, manifests, self.runner.parallelism, local_parallelism=self.local_parallelism
+        )
+
+
+def plans_remotely(
+    mode: str,
+    manifests: Sequence[ManifestFile],
+    remote_parallelism: int,
+    *,
+    local_parallelism: int = os.cpu_count() or 1,
+) -> bool:
+    """Are ``manifests`` read remotely in ``mode`` (see the module docstring)?"""
+    mode = mode.strip().lower()
+    if mode == "local" or not manifests:
+        return False
+    if mode == "distributed":
+        return True
+    if mode != "auto":
+        raise ValueError(f"unknown planning mode {mode!r}")
+    size = sum(m.manifest_length for m in manifests)
+    return (
+        remote_parallelism > local_parallelism
+        and len(manifests) > 2 * local_parallelism
+        and size >= local_parallelism * AUTO_MIN_BYTES_PER_CORE
+    )
+
+
+# -- the remote tasks' work --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """What a remote task needs to read and judge manifests as this process would: the
+    table's FileIO (its configuration travels with it), the scan's schema, the table's specs
+    and the filter."""
+
+    io: FileIO
+    schema: Schema
+    specs: dict[int, PartitionSpec]
+    row_filter: BooleanExpression
+    case_sensitive: bool
+    workers: int
+
+    def matcher(self) -> FileMatcher:
+        return FileMatcher(self.schema, self.specs, self.row_filter, self.case_sensitive)
+
+
+@dataclass(frozen=True)
+class _DataManifests(_Reading):
+    """Reads data manifests, keeps the entries that may hold matching rows."""
+
+    columns: bool = True
+
+    def __call__(self, manifests: Sequence[ManifestFile]) -> Iterator[tuple[int, Any]]:
+        from icepark.avro.compiled import kernel_available
+
+        matcher = self.matcher()
+        if not (self.columns and kernel_available()):
+            found = read_entries(self.io, manifests, matcher, workers=self.workers)
+            for i, (_, entries) in enumerate(found):
+                if entries:
+                    yield i, entries
+            return
+        from icepark.manifest.kept_entries import keep
+
+        for i, scanned in enumerate(
+            scan_columns(self.io, manifests, matcher, workers=self.workers)
+        ):
+            if len(scanned) == 2:  # a manifest the compiled path does not read
+                if scanned[1]:
+                    yield i, scanned[1]
+                continue
+            _, columns, rows = scanned
+            for start in range(0, len(rows), ENTRIES_PER_PART):
+                yield i, keep(columns, rows[start : start + ENTRIES_PER_PART])
+
+
+@dataclass(frozen=True)
+class _DeleteManifests(_Reading):
+    """Reads delete manifests: their live entries that may apply (by partition)."""
+
+    def __call__(self, manifests: Sequence[ManifestFile]) -> Iterator[tuple[int, Any]]:
+        found = read_entries(self.io, manifests, self.matcher(), workers=self.workers)
+        for i, (_, entries) in enumerate(found):
+            if entries:
+                yield i, entries
+
+
+# -- the driver --------------------------------------------------------------------------------
+
+
+def iter_plan_files(
+    remote: RemotePlanning,
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot | None,
+    row_filter: BooleanExpression,
+    schema: Schema | None = None,
+    case_sensitive: bool = True,
+    workers: int = 8,
+) -> Iterator[FileScanTask]:
+    """:func:`~icepark.planning.planner.iter_plan_files`, its data and delete manifests read
+    where ``remote``'s modes say (see the module docstring); the same tasks in the same
+    order."""
+    if snapshot is None or not snapshot.manifest_list:
+        return
+    builder = TaskBuilder(metadata, row_filter, schema, case_sensitive)
+    matcher = builder.matcher
+    reading = (io, builder.schema, builder.specs, row_filter, case_sensitive, remote.remote_workers)
+    delete_manifests = live_manifests(io, snapshot, matcher, ManifestContent.DELETES)
+    if remote.remotely(remote.delete_mode, delete_manifests):
+        deletes = DeleteFileIndex(builder.specs)
+        work = _DeleteManifests(*reading)
+        for entries in remote.runner.run(work, delete_manifests, "deletes"):
+            deletes.add_entries(entries)
+    else:
+        deletes = index_deletes(io, metadata, delete_manifests, matcher, workers)
+    manifests = live_manifests(io, snapshot, matcher, ManifestContent.DATA)
+    if not remote.remotely(remote.data_mode, manifests):
+        yield from data_tasks(io, builder, manifests, deletes, workers)
+        return
+    yield from _tasks_of_parts(
+        builder,
+        remote.runner.run(_DataManifests(*reading, use_columns(manifests)), manifests, "data"),
+        deletes,
+    )
+
+
+def _tasks_of_parts(
+    builder: TaskBuilder, parts: Iterator[Any], deletes: DeleteFileIndex
+) -> Iterator[FileScanTask]:
+    import numpy as np
+
+    from icepark.manifest.kept_entries import KeptEntries
+
+    for part in parts:
+        if isinstance(part, KeptEntries):
+            columns = part.columns()
+            rows = np.arange(columns.count, dtype=np.int64)
+            yield from builder.tasks_of(columns, rows, deletes)
+        else:
+            entries: list[ManifestEntry] = part
+            yield from (builder.task(e, deletes) for e in entries)
