@@ -123,8 +123,20 @@ def catalog_properties(name: str | None = None, **overrides: Any) -> tuple[str, 
 def load_catalog(name: str | None = None, **properties: Any) -> Catalog:
     """Open a catalog: ``load_catalog()`` is the embedded SQLite default in ``./warehouse``.
 
-    Keyword arguments are catalog properties (``uri``, ``warehouse``, ``type``, ``s3.*``
-    given as a dict via ``properties={...}`` when their names are not identifiers).
+    Args:
+        name: a catalog of ``~/.icepark.yaml`` (default: ``ICEPARK_CATALOG``, the file's
+            ``default-catalog``, else ``default``).
+        properties: catalog properties over the configured ones (``uri``, ``warehouse``,
+            ``type``, ...; ``properties={"s3.endpoint": ...}`` for names that are not
+            identifiers). The environment (``ICEPARK_CATALOG_URI``, ``ICEPARK_WAREHOUSE``,
+            ``ICEPARK_CATALOG_TYPE``) comes between the file and these.
+
+    Returns:
+        A ``SqlCatalog``, ``FileSystemCatalog`` or ``RestCatalog``.
+
+    Raises:
+        CatalogConfigError: the configuration file does not parse, names no such catalog,
+            or the type cannot be told.
     """
     extra = properties.pop("properties", None) or {}
     name, props = catalog_properties(name, **{**extra, **properties})

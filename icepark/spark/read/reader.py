@@ -138,7 +138,29 @@ def read(
     columns ``_file``, ``_pos``, ``_spec_id``, ``_partition`` included), at a snapshot, time
     (``as_of``: epoch ms or datetime) or ref. ``table`` is a Table or a name loaded from
     ``catalog`` (default ``icepark.load_catalog()``). ``path`` forces the native or python
-    path (see the module docstring)."""
+    path (see the module docstring).
+
+    Args:
+        spark: the session (classic or Spark Connect).
+        table: a Table, or a name (``"db.events"``, or ``"db.events.files"`` for a metadata
+            table).
+        filter: rows to keep; it also prunes manifests and files before Spark sees them.
+        columns: the columns to read (default: all).
+        snapshot_id: read this snapshot.
+        as_of: read the snapshot current at this time.
+        ref: read the head of this branch or tag.
+        case_sensitive: whether column names match case-sensitively.
+        catalog: where ``table`` is looked up when it is a name.
+        path: ``"auto"``, ``"native"`` or ``"python"``.
+
+    Returns:
+        A DataFrame; nothing is read until an action runs.
+
+    Raises:
+        NoSuchTableError: the table does not exist.
+        ValidationError: the filter does not parse or bind, or no snapshot matches.
+        SparkSetupError: Spark's Python workers cannot import icepark.
+    """
     resolved, metadata_name = resolve_table_or_metadata(table, catalog)
     if metadata_name is not None:  # "db.events.files": a metadata table, as in Java
         return read_metadata_table(

@@ -48,6 +48,21 @@ def sql(spark: SparkSession, text: str, catalog: Any = None) -> DataFrame:
     as Java's Spark returns it (a query's rows; an empty DataFrame for DDL). ``catalog`` is
     a Catalog, a catalog name, or None for ``icepark.load_catalog()``; ``<catalog name>.db.t``
     names its tables too. A failing statement of a script raises :class:`SqlScriptError`
-    (the earlier statements stay applied); a single statement raises its own error."""
+    (the earlier statements stay applied); a single statement raises its own error.
+
+    Args:
+        spark: the session (classic or Spark Connect).
+        text: one statement, or several separated by ``;``.
+        catalog: where table names resolve.
+
+    Returns:
+        The last statement's result as a DataFrame.
+
+    Raises:
+        SqlParseError: a statement does not parse (with its line and column).
+        SqlAnalysisError: Spark's analysis refuses a statement.
+        UnsupportedSqlError: a statement icepark does not run.
+        SqlScriptError: a statement of a script failed.
+    """
     ctx = SqlContext(spark, load_sql_catalog(catalog))
     return run_script(ctx, text)

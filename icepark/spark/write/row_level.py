@@ -273,8 +273,28 @@ def delete(
     wap_id: str | None = None,
 ) -> Table:
     """Delete the rows matching ``where`` (all rows when None) as one snapshot; see the
-    module docstring. Returns the table (unchanged, with no new snapshot, when no row
-    matched)."""
+    module docstring.
+
+    Args:
+        spark: the session.
+        table: a Table, or a name looked up in ``catalog``.
+        where: an icepark filter (which also prunes files), a Spark SQL condition or a
+            Column.
+        catalog: a Catalog, a configured catalog name or a mapping of properties, where
+            ``table`` is a name (default: ``icepark.load_catalog()``).
+        branch: the branch changed (default ``main``).
+        snapshot_properties: extra entries for the new snapshot's summary.
+        case_sensitive: whether column names in conditions match case-sensitively.
+        wap_id: with ``write.wap.enabled=true``, stage the snapshot under this id.
+
+    Returns:
+        The table (unchanged, with no new snapshot, when no row matched).
+
+    Raises:
+        ValidationError: a condition or value does not fit the table (naming it).
+        CommitFailedError: a concurrent commit conflicts (``write.<op>.isolation-level``);
+            the files written for it are deleted.
+    """
     target = _target(table, catalog, branch, "delete", case_sensitive)
     prune, condition, exact = _condition(where, target.schema, case_sensitive)
     change = RowLevelChange(target.head_id())
@@ -323,7 +343,28 @@ def update(
 ) -> Table:
     """``UPDATE table SET col = expr, ... WHERE where`` as one snapshot: ``set`` maps column
     names to Spark SQL expressions (strings, evaluated on the row's current values) or
-    Columns; the values are cast to the columns' types. See the module docstring."""
+    Columns; the values are cast to the columns' types. See the module docstring.
+
+    Args:
+        spark: the session.
+        table: a Table, or a name looked up in ``catalog``.
+        set: column name to new value.
+        where: the rows updated (all when None): an icepark filter, Spark SQL or a Column.
+        catalog: a Catalog, a configured catalog name or a mapping of properties, where
+            ``table`` is a name (default: ``icepark.load_catalog()``).
+        branch: the branch changed (default ``main``).
+        snapshot_properties: extra entries for the new snapshot's summary.
+        case_sensitive: whether column names in conditions match case-sensitively.
+        wap_id: with ``write.wap.enabled=true``, stage the snapshot under this id.
+
+    Returns:
+        The table with its new metadata.
+
+    Raises:
+        ValidationError: a condition or value does not fit the table (naming it).
+        CommitFailedError: a concurrent commit conflicts (``write.<op>.isolation-level``);
+            the files written for it are deleted.
+    """
     if not set:
         raise ValidationError("Cannot update: no column to set")
     target = _target(table, catalog, branch, "update", case_sensitive)
@@ -476,7 +517,32 @@ def merge(
 
     When ``on`` names key columns of int, long, string, date or decimal type and no clause is
     for target rows matched by no source row, the target is planned with the source's key
-    range (one small aggregate over the source), so files outside it are not read."""
+    range (one small aggregate over the source), so files outside it are not read.
+
+    Args:
+        spark: the session.
+        table: a Table, or a name looked up in ``catalog``.
+        source: the source rows (``s``).
+        on: the match condition, as above.
+        when_matched_update: ``"*"`` or column -> expression, for matched rows.
+        when_matched_delete: True or a condition: delete matched rows.
+        when_not_matched_insert: ``"*"`` or column -> expression, for unmatched source rows.
+        clauses: every ``WHEN`` clause in order, instead of the three above.
+        catalog: a Catalog, a configured catalog name or a mapping of properties, where
+            ``table`` is a name (default: ``icepark.load_catalog()``).
+        branch: the branch changed (default ``main``).
+        snapshot_properties: extra entries for the new snapshot's summary.
+        case_sensitive: whether column names in conditions match case-sensitively.
+        wap_id: with ``write.wap.enabled=true``, stage the snapshot under this id.
+
+    Returns:
+        The table with its new metadata.
+
+    Raises:
+        ValidationError: a condition or value does not fit the table (naming it).
+        CommitFailedError: a concurrent commit conflicts (``write.<op>.isolation-level``);
+            the files written for it are deleted.
+    """
     if clauses is None:
         clauses = legacy_clauses(when_matched_update, when_matched_delete, when_not_matched_insert)
     elif when_matched_update is not None or when_matched_delete or when_not_matched_insert:

@@ -529,9 +529,32 @@ def write(
     path: WritePath = "auto",
     wap_id: str | None = None,
 ) -> Table:
-    """Write ``df`` into ``table`` as one snapshot (see the module docstring); returns the
-    table with its new metadata. With ``wap_id`` (and ``write.wap.enabled=true``) the
-    snapshot is staged, not made current (:mod:`icepark.table.update.wap`)."""
+    """Write ``df`` into ``table`` as one snapshot (see the module docstring). With
+    ``wap_id`` (and ``write.wap.enabled=true``) the snapshot is staged, not made current
+    (:mod:`icepark.table.update.wap`).
+
+    Args:
+        df: the rows; columns match the table's by name.
+        table: a Table, or a name looked up in ``catalog``.
+        mode: ``"append"``, ``"overwrite"`` (the rows matching ``filter``, or the whole
+            table) or ``"overwrite-partitions"`` (the partitions the rows touch).
+        filter: with ``mode="overwrite"``, the rows replaced; new rows must match it.
+        catalog: a Catalog, a configured catalog name or a mapping of properties, where
+            ``table`` is a name (default: ``icepark.load_catalog()``).
+        branch: the branch changed (default ``main``).
+        snapshot_properties: extra entries for the new snapshot's summary.
+        case_sensitive: whether column names in ``filter`` match case-sensitively.
+        wap_id: with ``write.wap.enabled=true``, stage the snapshot under this id.
+        path: ``"auto"``, ``"native"`` (Spark's Parquet writer) or ``"python"``.
+
+    Returns:
+        The table with its new metadata.
+
+    Raises:
+        ValidationError: a condition or value does not fit the table (naming it).
+        CommitFailedError: a concurrent commit conflicts (``write.<op>.isolation-level``);
+            the files written for it are deleted.
+    """
     resolved = resolve_table(table, catalog)
     props = with_wap_id(resolved.metadata, snapshot_properties, wap_id, resolved.name)
     if mode not in ("append", "overwrite", "overwrite-partitions"):
