@@ -31,9 +31,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileEntry:
-    """One file found by :meth:`FileIO.list_prefix`."""
+    """One file found by :meth:`FileIO.list_prefix` (slotted: a listing may hold millions)."""
 
     location: str
     size: int

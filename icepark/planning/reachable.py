@@ -24,17 +24,30 @@ Who asks:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from icepark.errors import NoSuchFileError, UnsupportedOperationError
 from icepark.io import FileIO
 from icepark.manifest import FileContent, ManifestFile
-from icepark.planning.walk import DEFAULT_WORKERS, manifests_of, parallel_map, read_entries
+from icepark.planning.walk import (
+    DEFAULT_WORKERS,
+    manifests_of,
+    parallel_map,
+    read_entries,
+    scan_columns,
+    use_columns,
+)
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import PartitionStatisticsFile, Snapshot, StatisticsFile
 
-__all__ = ["ReferencedFiles", "VERSION_HINT", "referenced_files", "version_hint_location"]
+__all__ = [
+    "ReferencedFiles",
+    "VERSION_HINT",
+    "content_files",
+    "referenced_files",
+    "version_hint_location",
+]
 
 VERSION_HINT = "version-hint.text"
 
@@ -88,6 +101,37 @@ def _manifests(
     return list(seen.values())
 
 
+def content_files(
+    io: FileIO,
+    manifests: Sequence[ManifestFile],
+    *,
+    live_only: bool = True,
+    workers: int = DEFAULT_WORKERS,
+) -> Iterator[tuple[str, FileContent, int]]:
+    """Path, content and size of each data or delete file ``manifests`` track (live entries
+    only with ``live_only``), in manifest order: a huge table's manifests decoded into arrays
+    (:func:`~icepark.planning.walk.scan_columns`, no object per entry), a small one's entry
+    by entry (:func:`~icepark.planning.walk.read_entries`)."""
+    if not use_columns(manifests):
+        for _, entries in read_entries(io, manifests, live_only=live_only, workers=workers):
+            for e in entries:
+                f = e.data_file
+                yield f.file_path, f.content, f.file_size_in_bytes
+        return
+    for found in scan_columns(io, manifests, live_only=live_only, workers=workers):
+        if len(found) == 2:  # a manifest the compiled path cannot read: its entries
+            for e in found[1]:
+                f = e.data_file
+                yield f.file_path, f.content, f.file_size_in_bytes
+            continue
+        _, columns, rows = found
+        paths = columns.listed("file_path")
+        contents = columns.listed("content")
+        sizes = columns.file_size_in_bytes.tolist()
+        for r in rows.tolist():
+            yield paths[r], contents[r], sizes[r]
+
+
 def referenced_files(
     io: FileIO,
     metadata: TableMetadata,
@@ -127,10 +171,8 @@ def referenced_files(
         if missing_ok:
             present = parallel_map(io.exists, [m.manifest_path for m in manifests], workers)
             manifests = [m for m, ok in zip(manifests, present) if ok]
-        for _, entries in read_entries(io, manifests, live_only=live_only, workers=workers):
-            for e in entries:
-                f = e.data_file
-                out.content_files[f.file_path] = (f.content, f.file_size_in_bytes)
+        found = content_files(io, manifests, live_only=live_only, workers=workers)
+        out.content_files = {path: (content, size) for path, content, size in found}
     ids = None if snapshots is None else {s.snapshot_id for s in chosen}
     stats: list[StatisticsFile | PartitionStatisticsFile] = [
         *metadata.statistics,

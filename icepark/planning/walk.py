@@ -330,6 +330,7 @@ def scan_columns(
     *,
     added_only: bool = False,
     judge: bool = True,
+    live_only: bool = True,
     workers: int = DEFAULT_WORKERS,
 ) -> Iterator[ScannedColumns | ScannedEntries]:
     """The live entries (with ``added_only``: those with status ADDED) of each manifest that
@@ -339,7 +340,8 @@ def scan_columns(
     as entry objects instead, read as :func:`read_entries` would. With ``judge=False`` the
     arrays hold the metrics ``matcher`` reads but every live entry is kept, for a caller
     that judges (and counts) partitions and metrics itself (:func:`partitions_match`,
-    :meth:`FileMatcher.metrics_match_rows`)."""
+    :meth:`FileMatcher.metrics_match_rows`). ``live_only=False`` keeps ``DELETED`` entries
+    too."""
     import numpy as np
 
     from icepark.avro.blocks import UnsupportedAvroError
@@ -353,8 +355,8 @@ def scan_columns(
         try:
             columns = read_entry_columns(manifest.manifest_path, data, manifest, metrics_of=metrics)
         except UnsupportedAvroError:
-            return manifest, _read(io, manifest, matcher if judge else None, True, added_only)
-        keep = columns.live
+            return manifest, _read(io, manifest, matcher if judge else None, live_only, added_only)
+        keep = columns.live if live_only else np.ones(columns.count, dtype=bool)
         if added_only:
             keep = keep & (columns.status == int(ManifestEntryStatus.ADDED))
         if prune and judge and matcher is not None:

@@ -84,3 +84,25 @@ def test_a_plan_streams_and_plans_again_when_iterated_again(
     assert len(calls) >= 1
     calls.clear()
     assert list(planned) == first and planned[-1:] == first[-1:] and not calls  # kept now
+
+
+def test_referenced_files_by_columns_as_by_entries(
+    table: Table, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What expiry and orphan removal may not delete is the same read either way, DELETED
+    entries counted or not."""
+    from icepark.planning.reachable import referenced_files
+
+    def found(live_only: bool) -> Any:
+        got = referenced_files(
+            table.io, table.metadata, live_only=live_only, metadata_location="m.json"
+        )
+        return got.content_files, got.paths()
+
+    by_entries = [found(True), found(False)]
+    monkeypatch.setattr(walk, "COLUMNS_MIN_ENTRIES", 0)
+    by_columns = [found(True), found(False)]
+    assert by_columns == by_entries
+    live, everything = by_columns
+    assert set(live[0]) <= set(everything[0])
+    assert {c for c, _ in everything[0].values()} == {0, 1, 2}

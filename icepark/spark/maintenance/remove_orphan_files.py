@@ -32,8 +32,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from icepark.io import FileIO
-from icepark.manifest import ManifestFile, read_manifest
-from icepark.planning.reachable import referenced_files
+from icepark.manifest import ManifestFile
+from icepark.planning.reachable import content_files, referenced_files
 from icepark.spark.runtime import TASK_PAYLOAD, arrow_frame, default_parallelism, task_frame
 from icepark.spark.tables import resolve_table
 from icepark.table import Table
@@ -154,9 +154,8 @@ class _ManifestPaths:
 
     def __call__(self, manifests: Iterable[ManifestFile]) -> Iterator[_Uri]:
         for manifest in manifests:
-            for entry in read_manifest(self.io.new_input(manifest.manifest_path), manifest):
-                if entry.is_live:
-                    yield _uri(entry.data_file.file_path, self.options)
+            for path, _, _ in content_files(self.io, [manifest], workers=1):
+                yield _uri(path, self.options)
 
 
 # -- the operation -----------------------------------------------------------------------------

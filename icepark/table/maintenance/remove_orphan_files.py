@@ -59,6 +59,7 @@ __all__ = [
     "PrefixMismatchError",
     "PrefixMismatchMode",
     "RemoveOrphanFilesResult",
+    "ValidFiles",
     "find_orphans",
     "hidden_path_filter",
     "list_candidates",
@@ -118,6 +119,8 @@ def to_file_uri(
     equal_authorities: Mapping[str, str] | None = None,
 ) -> FileURI:
     """``location`` as a :class:`FileURI`; a path without a scheme is a local ``file``."""
+    if location[:1] == "/" and "//" not in location:  # a plain local path (most listed ones)
+        return FileURI(equal_schemes.get("file", "file"), None, location, location)
     head, sep, rest = location.partition(":")
     if sep and len(head) > 1 and head.replace("+", "").replace("-", "").replace(".", "").isalnum():
         scheme: str | None = head.lower()
@@ -268,16 +271,67 @@ def list_candidates(
 # -- comparing -------------------------------------------------------------------------------
 
 
+class ValidFiles(Mapping[str, list[FileURI]]):
+    """Referenced locations by path, as :class:`FileURI` lists made when looked up: a
+    million referenced files hold one dictionary entry each (the location itself, which is
+    its own path when it has no scheme), not a million parsed URIs."""
+
+    def __init__(self, options: OrphanOptions) -> None:
+        self._schemes = options.equal_schemes
+        self._authorities = options.equal_authorities
+        self._by_path: dict[str, str | list[str]] = {}
+
+    def add(self, location: str) -> None:
+        head = location[:1]
+        if head == "/" and "//" not in location:
+            path = location  # a plain local path: its own path, nothing to parse
+        else:
+            path = to_file_uri(location, self._schemes, self._authorities).path
+        held = self._by_path.get(path)
+        if held is None:
+            self._by_path[path] = location
+        elif isinstance(held, list):
+            held.append(location)
+        elif held != location:
+            self._by_path[path] = [held, location]
+
+    def holds(self, path: str, location: str) -> bool:
+        """Is ``location`` (with ``path``) referenced as written (so its scheme and
+        authority match)?"""
+        held = self._by_path.get(path)
+        return held == location or (isinstance(held, list) and location in held)
+
+    def __getitem__(self, path: str) -> list[FileURI]:
+        held = self._by_path[path]
+        locations = held if isinstance(held, list) else [held]
+        return [to_file_uri(x, self._schemes, self._authorities) for x in locations]
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._by_path
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_path)
+
+    def __len__(self) -> int:
+        return len(self._by_path)
+
+
 def valid_file_uris(
     table: TableLike, options: OrphanOptions, metadata: TableMetadata | None = None
-) -> dict[str, list[FileURI]]:
+) -> ValidFiles:
     """Every file the table references, by path (see the module docstring)."""
     md = table.metadata if metadata is None else metadata
     found = referenced_files(table.io, md, metadata_location=table.metadata_location)
-    out: dict[str, list[FileURI]] = {}
-    for location in found.paths():
-        uri = to_file_uri(location, options.equal_schemes, options.equal_authorities)
-        out.setdefault(uri.path, []).append(uri)
+    out = ValidFiles(options)
+    for kind in (
+        found.content_files,
+        found.manifests,
+        found.manifest_lists,
+        found.statistics,
+        found.metadata_files,
+    ):
+        for location in kind:
+            out.add(location)
     return out
 
 
@@ -290,8 +344,11 @@ def find_orphans(
     docstring); raises :class:`PrefixMismatchError` in ``error`` mode."""
     orphans: list[str] = []
     conflicts: set[tuple[str, str]] = set()
+    fast = isinstance(valid, ValidFiles)
     for location in actual:
         uri = to_file_uri(location, options.equal_schemes, options.equal_authorities)
+        if fast and valid.holds(uri.path, location):  # type: ignore[attr-defined]
+            continue
         candidates = valid.get(uri.path)
         if not candidates:
             orphans.append(location)
@@ -427,5 +484,7 @@ def remove_orphan_files(
     table.refresh()
     valid = valid_file_uris(table, options)
     orphans = find_orphans((e.location for e in listed), valid, options)
-    sizes = {e.location: e.size for e in listed}
+    del valid
+    doomed = set(orphans)
+    sizes = {e.location: e.size for e in listed if e.location in doomed}
     return delete_orphans(table, orphans, sizes, dry_run, progress)
