@@ -22,14 +22,17 @@ fail it, since it changes no file. The snapshot summary has Java's ``manifests-c
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from icepark.errors import ValidationError
 from icepark.io import FileIO
 from icepark.manifest import ManifestContent, ManifestEntry, ManifestFile, ManifestWriter
-from icepark.planning.walk import manifests_of, read_entries
+from icepark.planning.walk import manifests_of, read_entries, scan_columns, use_columns
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH, Operation
@@ -38,6 +41,7 @@ from icepark.table.write.operations import Action, Staged
 from icepark.table.write.producers import SnapshotProducer
 
 if TYPE_CHECKING:
+    from icepark.manifest.entry_columns import EntryColumns
     from icepark.table.interface import TableLike
 
 __all__ = ["RewriteManifestsAction", "RewriteManifestsResult", "rewrite_manifests"]
@@ -114,6 +118,10 @@ class _ManifestRewriter(SnapshotProducer):
         content: ManifestContent,
         snapshot_id: int,
     ) -> list[ManifestFile]:
+        if use_columns(manifests):
+            by_columns = self._regroup_columns(base, manifests, count, content, snapshot_id)
+            if by_columns is not None:
+                return by_columns
         live: list[ManifestEntry] = [e for _, es in read_entries(self.io, manifests) for e in es]
         positions = self.cluster_positions
 
@@ -141,13 +149,70 @@ class _ManifestRewriter(SnapshotProducer):
                     writer.existing(e)
 
             out.append(self._new_manifest(base, self.spec_id, snapshot_id, content, fill))
-        written = sum(m.existing_files_count or 0 for m in out)
-        if written != len(live):  # Java's validateFilesCounts
-            raise ValidationError(
-                f"Replaced and created manifests must have the same number of active files: "
-                f"{written} (new), {len(live)} (old)"
-            )
-        return out
+        return _checked(out, len(live))
+
+    def _regroup_columns(
+        self,
+        base: TableMetadata,
+        manifests: list[ManifestFile],
+        count: int,
+        content: ManifestContent,
+        snapshot_id: int,
+    ) -> list[ManifestFile] | None:
+        """:meth:`_regroup` for a huge table: the manifests decoded into arrays
+        (:func:`~icepark.planning.walk.scan_columns`), sorted and cut by partition keys held
+        as integers, each entry made an object only while it is written (None when a
+        manifest cannot be read so: the caller reads them entry by entry)."""
+        scanned = list(scan_columns(self.io, manifests))
+        if any(len(found) == 2 for found in scanned):
+            return None
+        positions = self.cluster_positions
+        keys: dict[tuple[Any, ...], int] = {}
+        held: list[tuple[EntryColumns, np.ndarray, np.ndarray]] = []
+        for found in scanned:
+            _, columns, rows = found  # type: ignore[misc]
+            distinct, which = columns.partitions()
+            codes = []
+            for values in distinct:
+                if positions is not None:
+                    values = tuple(values[i] for i in positions)
+                codes.append(keys.setdefault(_sort_key(values), len(keys)))
+            held.append((columns, rows, np.array(codes, dtype=np.int64)[which[rows]]))
+        ranks = np.empty(len(keys), dtype=np.int64)
+        ranks[[keys[k] for k in sorted(keys)]] = np.arange(len(keys))
+        source = np.concatenate([np.full(len(r), i) for i, (_, r, _) in enumerate(held)])
+        rows = np.concatenate([r for _, r, _ in held])
+        rank = ranks[np.concatenate([c for _, _, c in held])]
+        order = np.argsort(rank, kind="stable")  # as list.sort: equal keys keep their order
+        total = len(order)
+        per_manifest = -(-total // count) if total else 0
+        starts = np.flatnonzero(np.diff(rank[order])) + 1  # where the key changes
+        cuts = [0]
+        for start in starts.tolist():
+            if start - cuts[-1] >= per_manifest:
+                cuts.append(start)
+        cuts.append(total)
+        out = []
+        for lo, hi in itertools.pairwise(cuts):
+            if lo == hi:
+                continue
+
+            def fill(writer: ManifestWriter, part: np.ndarray = order[lo:hi]) -> None:
+                for i, r in zip(source[part].tolist(), rows[part].tolist(), strict=True):
+                    writer.existing(held[i][0].entry(r))
+
+            out.append(self._new_manifest(base, self.spec_id, snapshot_id, content, fill))
+        return _checked(out, total)
+
+
+def _checked(out: list[ManifestFile], live: int) -> list[ManifestFile]:
+    written = sum(m.existing_files_count or 0 for m in out)
+    if written != live:  # Java's validateFilesCounts
+        raise ValidationError(
+            f"Replaced and created manifests must have the same number of active files: "
+            f"{written} (new), {live} (old)"
+        )
+    return out
 
 
 @dataclass
