@@ -11,7 +11,9 @@ existing operations (one path: :func:`icepark.spark.write.writer.write` and
   ``PARTITION (p = v, ...)`` clause gives those columns and replaces the rows where they hold.
 - ``DELETE FROM t [WHERE c]`` / ``UPDATE t SET col = e, ... [WHERE c]``: the condition goes
   to the operation as an icepark filter when every conjunct translates exactly (so whole
-  files are dropped from metadata, as Java's delete does), else as Spark SQL.
+  files are dropped from metadata, as Java's delete does), else as Spark SQL; a condition
+  with subqueries (scalar, ``IN``, ``EXISTS``, correlated to ``t`` by its alias or name) as a
+  query over the table's rows (:class:`~icepark.spark.write.row_level.RowsWhere`).
 - ``MERGE INTO t USING s ON c WHEN ...``: every clause form, in order, as
   :class:`~icepark.spark.write.row_level.MergeClause` (qualifiers rewritten to ``t`` and
   ``s``).
@@ -22,7 +24,7 @@ existing operations (one path: :func:`icepark.spark.write.writer.write` and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -40,6 +42,9 @@ from icepark.spark.sql.script import Statement
 from icepark.spark.types import to_spark_schema
 from icepark.spec import properties as P
 from icepark.spec.snapshots import MAIN_BRANCH
+
+if TYPE_CHECKING:
+    from icepark.spark.write.row_level import RowsWhere
 
 __all__ = ["run_write"]
 
@@ -212,14 +217,39 @@ def _qualifiers(node: exp.Table) -> set[str]:
     return {node.alias_or_name.lower(), parts[-1].lower()}
 
 
+def _rows_where(ctx: SqlContext, cond: exp.Expr, alias: str) -> RowsWhere:
+    """A condition with subqueries, as Spark runs it: ``SELECT * FROM rows AS alias WHERE
+    cond``, the subqueries' icepark tables read as in a query. The target's qualifier stays
+    (a correlated subquery refers to the outer row by it)."""
+    from icepark.spark.write.row_level import RowsWhere
+
+    def select(rows: DataFrame) -> DataFrame:
+        prepared = prepare_query(ctx, exp.select("*").where(cond.copy()))
+        name = ctx.register(rows, "rows")
+        prepared.set(
+            "from_",
+            exp.From(
+                this=exp.Table(
+                    this=exp.to_identifier(name, quoted=True),
+                    alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)),
+                )
+            ),
+        )
+        return ctx.sql(prepared.sql(dialect="spark"))
+
+    return RowsWhere(select)
+
+
 def _condition(
-    ctx: SqlContext, where: exp.Expr | None, resolved: Resolved, quals: set[str]
-) -> BooleanExpression | Column | None:
+    ctx: SqlContext, where: exp.Expr | None, resolved: Resolved, node: exp.Table
+) -> BooleanExpression | Column | RowsWhere | None:
     if where is None:
         return None
+    quals = _qualifiers(node)
+    alias = node.alias_or_name
     cond = where.this if isinstance(where, exp.Where) else where
-    if cond.find(exp.Subquery, exp.Select) is not None:
-        raise UnsupportedSqlError("a subquery in a DELETE or UPDATE condition", ctx.statement)
+    if cond.find(exp.Subquery, exp.Select, exp.Exists) is not None:
+        return _rows_where(ctx, cond, alias)
     cond = _unqualified(cond, quals)
     conjuncts = split_and(cond)
     assert resolved.table is not None
@@ -241,7 +271,7 @@ def _wap_id(ctx: SqlContext, resolved: Resolved) -> str | None:
 def _delete(ctx: SqlContext, tree: exp.Delete, node: exp.Table, resolved: Resolved) -> None:
     from icepark.spark.write.row_level import delete
 
-    where = _condition(ctx, tree.args.get("where"), resolved, _qualifiers(node))
+    where = _condition(ctx, tree.args.get("where"), resolved, node)
     assert resolved.table is not None
     wap_id = _wap_id(ctx, resolved)
     delete(ctx.spark, resolved.table, where, branch=_branch(resolved), wap_id=wap_id)
@@ -256,7 +286,7 @@ def _update(ctx: SqlContext, tree: exp.Update, node: exp.Table, resolved: Resolv
         if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
             raise UnsupportedSqlError(f"UPDATE assignment {item.sql('spark')}", ctx.statement)
         values[item.this.name] = _unqualified(item.expression, quals).sql(dialect="spark")
-    where = _condition(ctx, tree.args.get("where"), resolved, quals)
+    where = _condition(ctx, tree.args.get("where"), resolved, node)
     assert resolved.table is not None
     update(
         ctx.spark,

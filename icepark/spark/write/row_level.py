@@ -16,8 +16,9 @@ A ``delete`` whose condition covers whole files (by partition values or column m
 them from metadata without reading them. Conditions are icepark filter strings
 (``"day >= '2024-01-05' and category = 'a'"``), icepark expressions, or anything Spark SQL
 can evaluate (a ``Column``, or a string icepark cannot parse, such as
-``"lower(name) = 'x'"``); only the first two prune files. Nulls follow SQL: a row whose
-condition is null (unknown) is not changed.
+``"lower(name) = 'x'"``), or a :class:`RowsWhere` (a query over the rows, for subqueries);
+only the first two prune files. Nulls follow SQL: a row whose condition is null (unknown) is
+not changed.
 
 With ``wap_id`` (and ``write.wap.enabled=true``) the change's snapshot is staged, not made
 current (:mod:`icepark.table.update.wap`), as Java stages it under ``spark.wap.id``.
@@ -33,7 +34,7 @@ concurrent commits are retried through.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -69,9 +70,20 @@ from icepark.table.update.wap import staged, with_wap_id
 from icepark.table.write.changes import isolation_level, row_level_mode
 from icepark.table.write.row_delta import COPY_ON_WRITE, RowLevelAction, RowLevelChange
 
-__all__ = ["delete", "update", "merge", "MergeClause", "Condition", "Assignments"]
+__all__ = ["delete", "update", "merge", "MergeClause", "Condition", "Assignments", "RowsWhere"]
 
-Condition = str | BooleanExpression | Column
+
+@dataclass(frozen=True)
+class RowsWhere:
+    """A condition Spark evaluates as a query over the table's rows, for what a ``Column``
+    cannot hold (SQL's ``WHERE x < (SELECT ...)``, ``EXISTS (SELECT ... WHERE t.k = k)``):
+    ``select(rows)`` returns the rows of ``rows`` (every column kept) for which it is true.
+    Planning reads every file then (nothing is pruned by it)."""
+
+    select: Callable[[DataFrame], DataFrame]
+
+
+Condition = str | BooleanExpression | Column | RowsWhere
 
 _FILE, _POS = "_file", "_pos"
 _SOURCE_ROW = "__icepark_source_row__"
@@ -167,11 +179,11 @@ def _target(
 
 def _condition(
     where: Condition | None, schema: Schema, case_sensitive: bool
-) -> tuple[BooleanExpression, Column, bool]:
+) -> tuple[BooleanExpression, Column | RowsWhere, bool]:
     """(filter for planning, Spark condition for rows, whether the two are the same)."""
     if where is None:
         return AlwaysTrue(), F.lit(True), True
-    if isinstance(where, Column):
+    if isinstance(where, Column | RowsWhere):
         return AlwaysTrue(), where, False
     expr: BooleanExpression
     if isinstance(where, str):
@@ -189,6 +201,13 @@ def _condition(
 def _is_true(condition: Column) -> Column:
     """True where the condition is true; false where it is false or null (SQL)."""
     return F.coalesce(condition, F.lit(False))
+
+
+def _matching(rows: DataFrame, condition: Column | RowsWhere) -> DataFrame:
+    """The rows for which the condition is true."""
+    if isinstance(condition, RowsWhere):
+        return condition.select(rows)
+    return rows.filter(_is_true(condition))
 
 
 def _tasks_by_path(tasks: Sequence[FileScanTask]) -> dict[str, FileScanTask]:
@@ -306,7 +325,7 @@ def delete(
             partial.append(task)
     if partial:
         rows = target.read(spark, partial)
-        _apply(spark, target, change, partial, rows.filter(_is_true(condition)), None)
+        _apply(spark, target, change, partial, _matching(rows, condition), None)
     return target.commit(change, prune, snapshot_properties, wap_id)
 
 
@@ -374,7 +393,7 @@ def update(
     tasks = target.plan(prune)
     if tasks:
         rows = target.read(spark, tasks)
-        matched = rows.filter(_is_true(condition)).select(
+        matched = _matching(rows, condition).select(
             *[values.get(c, F.col(quote_column(c))).alias(c) for c in target.columns],
             _FILE,
             _POS,

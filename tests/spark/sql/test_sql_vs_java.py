@@ -1,6 +1,8 @@
 """The same SQL on the reference engine (Java's Iceberg on Spark 3.5, Hadoop catalog) and
 through ``ispark.sql`` (icepark's file-system catalog): equal rows for every query, equal
-table metadata after the DDL and DML, and Java reads icepark's tables with the same rows."""
+table metadata after the DDL and DML, and Java reads icepark's tables with the same rows.
+Several statements are the examples of Iceberg's Spark documentation (DDL, writes with
+subqueries in DELETE and UPDATE)."""
 
 from __future__ import annotations
 
@@ -70,6 +72,25 @@ CREATE OR REPLACE TABLE db.rep2 (id bigint, cat string) USING iceberg PARTITIONE
 CREATE TABLE db.typed (
   v varchar(10) COMMENT 'short', c char(3),
   s struct<a: int COMMENT 'inner', b: varchar(4)> COMMENT 'outer') USING iceberg;
+CREATE TABLE db.good_events (session_time int) USING iceberg;
+INSERT INTO db.good_events VALUES (5), (7);
+CREATE TABLE db.all_events (session_time int, ignored boolean, m float) USING iceberg;
+INSERT INTO db.all_events VALUES (1, false, 1.0), (6, false, 2.0), (9, false, 3.0);
+DELETE FROM db.all_events WHERE session_time < (SELECT min(session_time) FROM db.good_events);
+INSERT INTO db.all_events VALUES (2, false, 4.0);
+UPDATE db.all_events SET session_time = 0, ignored = true
+  WHERE session_time < (SELECT min(session_time) FROM db.good_events);
+ALTER TABLE db.all_events ALTER COLUMN m TYPE double;
+ALTER TABLE db.all_events ALTER COLUMN m COMMENT 'unit is bytes per second';
+CREATE TABLE db.orders (oid int, order_status string) USING iceberg;
+CREATE TABLE db.returned_orders (oid int) USING iceberg;
+INSERT INTO db.orders VALUES (1, 'ok'), (2, 'ok'), (3, 'ok'), (4, 'ok');
+INSERT INTO db.returned_orders VALUES (2), (4);
+UPDATE db.orders AS t1 SET order_status = 'returned'
+  WHERE EXISTS (SELECT oid FROM db.returned_orders WHERE t1.oid = oid);
+DELETE FROM db.orders AS t1
+  WHERE EXISTS (SELECT oid FROM db.returned_orders WHERE t1.oid = oid) AND t1.oid > 3;
+DELETE FROM db.orders WHERE oid IN (SELECT oid - 2 FROM db.returned_orders WHERE oid = 4);
 CREATE NAMESPACE db.sub;
 CREATE NAMESPACE db2;
 CREATE TABLE db2.x (a int) USING iceberg;
@@ -112,6 +133,8 @@ QUERIES = [
     "SHOW NAMESPACES",
     "SHOW NAMESPACES IN db",
     "SHOW TBLPROPERTIES db.events ('team')",
+    "SELECT * FROM db.all_events",  # DELETE and UPDATE with a scalar subquery
+    "SELECT * FROM db.orders",  # ... with EXISTS (correlated) and IN subqueries
 ]
 
 
@@ -125,6 +148,7 @@ TABLES = (
     "db.rep",
     "db.rep2",
     "db.typed",  # char/varchar as strings, a nested field's comment as its doc
+    "db.all_events",  # db.orders: rows compared; its files differ (Java writes 1, icepark 2)
 )
 
 # icepark's tables Java reads back (position deletes, replaced tables and branches included)
