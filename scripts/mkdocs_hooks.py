@@ -157,9 +157,9 @@ _RATIO = re.compile(r"(\d+(?:\.\d+)?)x")
 def chart_svg(table: str, column: int) -> str:
     """An inline SVG of horizontal bars: the first ratio in ``column`` of each row of the
     Markdown ``table`` (rows without one are left out), with a line at 1.0x."""
-    rows = [
-        [c.strip() for c in line.strip().strip("|").split("|")] for line in table.splitlines()
-    ][2:]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in table.splitlines()][
+        2:
+    ]
     bars = []
     for cells in rows:
         found = _RATIO.search(cells[column - 1]) if len(cells) >= column else None
