@@ -87,11 +87,13 @@ def test_a_plan_streams_and_plans_again_when_iterated_again(
 
 
 def test_referenced_files_by_columns_as_by_entries(
-    table: Table, monkeypatch: pytest.MonkeyPatch
+    evolved_table: Table, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What expiry and orphan removal may not delete is the same read either way, DELETED
     entries counted or not."""
     from icepark.planning.reachable import referenced_files
+
+    table = evolved_table
 
     def found(live_only: bool) -> Any:
         got = referenced_files(
