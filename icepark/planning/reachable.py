@@ -142,6 +142,7 @@ def referenced_files(
     read_content: bool = True,
     live_only: bool = True,
     missing_ok: bool = False,
+    sizes: bool = True,
     workers: int = DEFAULT_WORKERS,
 ) -> ReferencedFiles:
     """The files ``snapshots`` (all of the table's by default) reference.
@@ -150,7 +151,9 @@ def referenced_files(
     elsewhere). ``metadata_location``: also the table's metadata files (see the module
     docstring). ``read_content=False`` stops at manifests; ``live_only=False`` also counts
     files only ``DELETED`` entries name; ``missing_ok`` skips manifest lists and manifests
-    that no longer exist instead of failing.
+    that no longer exist instead of failing. ``sizes=False`` leaves the data and delete
+    files' sizes out (-1; one shared value per content: a million paths cost their
+    dictionary entries only).
     """
     chosen = list(metadata.snapshots if snapshots is None else snapshots)
     for snapshot in chosen:
@@ -172,7 +175,11 @@ def referenced_files(
             present = parallel_map(io.exists, [m.manifest_path for m in manifests], workers)
             manifests = [m for m, ok in zip(manifests, present) if ok]
         found = content_files(io, manifests, live_only=live_only, workers=workers)
-        out.content_files = {path: (content, size) for path, content, size in found}
+        if sizes:
+            out.content_files = {path: (content, size) for path, content, size in found}
+        else:
+            unsized = {c: (c, -1) for c in FileContent}
+            out.content_files = {path: unsized[content] for path, content, _ in found}
     ids = None if snapshots is None else {s.snapshot_id for s in chosen}
     stats: list[StatisticsFile | PartitionStatisticsFile] = [
         *metadata.statistics,

@@ -321,7 +321,7 @@ def valid_file_uris(
 ) -> ValidFiles:
     """Every file the table references, by path (see the module docstring)."""
     md = table.metadata if metadata is None else metadata
-    found = referenced_files(table.io, md, metadata_location=table.metadata_location)
+    found = referenced_files(table.io, md, metadata_location=table.metadata_location, sizes=False)
     out = ValidFiles(options)
     for kind in (
         found.content_files,
