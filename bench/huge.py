@@ -4,6 +4,7 @@ next to the Java implementation (Iceberg 1.10.2) on the same metadata.
     python -m bench.huge                      # 10k, 100k and 1M files
     python -m bench.huge --files 1000000 --rounds 5
     python -m bench.huge --build-only --files 10000000 --per-manifest 100000
+    python -m bench.huge --files 1000000 --upkeep-only   # upkeep rows only (bench/huge_upkeep.py)
 
 The tables are built once (cached under the bench folder of the temporary directory) by the
 reference engine's own API, ``AppendFiles`` through a small Java program
@@ -229,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-manifest", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--build-only", action="store_true")
+    parser.add_argument("--no-upkeep", action="store_true", help="skip the upkeep rows")
+    parser.add_argument("--upkeep-only", action="store_true", help="only the upkeep rows")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--measure", nargs=3, metavar=("METADATA", "WHAT", "POINT"))
     args = parser.parse_args(argv)
@@ -241,11 +244,13 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(_measure(metadata, what, int(point))))
         return 0
     rows = []
-    for files in args.files or [10_000, 100_000, 1_000_000]:
+    sizes = args.files or [10_000, 100_000, 1_000_000]
+    for files in sizes:
         if args.build_only:
             table(files, args.per_manifest)
             continue
-        rows.extend(compare(files, args.per_manifest, args.rounds))
+        if not args.upkeep_only:
+            rows.extend(compare(files, args.per_manifest, args.rounds))
     if rows:
         print(
             "\n| files | plan | Java first | Java warm | icepark first (fresh process) "
@@ -261,6 +266,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {r['warm_ratio']:.2f}x | {r['icepark_peak_mb']} MB | {r['java_heap_mb']} MB "
                 f"| {'yes' if r['same_files'] else 'NO'} |"
             )
+    if not (args.build_only or args.no_upkeep):
+        from bench import huge_upkeep
+
+        # expire_snapshots, remove_orphan_files, rewrite_manifests, doctor: the largest table
+        upkeep = huge_upkeep.compare(max(sizes), args.per_manifest)
+        print("\n" + huge_upkeep.table_text(upkeep))
     return 0
 
 
