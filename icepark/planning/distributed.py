@@ -24,6 +24,13 @@ How it flows (:func:`iter_plan_files`, for a :class:`RemotePlanning`):
 Where the remote tasks run is a :class:`ManifestRunner` (:mod:`icepark.spark.read.planning`
 runs them as Spark tasks); this module knows nothing of Spark.
 
+A stream's first micro-batch reads a whole snapshot, its file list by position (manifest-list
+order, then entry order: :mod:`icepark.table.incremental.micro_batches`). Its read tasks can
+plan their own share (:class:`SnapshotSlices`): the manifest list's live file counts say
+which entries of which manifest hold positions ``[first, stop)`` (:func:`live_file_slices`),
+and each read task reads its manifests, takes those entries, keeps the ones the filter may
+match and makes their tasks as the driver would; the driver reads no manifest at all.
+
 Modes (:data:`~icepark.spec.properties.PLANNING_MODES`): ``local`` reads every manifest here;
 ``distributed`` reads them remotely whenever there are any; ``auto`` reads remotely only when
 it pays (:func:`plans_remotely`): the cluster has more cores than this process decodes with,
@@ -39,13 +46,20 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from icepark.errors import InvalidAvroFileError
 from icepark.expressions import BooleanExpression
 from icepark.io import FileIO
 from icepark.manifest import ManifestContent, ManifestEntry, ManifestFile
 from icepark.planning.delete_index import DeleteFileIndex
 from icepark.planning.matching import FileMatcher
 from icepark.planning.planner import FileScanTask, TaskBuilder, data_tasks, index_deletes
-from icepark.planning.walk import live_manifests, read_entries, scan_columns, use_columns
+from icepark.planning.walk import (
+    live_manifests,
+    partitions_match,
+    read_entries,
+    scan_columns,
+    use_columns,
+)
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.partitioning import PartitionSpec
@@ -57,8 +71,12 @@ __all__ = [
     "ENTRIES_PER_PART",
     "ManifestRunner",
     "ManifestWork",
+    "LiveFiles",
     "RemotePlanning",
+    "SnapshotSlices",
     "iter_plan_files",
+    "live_file_count",
+    "live_file_slices",
     "plans_remotely",
 ]
 
@@ -258,3 +276,118 @@ def _tasks_of_parts(
         else:
             entries: list[ManifestEntry] = part
             yield from (builder.task(e, deletes) for e in entries)
+
+
+# -- a snapshot's file list, planned where it is read -----------------------------------------
+
+
+@dataclass(frozen=True)
+class LiveFiles:
+    """Positions ``[start, stop)`` among the live entries (in file order) of a data manifest
+    holding ``count`` of them."""
+
+    manifest: ManifestFile
+    start: int
+    stop: int
+    count: int
+
+
+def live_file_count(manifests: Sequence[ManifestFile]) -> int | None:
+    """The live data files of ``manifests`` by the manifest list's counts (added and
+    existing); None when a count is unknown."""
+    total = 0
+    for m in manifests:
+        if m.added_files_count is None or m.existing_files_count is None:
+            return None
+        total += m.added_files_count + m.existing_files_count
+    return total
+
+
+def live_file_slices(
+    manifests: Sequence[ManifestFile], first: int, stop: int
+) -> list[LiveFiles] | None:
+    """The entries of ``manifests`` (a snapshot's live data manifests, in order) at
+    positions ``[first, stop)`` of their live files, manifest by manifest; None when a count
+    is unknown."""
+    if live_file_count(manifests) is None:
+        return None
+    out: list[LiveFiles] = []
+    at = 0
+    for m in manifests:
+        count = (m.added_files_count or 0) + (m.existing_files_count or 0)
+        lo, hi = max(first - at, 0), min(stop - at, count)
+        if lo < hi:
+            out.append(LiveFiles(m, lo, hi, count))
+        at += count
+    return out
+
+
+@dataclass(frozen=True)
+class SnapshotSlices:
+    """Entries of a snapshot's data manifests (:class:`LiveFiles`), with the snapshot's
+    delete manifests and the stream's filter: what a read task plans for itself."""
+
+    slices: tuple[LiveFiles, ...]
+    delete_manifests: tuple[ManifestFile, ...]
+    row_filter: BooleanExpression
+    case_sensitive: bool = True
+
+    @property
+    def files(self) -> int:
+        return sum(s.stop - s.start for s in self.slices)
+
+    def split(self, most: int) -> list[SnapshotSlices]:
+        """At most ``most`` shares of about as many files each, whole manifests each."""
+        groups: list[list[LiveFiles]] = [[]]
+        target = max(1, -(-self.files // max(1, most)))
+        held = 0
+        for s in self.slices:
+            if groups[-1] and held + (s.stop - s.start) > target and len(groups) < most:
+                groups.append([])
+                held = 0
+            groups[-1].append(s)
+            held += s.stop - s.start
+        return [
+            SnapshotSlices(tuple(g), self.delete_manifests, self.row_filter, self.case_sensitive)
+            for g in groups
+            if g
+        ]
+
+    def tasks(self, io: FileIO, metadata: TableMetadata) -> Iterator[FileScanTask]:
+        """The tasks of the entries of the slices that may hold rows the filter selects, all
+        delete files of the snapshot attached, as the driver's list would give them (every
+        live file made a task with ``TaskBuilder``, then those ``might_match`` keeps)."""
+        builder = TaskBuilder(metadata, self.row_filter, None, self.case_sensitive)
+        deletes = index_deletes(io, metadata, self.delete_manifests, None, workers=1)
+        for s in self.slices:
+            yield from _slice_tasks(io, builder, s, deletes)
+
+
+def _slice_tasks(
+    io: FileIO, builder: TaskBuilder, s: LiveFiles, deletes: DeleteFileIndex
+) -> Iterator[FileScanTask]:
+    from icepark.avro.compiled import kernel_available
+
+    matcher = builder.matcher
+    if kernel_available():
+        scanned = next(scan_columns(io, [s.manifest], matcher, judge=False, workers=1))
+    else:
+        scanned = (s.manifest, next(read_entries(io, [s.manifest], None, workers=1))[1])
+    live = len(scanned[2]) if len(scanned) == 3 else len(scanned[1])
+    if live != s.count:
+        raise InvalidAvroFileError(
+            f"Manifest {s.manifest.manifest_path} holds {live} live entries, its manifest "
+            f"list says {s.count}: cannot place a stream's positions in it"
+        )
+    if len(scanned) == 2:
+        for e in scanned[1][s.start : s.stop]:
+            if matcher.might_match(e.data_file):
+                yield builder.task(e, deletes)
+        return
+    _, columns, rows = scanned
+    rows = rows[s.start : s.stop]
+    if not matcher.matches_everything and len(rows):
+        rows = rows[partitions_match(matcher, columns)[rows]]
+        if len(rows):
+            rows = rows[matcher.metrics_match_rows(columns, rows)]
+    yield from builder.tasks_of(columns, rows, deletes)

@@ -25,7 +25,17 @@ same walk, so a batch replayed from the checkpoint reads the same files), bin-pa
 combined tasks as batch reads do, and each Spark task reads its files with icepark's reader
 (:meth:`DataScan.read_task`: the batch source's read path) and yields Arrow batches.
 ``Trigger.AvailableNow`` caps the stream at the head committed when the query starts and
-still honours the read limits. Offsets are Java's JSON (``snapshot_id``, ``position``,
+still honours the read limits.
+
+A first micro-batch that reads the table's snapshot in full plans in its own tasks when the
+table's ``read.data-planning-mode`` says so (``distributed``; ``auto`` by the rule of
+:func:`~icepark.planning.distributed.plans_remotely`, the micro-batch's most tasks standing
+for the cluster's cores; the reader has no session, so the Spark conf does not count here):
+the driver counts the snapshot's files by its manifest list (read limits on files only; with
+a rows or bytes limit the files are listed on the driver), and each task reads its share of
+the manifests, keeps the entries at the batch's positions that the filter may match and
+reads them (:class:`~icepark.planning.distributed.SnapshotSlices`): the same files as a
+driver's plan. Offsets are Java's JSON (``snapshot_id``, ``position``,
 ``scan_all_files``).
 """
 
@@ -33,7 +43,7 @@ from __future__ import annotations
 
 import os
 import pickle
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -53,6 +63,8 @@ from pyspark.sql.types import StructType as SparkStructType
 from icepark.arrow.batches import coalesce_batches
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, parse_filter
+from icepark.manifest import ManifestFile
+from icepark.planning.distributed import SnapshotSlices, plans_remotely
 from icepark.planning.planner import CombinedScanTask, FileScanTask, SplitOptions, plan_tasks
 from icepark.spark.tables import CATALOG_OPTION_KEYS, catalog_from_options
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema
@@ -203,10 +215,13 @@ def _load_table(options: Mapping[str, str]) -> Table:
 
 @dataclass
 class _Partition(InputPartition):
-    """One Spark task of a micro-batch: the pickled scan and its combined task."""
+    """One Spark task of a micro-batch: the pickled scan and its combined task, or the
+    entries of a snapshot read in full that it plans itself (pickled
+    :class:`~icepark.planning.distributed.SnapshotSlices`)."""
 
     scan: bytes
-    task: bytes
+    task: bytes | None
+    slices: bytes | None = None
 
 
 class IcebergStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -228,8 +243,17 @@ class IcebergStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def planner(self) -> MicroBatchPlanner:
         if self._planner is None:
-            self._planner = MicroBatchPlanner(_load_table(self.options), self.parsed.settings)
+            self._planner = MicroBatchPlanner(
+                _load_table(self.options), self.parsed.settings, remote=self._plans_in_tasks
+            )
         return self._planner
+
+    def _plans_in_tasks(self, manifests: Sequence[ManifestFile]) -> bool:
+        """Do the read tasks plan a snapshot read in full (``read.data-planning-mode``; for
+        ``auto``, the micro-batch's most tasks stand for the cluster's cores)?"""
+        assert self._planner is not None
+        mode = P.DATA_PLANNING_MODE.get(self._planner.table.metadata.properties)
+        return plans_remotely(mode, manifests, MAX_PARTITIONS)
 
     # -- offsets ---------------------------------------------------------------------------
 
@@ -280,23 +304,41 @@ class IcebergStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         planner = self.planner
-        tasks = planner.plan(StreamingOffset.from_json(start), StreamingOffset.from_json(end))
-        if not tasks:
+        tasks, remote = planner.plan_parts(
+            StreamingOffset.from_json(start), StreamingOffset.from_json(end)
+        )
+        if not tasks and (remote is None or not remote.slices):
             return []
         table = planner.table
         scan = table.scan(columns=self.schema.fieldNames())
-        props = {**table.metadata.properties, **self.parsed.split}
-        combined = _spread(plan_tasks(tasks, SplitOptions.from_properties(props)), MAX_PARTITIONS)
         payload = pickle.dumps(scan)
-        return [_Partition(payload, pickle.dumps(c)) for c in combined]
+        partitions: list[InputPartition] = []
+        if tasks:
+            props = {**table.metadata.properties, **self.parsed.split}
+            combined = plan_tasks(tasks, SplitOptions.from_properties(props))
+            partitions.extend(
+                _Partition(payload, pickle.dumps(c)) for c in _spread(combined, MAX_PARTITIONS)
+            )
+        if remote is not None and remote.slices:
+            partitions.extend(
+                _Partition(payload, None, pickle.dumps(share))
+                for share in remote.split(MAX_PARTITIONS)
+            )
+        return partitions
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, _Partition)
         scan: DataScan = pickle.loads(partition.scan)
         target = spark_arrow_schema(self.schema)
+        if partition.slices is not None:
+            share: SnapshotSlices = pickle.loads(partition.slices)
+            tasks: Iterable[FileScanTask] = share.tasks(scan.io, scan.metadata)
+        else:
+            assert partition.task is not None
+            tasks = pickle.loads(partition.task).tasks
         batches = (
             cast_to_spark_arrow(batch, target)
-            for task in pickle.loads(partition.task).tasks
+            for task in tasks
             for batch in scan.read_task(task)
             if batch.num_rows
         )

@@ -42,16 +42,17 @@ streaming reads (later deletes do not retract rows already streamed).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from icepark.errors import NoSuchTableError, ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression
 from icepark.lru import LruCache
-from icepark.manifest import ManifestContent
+from icepark.manifest import ManifestContent, ManifestFile
+from icepark.planning.distributed import SnapshotSlices, live_file_count, live_file_slices
 from icepark.planning.planner import FileScanTask, TaskBuilder, delete_index
-from icepark.planning.walk import live_entries, parallel_map
+from icepark.planning.walk import live_entries, live_manifests, parallel_map
 from icepark.spec.snapshots import MAIN_BRANCH, Operation, Snapshot
 from icepark.table.incremental.append_scan import appended_entries, snapshots_between
 
@@ -147,9 +148,19 @@ class MicroBatchPlanner:
     """Plans a stream over ``table`` (reloaded from its catalog at each
     :meth:`latest_offset`); keeps the file lists of recently seen snapshots."""
 
-    def __init__(self, table: Table, settings: StreamSettings, cache_size: int = 1024) -> None:
+    def __init__(
+        self,
+        table: Table,
+        settings: StreamSettings,
+        cache_size: int = 1024,
+        *,
+        remote: Callable[[Sequence[ManifestFile]], bool] | None = None,
+    ) -> None:
         self.table = table
         self.settings = settings
+        # whether a snapshot read in full, of these live data manifests, is planned by the
+        # read tasks (:meth:`plan_parts`); its files are then counted, not listed
+        self.remote = remote
         self.cap: int | None = None  # Trigger.AvailableNow: read no further than this
         self._builder: TaskBuilder | None = None
         self._builder_key: int | None = None
@@ -264,6 +275,17 @@ class MicroBatchPlanner:
         files = rows = size = 0
         stopped = False
         for snapshot, all_files, first in self._prefetched(self._walk(current, head)):
+            counted = self._counted(snapshot, all_files, limits)
+            if counted is not None:  # files counted by the manifest list: a files limit only
+                take = max(0, min(counted - first, limits.max_files - files))
+                i = first + int(take)
+                files += int(take)
+                stopped = i < counted
+                if i > first:
+                    end = StreamingOffset(snapshot.snapshot_id, i, all_files)
+                if stopped:
+                    break
+                continue
             listing = self.files(snapshot, all_files)
             i = first
             while i < len(listing):
@@ -316,6 +338,24 @@ class MicroBatchPlanner:
                 continue
             yield snapshot, all_files, start.position if i == 0 else 0
 
+    def _remote_manifests(self, snapshot: Snapshot, all_files: bool) -> list[ManifestFile] | None:
+        """The live data manifests of a snapshot read in full whose file list the read tasks
+        plan (see :meth:`plan_parts`), when its manifest list counts their files; else None."""
+        if not all_files or self.remote is None:
+            return None
+        manifests = live_manifests(self.table.io, snapshot, None, ManifestContent.DATA)
+        if live_file_count(manifests) is None or not self.remote(manifests):
+            return None
+        return manifests
+
+    def _counted(self, snapshot: Snapshot, all_files: bool, limits: ReadLimits) -> int | None:
+        """How many files a snapshot read in full by the read tasks holds, when the limits
+        ask no more of its files than how many (rows, bytes and least rows unlimited)."""
+        if limits.max_rows != math.inf or limits.max_bytes != math.inf or limits.min_rows:
+            return None
+        manifests = self._remote_manifests(snapshot, all_files)
+        return None if manifests is None else live_file_count(manifests)
+
     def _prefetched(
         self, walk: Iterator[tuple[Snapshot, bool, int]], size: int = 16
     ) -> Iterator[tuple[Snapshot, bool, int]]:
@@ -331,7 +371,11 @@ class MicroBatchPlanner:
                         break
             except ValidationError as exc:
                 error = exc
-            wanted = [(s, a) for s, a, _ in chunk if (s.snapshot_id, a) not in self._files]
+            wanted = [
+                (s, a)
+                for s, a, _ in chunk
+                if (s.snapshot_id, a) not in self._files and self._remote_manifests(s, a) is None
+            ]
             list(parallel_map(lambda pair: self.files(*pair), wanted))
             yield from chunk
             if error is not None:
@@ -379,6 +423,36 @@ class MicroBatchPlanner:
             stop = end.position if snapshot.snapshot_id == end.snapshot_id else len(listing)
             out.extend(t for t in listing[first:stop] if matcher.might_match(t.file))
         return out
+
+    def plan_parts(
+        self, start: StreamingOffset, end: StreamingOffset
+    ) -> tuple[list[FileScanTask], SnapshotSlices | None]:
+        """:meth:`plan` with the files of a snapshot read in full left to the read tasks
+        when ``remote`` says so: the tasks planned here, and the entries the read tasks plan
+        (:class:`~icepark.planning.distributed.SnapshotSlices`; their tasks first, then the
+        others, are :meth:`plan`'s)."""
+        if end.is_start or end == start:
+            return [], None
+        last = self._snapshot(end.snapshot_id, "the stream's end offset")
+        current = self._concrete(start, last)
+        if current is None:
+            return [], None
+        matcher = self.builder.matcher
+        out: list[FileScanTask] = []
+        remote: SnapshotSlices | None = None
+        for snapshot, all_files, first in self._walk(current, last):
+            manifests = self._remote_manifests(snapshot, all_files)
+            if manifests is not None:
+                count = live_file_count(manifests) or 0
+                stop = end.position if snapshot.snapshot_id == end.snapshot_id else count
+                slices = live_file_slices(manifests, first, stop) or []
+                deletes = live_manifests(self.table.io, snapshot, None, ManifestContent.DELETES)
+                remote = SnapshotSlices(tuple(slices), tuple(deletes), self.settings.row_filter)
+                continue
+            listing = self.files(snapshot, all_files)
+            stop = end.position if snapshot.snapshot_id == end.snapshot_id else len(listing)
+            out.extend(t for t in listing[first:stop] if matcher.might_match(t.file))
+        return out, remote
 
     @property
     def builder(self) -> TaskBuilder:

@@ -140,6 +140,57 @@ def test_source_read_limits_and_available_now(spark: Any, catalog: Any, tmp_path
     assert inputs == [5, 5, 5, 1]  # files of one row: five files reach the limit
 
 
+def test_source_plans_a_snapshot_in_its_read_tasks(
+    spark: Any, catalog: Any, tmp_path: Path
+) -> None:
+    """``read.data-planning-mode=distributed``: the first micro-batches read the current
+    snapshot in full, planned by their own Spark tasks (deletes applied, the filter's files
+    only); then appends follow."""
+    from icepark.spark import read_stream
+
+    table = catalog.create_table(
+        "db.dist",
+        SCHEMA,
+        partition_by=["p"],
+        properties={
+            "write.delete.mode": "merge-on-read",
+            "read.data-planning-mode": "distributed",
+        },
+    )
+    for i in range(3):
+        table.append(_rows(list(range(10 * i, 10 * i + 10)), parts=3))  # 3 files each
+    table.delete("id = 4")
+    df = read_stream(spark, table, filter="id >= 2", streaming_max_files_per_micro_batch=4)
+    query = (
+        df.writeStream.format("memory")
+        .queryName("dist")
+        .option("checkpointLocation", str(tmp_path / "chk"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(180)
+    assert query.exception() is None
+    assert _memory_ids(spark, "dist") == [i for i in range(2, 30) if i != 4]
+    batches = [p for p in query.recentProgress if p["numInputRows"]]
+    assert len(batches) == 3  # 9 files, 4 a micro-batch
+    # the source (as Spark drives it on the driver): the first batch's tasks plan themselves
+    from icepark.spark.streaming.source import IcebergStreamReader
+
+    options = {
+        "table": "db.dist",
+        "type": "filesystem",
+        "warehouse": catalog.properties["warehouse"],
+        "streaming-max-files-per-micro-batch": "4",
+    }
+    reader = IcebergStreamReader(options, df.schema)
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, reader.getDefaultReadLimit())
+    assert end["position"] == 4 and end["scan_all_files"]
+    parts = reader.partitions(start, end)
+    assert parts and all(p.task is None and p.slices for p in parts)  # type: ignore[attr-defined]
+    assert sum(b.num_rows for p in parts for b in reader.read(p)) > 0
+
+
 def test_source_bad_input(
     spark: Any, catalog: Any, catalog_options: dict[str, str], tmp_path: Path
 ) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -277,3 +278,72 @@ def test_every_file_exactly_once(
     in_full = len(t.scan(snapshot_id=read_in_full[0]).plan_files()) if read_in_full else 0
     later = len(seen) - in_full
     assert seen[in_full:] == appended[len(appended) - later :]
+
+
+def _batches(
+    planner: MicroBatchPlanner, limits: ReadLimits, in_tasks: bool
+) -> list[tuple[StreamingOffset, list[Any]]]:
+    """Each micro-batch's end and tasks until the stream catches up; with ``in_tasks`` the
+    read tasks plan a snapshot read in full (in this process, pickled as Spark sends them)."""
+    import pickle
+
+    out = []
+    start = START
+    for _ in range(100):
+        end = planner.latest_offset(start, limits)
+        if end == start:
+            return out
+        if in_tasks:
+            tasks, remote = planner.plan_parts(start, end)
+            shares = remote.split(3) if remote is not None else []
+            planned = [
+                t
+                for share in shares
+                for t in pickle.loads(pickle.dumps(share)).tasks(
+                    planner.table.io, planner.table.metadata
+                )
+            ]
+            out.append((end, planned + tasks))
+        else:
+            out.append((end, planner.plan(start, end)))
+        start = end
+    raise AssertionError("the stream never caught up")
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [NO_LIMITS, ReadLimits(max_files=7), ReadLimits(max_rows=40)],
+    ids=["no-limits", "7-files", "40-rows"],
+)
+def test_a_snapshot_read_in_full_planned_by_the_read_tasks(
+    catalog: Catalog, limits: ReadLimits
+) -> None:
+    """The first micro-batch's snapshot read in full, planned by its read tasks (the
+    streaming source's ``read.data-planning-mode``), gives the offsets and tasks of the
+    driver's plan: residuals, delete files, the filter's pruning."""
+    from icepark.expressions import parse_filter
+
+    t = catalog.create_table(
+        "db.full",
+        SCHEMA,
+        partition_by=["p"],
+        properties={"write.delete.mode": "merge-on-read", "commit.manifest-merge.enabled": "false"},
+    )
+    for k in range(4):
+        t.append(_rows(list(range(k * 20, k * 20 + 20)), parts=4))  # 4 files a commit
+    t.delete("id = 3 or id = 45")  # position deletes
+    settings = StreamSettings(row_filter=parse_filter("id >= 10 and p < 3"))
+    local = _batches(MicroBatchPlanner(t.refresh(), settings), limits, False)
+    in_tasks: list[Any] = []
+    planner = MicroBatchPlanner(t, settings, remote=lambda manifests: in_tasks.append(1) or True)
+    remote = _batches(planner, limits, True)
+    assert in_tasks
+    assert [end for end, _ in remote] == [end for end, _ in local]
+    assert [tasks for _, tasks in remote] == [tasks for _, tasks in local]
+    flat = [task for _, tasks in local for task in tasks]
+    assert any(task.delete_files for task in flat) and len(flat) == 12
+    if limits.max_files == 7:
+        assert len(local) == 3
+    t.append(_rows([100, 101], parts=4))  # then appends, listed on the driver
+    more = planner.latest_offset(remote[-1][0], limits)
+    assert [x.file.record_count for x in planner.plan_parts(remote[-1][0], more)[0]] == [1, 1]
