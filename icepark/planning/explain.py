@@ -24,9 +24,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from icepark.expressions import AlwaysTrue, BooleanExpression, residual_evaluator
+from icepark.expressions import AlwaysTrue, BooleanExpression
 from icepark.io import FileIO
 from icepark.manifest import (
     FileContent,
@@ -37,7 +37,7 @@ from icepark.manifest import (
 )
 from icepark.planning.delete_index import DeleteFileIndex
 from icepark.planning.matching import FileMatcher
-from icepark.planning.planner import plan_files
+from icepark.planning.planner import TaskBuilder, plan_files
 from icepark.planning.walk import (
     entry_partition_matches,
     manifests_of,
@@ -50,7 +50,16 @@ from icepark.spec.metadata import TableMetadata
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import Snapshot
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from icepark.manifest.entry_columns import EntryColumns
+
 __all__ = ["ScanExplanation", "Step", "explain_scan"]
+
+_Kept = tuple[list[ManifestEntry], list[tuple["EntryColumns", "np.ndarray"]]]
+"""What the data funnel kept: entries (judged one by one), and rows of manifests decoded
+into arrays."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +133,7 @@ def _data_funnel(
     matcher: FileMatcher,
     clock: _Clock,
     steps: list[Step],
-) -> list[ManifestEntry]:
+) -> _Kept:
     """Steps 3 to 5 entry by entry; the entries kept."""
     with clock():
         entries = [e for _, es in read_entries(io, manifests) for e in es]
@@ -135,7 +144,7 @@ def _data_funnel(
     with clock():
         by_metrics = _count(by_partition, lambda e: matcher.metrics_might_match(e.data_file))
     steps.append(Step("column metrics", len(by_partition), len(by_metrics), clock.ms))
-    return by_metrics
+    return by_metrics, []
 
 
 def _data_funnel_by_columns(
@@ -144,11 +153,10 @@ def _data_funnel_by_columns(
     matcher: FileMatcher,
     clock: _Clock,
     steps: list[Step],
-) -> list[ManifestEntry]:
+) -> _Kept:
     """Steps 3 to 5 on manifests decoded into arrays (as the planner reads many entries):
-    partitions and metrics judged a column at a time, entry objects built for the kept
-    ones only. A manifest the compiled path cannot read comes back as entries, judged one
-    by one."""
+    partitions and metrics judged a column at a time; the rows kept stay rows. A manifest
+    the compiled path cannot read comes back as entries, judged one by one."""
     import numpy as np
 
     with clock():
@@ -168,15 +176,16 @@ def _data_funnel_by_columns(
     partition_count = sum(len(rows) for _, rows in by_partition)
     steps.append(Step("partition values", live, partition_count, clock.ms))
     with clock():
-        kept: list[ManifestEntry] = []
+        entries: list[ManifestEntry] = []
+        kept: list[tuple[EntryColumns, np.ndarray]] = []
         for columns, rows in by_partition:
             if columns is None:
-                kept.extend(e for e in rows if matcher.metrics_might_match(e.data_file))
+                entries.extend(e for e in rows if matcher.metrics_might_match(e.data_file))
             elif len(rows):
-                chosen = rows[matcher.metrics_match_rows(columns, rows)]
-                kept.extend(columns.entry(int(r)) for r in np.asarray(chosen))
-    steps.append(Step("column metrics", partition_count, len(kept), clock.ms))
-    return kept
+                kept.append((columns, np.asarray(rows[matcher.metrics_match_rows(columns, rows)])))
+    count = len(entries) + sum(len(rows) for _, rows in kept)
+    steps.append(Step("column metrics", partition_count, count, clock.ms))
+    return entries, kept
 
 
 def explain_scan(
@@ -230,10 +239,8 @@ def explain_scan(
             f"{len(kept_data)} data, {len(kept_deletes)} delete manifests kept",
         )
     )
-    if use_columns(kept_data):
-        by_metrics = _data_funnel_by_columns(io, kept_data, matcher, clock, out.steps)
-    else:
-        by_metrics = _data_funnel(io, kept_data, matcher, clock, out.steps)
+    funnel = _data_funnel_by_columns if use_columns(kept_data) else _data_funnel
+    entries, kept_rows = funnel(io, kept_data, matcher, clock, out.steps)
 
     with clock():
         index = DeleteFileIndex(specs)
@@ -243,10 +250,17 @@ def explain_scan(
             for e in delete_entries
             if matcher.partition_might_match(e.data_file.spec_id or 0, tuple(e.data_file.partition))
         )
-        attached: dict[tuple[str, int | None], Any] = {}
-        for e in by_metrics:
-            for d in index.for_data_file(e.data_file, e.sequence_number or 0):
-                attached[(d.file_path, d.content_offset)] = d
+    index_ms = clock.ms
+    with clock():  # the planner's own tasks: residuals and delete files as it attaches them
+        builder = TaskBuilder(metadata, row_filter, schema, case_sensitive)
+        tasks = [builder.task(e, index) for e in entries]
+        for columns, rows in kept_rows:
+            tasks.extend(builder.tasks_of(columns, rows, index))
+        seen: dict[int, set[str]] = {}
+        for t in tasks:
+            seen.setdefault(t.spec_id, set()).add(str(t.residual))
+        whole = sum(isinstance(t.residual, AlwaysTrue) for t in tasks)
+    attached = {(d.file_path, d.content_offset): d for t in tasks for d in t.delete_files}
     kinds = {
         FileContent.POSITION_DELETES: "position",
         FileContent.EQUALITY_DELETES: "equality",
@@ -258,31 +272,13 @@ def explain_scan(
             kind = kinds.get(d.content, str(d.content))
         out.delete_files[kind] = out.delete_files.get(kind, 0) + 1
     out.steps.append(
-        Step("delete files", len(delete_entries), len(attached), clock.ms, "attached to the files")
+        Step("delete files", len(delete_entries), len(attached), index_ms, "attached to the files")
     )
-
-    with clock():
-        residuals = {
-            spec_id: residual_evaluator(spec, row_filter, schema, case_sensitive)
-            for spec_id, spec in specs.items()
-        }
-        seen: dict[int, set[str]] = {}
-        whole = 0
-        for e in by_metrics:
-            f = e.data_file
-            spec_id = f.spec_id or 0
-            residual: BooleanExpression = residuals[spec_id].residual_for(tuple(f.partition))
-            if not isinstance(residual, AlwaysTrue) and matcher.all_match(f):
-                residual = AlwaysTrue()
-            whole += isinstance(residual, AlwaysTrue)
-            seen.setdefault(spec_id, set()).add(str(residual))
     out.residuals = {k: " | ".join(sorted(v)) for k, v in sorted(seen.items())}
-    out.steps.append(
-        Step("residuals", len(by_metrics), whole, clock.ms, "files whose rows all match")
-    )
-    out.files_to_read = len(by_metrics)
-    out.bytes_to_read = sum(e.data_file.file_size_in_bytes for e in by_metrics)
-    out.records_to_read = sum(e.data_file.record_count for e in by_metrics)
+    out.steps.append(Step("residuals", len(tasks), whole, clock.ms, "files whose rows all match"))
+    out.files_to_read = len(tasks)
+    out.bytes_to_read = sum(t.file.file_size_in_bytes for t in tasks)
+    out.records_to_read = sum(t.file.record_count for t in tasks)
     if time_planning:
         with clock():
             plan_files(io, metadata, snapshot, row_filter, schema, case_sensitive)

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from icepark.catalog import load_catalog
 from icepark.cli.main import cli
+from icepark.planning.explain import ScanExplanation
 from icepark.planning.walk import manifests_of
 from icepark.table import Table
 
@@ -87,3 +88,41 @@ def test_explain_command(table: Table, tmp_path: Path) -> None:
     assert text.exit_code == 0 and "partition values" in text.stdout
     bad = runner.invoke(cli, [*args, "explain", "db.t", "--filter", "nope = 1"])
     assert bad.exit_code == 1 and "nope" in bad.output
+
+
+def _facts(ex: ScanExplanation) -> tuple[object, ...]:
+    steps = [(s.name, s.before, s.after) for s in ex.steps]
+    return (
+        steps,
+        ex.residuals,
+        ex.delete_files,
+        ex.files_to_read,
+        ex.records_to_read,
+        ex.bytes_to_read,
+    )
+
+
+@pytest.mark.parametrize(
+    "text", [None, "g = 'g1' and id >= 150", "id < 30", "v > 420 or g = 'g0'", "id = 7"]
+)
+def test_the_array_path_explains_as_entry_by_entry(
+    table: Table, text: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Manifests decoded into arrays (the path of huge tables) give the same funnel, residuals,
+    delete files and sizes as the entry-by-entry path, and the planner's own tasks."""
+    import icepark.planning.walk as walk
+    from icepark.avro.compiled import kernel_available
+
+    if not kernel_available():
+        pytest.skip("numba is not importable")
+    by_entries = table.scan(filter=text).explain("db.t", time_planning=False)
+    monkeypatch.setattr(walk, "COLUMNS_MIN_ENTRIES", 0)
+    assert walk.use_columns(manifests_of(table.io, table.current_snapshot()))
+    by_columns = table.scan(filter=text).explain("db.t", time_planning=False)
+    assert _facts(by_columns) == _facts(by_entries)
+    planned = table.scan(filter=text).plan_files()
+    assert by_columns.files_to_read == len(planned)
+    residuals: dict[int, set[str]] = {}
+    for t in planned:
+        residuals.setdefault(t.spec_id, set()).add(str(t.residual))
+    assert by_columns.residuals == {k: " | ".join(sorted(v)) for k, v in residuals.items()}
