@@ -297,8 +297,8 @@ def delete(
     Args:
         spark: the session.
         table: a Table, or a name looked up in ``catalog``.
-        where: an icepark filter (which also prunes files), a Spark SQL condition or a
-            Column.
+        where: an icepark filter (which also prunes files), a Spark SQL condition, a
+            Column or a RowsWhere (a query over the rows, e.g. with subqueries).
         catalog: a Catalog, a configured catalog name or a mapping of properties, where
             ``table`` is a name (default: ``icepark.load_catalog()``).
         branch: the branch changed (default ``main``).
@@ -368,7 +368,8 @@ def update(
         spark: the session.
         table: a Table, or a name looked up in ``catalog``.
         set: column name to new value.
-        where: the rows updated (all when None): an icepark filter, Spark SQL or a Column.
+        where: the rows updated (all when None): an icepark filter, Spark SQL, a Column or a
+            RowsWhere.
         catalog: a Catalog, a configured catalog name or a mapping of properties, where
             ``table`` is a name (default: ``icepark.load_catalog()``).
         branch: the branch changed (default ``main``).
