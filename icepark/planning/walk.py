@@ -304,13 +304,14 @@ _COLUMNS_BUDGET = 256 * 1024 * 1024
 """About the most bytes of manifests (as stored) being decoded at once."""
 
 
-def use_columns(manifests: Sequence[ManifestFile]) -> bool:
+def use_columns(manifests: Sequence[ManifestFile], min_entries: int | None = None) -> bool:
     """Should these manifests be read by :func:`scan_columns`? When they hold at least
-    :data:`COLUMNS_MIN_ENTRIES` entries and the compiled decoder can run here."""
+    ``min_entries`` entries (by default :data:`COLUMNS_MIN_ENTRIES`, a plan's; less where
+    each kept entry costs more than a plan's) and the compiled decoder can run here."""
     sizes = [_entry_count(m) for m in manifests]
     if None in sizes:
         return False  # an old manifest list without counts: no way to tell cheaply
-    if sum(s or 0 for s in sizes) < COLUMNS_MIN_ENTRIES:
+    if sum(s or 0 for s in sizes) < (COLUMNS_MIN_ENTRIES if min_entries is None else min_entries):
         return False
     from icepark.avro.compiled import kernel_available
 

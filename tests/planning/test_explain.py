@@ -110,13 +110,16 @@ def test_the_array_path_explains_as_entry_by_entry(
 ) -> None:
     """Manifests decoded into arrays (the path of huge tables) give the same funnel, residuals,
     delete files and sizes as the entry-by-entry path, and the planner's own tasks."""
+    import icepark.planning.explain as explain
     import icepark.planning.walk as walk
     from icepark.avro.compiled import kernel_available
 
     if not kernel_available():
         pytest.skip("numba is not importable")
+    monkeypatch.setattr(explain, "EXPLAIN_COLUMNS_MIN_ENTRIES", 10**9)
     by_entries = table.scan(filter=text).explain("db.t", time_planning=False)
     monkeypatch.setattr(walk, "COLUMNS_MIN_ENTRIES", 0)
+    monkeypatch.setattr(explain, "EXPLAIN_COLUMNS_MIN_ENTRIES", 0)
     assert walk.use_columns(manifests_of(table.io, table.current_snapshot()))
     by_columns = table.scan(filter=text).explain("db.t", time_planning=False)
     assert _facts(by_columns) == _facts(by_entries)
