@@ -266,16 +266,37 @@ def _tasks_of_parts(
 ) -> Iterator[FileScanTask]:
     import numpy as np
 
-    from icepark.manifest.kept_entries import KeptEntries
+    from icepark.manifest.entry_columns import EntryColumns
 
-    for part in parts:
-        if isinstance(part, KeptEntries):
-            columns = part.columns()
-            rows = np.arange(columns.count, dtype=np.int64)
-            yield from builder.tasks_of(columns, rows, deletes)
+    for part in _decoded(parts):
+        if isinstance(part, EntryColumns):
+            rows = np.arange(part.count, dtype=np.int64)
+            yield from builder.tasks_of(part, rows, deletes)
         else:
             entries: list[ManifestEntry] = part
             yield from (builder.task(e, deletes) for e in entries)
+
+
+def _decoded(parts: Iterator[Any]) -> Iterator[Any]:
+    """``parts`` with their kept entries decoded into arrays, the next part decoded on a
+    thread while the caller makes the tasks of this one (the compiled decoder runs without
+    the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from icepark.manifest.kept_entries import KeptEntries
+
+    def decode(part: Any) -> Any:
+        return part.columns() if isinstance(part, KeptEntries) else part
+
+    with ThreadPoolExecutor(1, thread_name_prefix="icepark-decode") as pool:
+        pending = None
+        for part in parts:
+            started = pool.submit(decode, part)
+            if pending is not None:
+                yield pending.result()
+            pending = started
+        if pending is not None:
+            yield pending.result()
 
 
 # -- a snapshot's file list, planned where it is read -----------------------------------------

@@ -5,13 +5,15 @@ confs ``spark.sql.iceberg.data-planning-mode`` and ``spark.sql.iceberg.delete-pl
 win over them, as in Java's ``SparkReadConf``) say where manifests are read: ``local`` on the
 driver, ``distributed`` in Spark tasks, ``auto`` (the default) in Spark tasks only when it
 pays (:func:`icepark.planning.distributed.plans_remotely`). :func:`plan_scan` plans a scan
-that way; :func:`icepark.spark.read`, the scans of :func:`icepark.spark.sql` and the
-streaming source's full-snapshot batches go through it. The tasks are those of a local plan
+that way; :func:`icepark.spark.read` and the scans of :func:`icepark.spark.sql` go through
+it (the streaming source, whose reader has no session, lets its read tasks plan a snapshot
+read in full: :mod:`icepark.spark.streaming.source`). The tasks are those of a local plan
 either way (:mod:`icepark.planning.distributed` says how).
 
 How a remote plan runs (:class:`SparkRunner`): the manifests are pickled into a
 :func:`~icepark.spark.runtime.task_frame` (:data:`TASKS_PER_CORE` Spark tasks a core of the
-cluster, each taking a run of manifests); ``mapInArrow`` runs the planning work on them with
+cluster, or more so that no task's parts may pass :data:`TASK_BYTES`; each takes a run of
+manifests); ``mapInArrow`` runs the planning work on them with
 the table's FileIO pickled along (its properties: the way every icepark Spark task reaches
 storage), each part it makes pickled and compressed (lz4) into a row. When the manifests are
 small enough that whatever they keep is small (:data:`COLLECT_BYTES`), the rows are collected
@@ -23,6 +25,7 @@ they arrive. Classic and Spark Connect sessions alike.
 
 from __future__ import annotations
 
+import math
 import pickle
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -45,16 +48,23 @@ __all__ = [
     "DATA_PLANNING_MODE_CONF",
     "DELETE_PLANNING_MODE_CONF",
     "SparkRunner",
+    "TASK_BYTES",
     "plan_scan",
     "remote_planning",
 ]
 
 DATA_PLANNING_MODE_CONF = "spark.sql.iceberg.data-planning-mode"
 DELETE_PLANNING_MODE_CONF = "spark.sql.iceberg.delete-planning-mode"
-TASKS_PER_CORE = 2
-"""Spark tasks a remote plan runs, at most, for each core of the cluster: a Python task costs
-some 0.1-0.2 s to start and each is fetched by a job of its own, so each takes several
-manifests (Java's one task a manifest costs a JVM task a few milliseconds)."""
+TASKS_PER_CORE = 1
+"""Spark tasks a remote plan runs, at most, for each core of the cluster: one wave, each task
+taking a run of manifests. A Python task costs some 0.1-0.2 s to start (about 1 s on this
+machine at load average 9, measured between two waves of 25 manifests each on 2 executors),
+and each partition is fetched by a job of its own (Java's one task a manifest costs a JVM
+task a few milliseconds)."""
+TASK_BYTES = 64 * 1024 * 1024
+"""The most a task's parts may take (as sent, by :func:`_most_sent`): they are cached in the
+executor as one block, and fetched by the driver's JVM whole (two tasks planning the whole
+10M-file table, some 375 MB of parts each, ran an executor of 1 GB out of heap)."""
 COLLECT_BYTES = 64 * 1024 * 1024
 """Parts (as sent, compressed) up to this size come back in one job; more, a partition at a
 time."""
@@ -124,10 +134,14 @@ class SparkRunner:
         if not inputs:
             return
         payloads = [pickle.dumps(x) for x in inputs]
-        tasks = min(len(inputs), TASKS_PER_CORE * self.parallelism)
+        most = _most_sent(inputs)
+        tasks = TASKS_PER_CORE * self.parallelism
+        if most != float("inf"):  # no task's share of the result bigger than TASK_BYTES
+            tasks = max(tasks, math.ceil(most / TASK_BYTES))
+        tasks = min(len(inputs), tasks)
         frame = task_frame(self.spark, payloads, partitions=tasks)
         out = frame.mapInArrow(_Work(work), _SCHEMA)
-        if _most_sent(inputs) <= COLLECT_BYTES:  # small whatever is kept: one job
+        if most <= COLLECT_BYTES:  # small whatever is kept: one job
             yield from _parts(out.collect())
             return
         out = out.persist(StorageLevel.MEMORY_AND_DISK)
