@@ -12,6 +12,8 @@ when several share that time); files whose snapshot has expired do not update th
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -19,16 +21,81 @@ import pyarrow as pa
 
 from icepark.arrow._rows import hashable
 from icepark.arrow.schema import schema_to_arrow, type_to_arrow
-from icepark.planning.walk import manifests_of, read_entries_table
-from icepark.spec.manifests import FileContent
-from icepark.table.inspect.arrow_values import empty_table
+from icepark.planning.walk import manifests_of, read_entries, scan_columns, use_columns
+from icepark.spec.manifests import FileContent, ManifestEntry, ManifestFile
+from icepark.spec.types import StructType
+from icepark.table.inspect.arrow_values import empty_table, internal_to_arrow
 from icepark.table.inspect.context import InspectContext
-from icepark.table.inspect.schemas import data_file_struct, partitions_schema, table_partition_type
+from icepark.table.inspect.schemas import partitions_schema, table_partition_type
 
 __all__ = ["partitions_table"]
 
 _NONE = np.iinfo(np.int64).min
-_READ = frozenset(("content", "record_count", "file_size_in_bytes", "spec_id", "partition"))
+
+
+@dataclass
+class _Files:
+    """Files of one manifest: per file its content, record count, size, snapshot id (-1:
+    null) and which of ``partitions`` (tuples in the spec's field order) it is in."""
+
+    spec_id: int
+    content: np.ndarray
+    records: np.ndarray
+    sizes: np.ndarray
+    snapshot_ids: np.ndarray
+    partitions: list[tuple[Any, ...]]
+    which: np.ndarray
+
+
+def _of_entries(spec_id: int, entries: list[ManifestEntry]) -> _Files:
+    index: dict[Any, int] = {}
+    partitions: list[tuple[Any, ...]] = []
+    which = np.empty(len(entries), dtype=np.int64)
+    for i, e in enumerate(entries):
+        values = tuple(e.data_file.partition)
+        key = tuple(hashable(v) for v in values)
+        found = index.get(key)
+        if found is None:
+            found = index[key] = len(partitions)
+            partitions.append(values)
+        which[i] = found
+    return _Files(
+        spec_id,
+        np.array([int(e.data_file.content) for e in entries], dtype=np.int64),
+        np.array([e.data_file.record_count for e in entries], dtype=np.int64),
+        np.array([e.data_file.file_size_in_bytes for e in entries], dtype=np.int64),
+        np.array([-1 if e.snapshot_id is None else e.snapshot_id for e in entries], np.int64),
+        partitions,
+        which,
+    )
+
+
+def _files(ctx: InspectContext, manifests: Sequence[ManifestFile]) -> Iterator[_Files]:
+    """The live files of ``manifests``, a manifest at a time: a huge table's decoded into
+    arrays (no object per file), a small one's entry by entry."""
+
+    def spec_of(m: ManifestFile) -> int:
+        return m.partition_spec_id or 0
+
+    if not use_columns(manifests):
+        for m, entries in read_entries(ctx.io, manifests, live_only=True):
+            yield _of_entries(spec_of(m), entries)
+        return
+    for found in scan_columns(ctx.io, manifests, live_only=True):
+        if len(found) == 2:  # a manifest the compiled path cannot read: its entries
+            yield _of_entries(spec_of(found[0]), found[1])
+            continue
+        _, columns, rows = found
+        partitions, which = columns.partitions()
+        yield _Files(
+            columns.spec_id,
+            columns.content[rows],
+            columns.record_count[rows],
+            columns.file_size_in_bytes[rows],
+            columns.snapshot_ids[rows],
+            partitions,
+            which[rows],
+        )
 
 
 def _sum(groups: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
@@ -37,53 +104,79 @@ def _sum(groups: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
     return out
 
 
+def _partition_column(ptype: StructType, values: list[tuple[Any, ...]]) -> pa.StructArray:
+    arrow_type = type_to_arrow(ptype, include_field_ids=False)
+    assert isinstance(arrow_type, pa.StructType)
+    arrays = [
+        internal_to_arrow([v[i] for v in values], f.field_type, arrow_type.field(i).type)
+        for i, f in enumerate(ptype.fields)
+    ]
+    return pa.StructArray.from_arrays(arrays, fields=list(arrow_type))
+
+
 def partitions_table(ctx: InspectContext, snapshot_id: int | None = None, **kw: Any) -> pa.Table:
     """The partitions of the snapshot (the current one by default)."""
     md = ctx.metadata
     schema = schema_to_arrow(partitions_schema(md), include_field_ids=False)
     snapshot = ctx.snapshot(snapshot_id, **kw)
     ptype = table_partition_type(md)
-    struct = data_file_struct(ptype)
-    full_type = type_to_arrow(struct, include_field_ids=False)
-    assert isinstance(full_type, pa.StructType)
-    # only what the table sums up: no metric maps, whatever the number of files
-    arrow_type = pa.struct([f for f in full_type if f.name in _READ])
-    entries = read_entries_table(
-        ctx.io, manifests_of(ctx.io, snapshot), arrow_type, struct, ctx.specs, live_only=True
-    )
-    n = entries.num_rows
+    unified = [f.field_id for f in ptype.fields]
+    # where each unified field is in a spec's tuple (None: the spec lacks it)
+    positions = {
+        spec_id: [
+            next((i for i, pf in enumerate(spec.fields) if pf.field_id == fid), None)
+            for fid in unified
+        ]
+        for spec_id, spec in ctx.specs.items()
+    }
+    # two partitions are one when their specs have as many unified fields and values equal
+    index: dict[Any, int] = {}
+    group_values: list[tuple[Any, ...]] = []
+    parts: list[tuple[np.ndarray, ...]] = []
+    for files in _files(ctx, manifests_of(ctx.io, snapshot)):
+        where = positions.get(files.spec_id, [None] * len(unified))
+        present = sum(p is not None for p in where)
+        local = np.empty(len(files.partitions), dtype=np.int64)
+        for i, values in enumerate(files.partitions):
+            row = tuple(None if p is None else values[p] for p in where)
+            key = (present, *(hashable(v) for v in row))
+            found = index.get(key)
+            if found is None:
+                found = index[key] = len(group_values)
+                group_values.append(row)
+            local[i] = found
+        spec_ids = np.full(len(files.which), files.spec_id, dtype=np.int64)
+        parts.append(
+            (
+                local[files.which],
+                files.content,
+                files.records,
+                files.sizes,
+                files.snapshot_ids,
+                spec_ids,
+            )
+        )
+    n = sum(len(p[0]) for p in parts)
     if n == 0:
         return empty_table(schema)
-    data_file = entries.column("data_file").combine_chunks()
-    content = data_file.field("content").to_numpy(zero_copy_only=False)
-    records = data_file.field("record_count").to_numpy(zero_copy_only=False)
-    sizes = data_file.field("file_size_in_bytes").to_numpy(zero_copy_only=False)
-    spec_ids = data_file.field("spec_id").to_numpy(zero_copy_only=False).astype(np.int64)
-
-    # group rows by (number of the unified fields the file's spec has, partition values)
-    if ptype.fields:
-        partition = data_file.field("partition")
-        present = {
-            spec_id: sum(1 for f in ptype.fields if f.field_id in {pf.field_id for pf in s.fields})
-            for spec_id, s in ctx.specs.items()
-        }
-        columns = [partition.field(i).to_pylist() for i in range(len(ptype.fields))]
-        keys = zip(
-            (present.get(int(s), 0) for s in spec_ids),
-            *([hashable(v) for v in col] for col in columns),
-        )
-        index: dict[Any, int] = {}
-        groups = np.fromiter((index.setdefault(k, len(index)) for k in keys), np.int64, n)
-        count = len(index)
-    else:
-        groups = np.zeros(n, dtype=np.int64)
-        count = 1
+    groups, content, records, sizes, snap_ids, spec_ids = (
+        np.concatenate([p[i] for p in parts]) for i in range(6)
+    )
+    # partitions in the order their first files come (a manifest's distinct partitions come
+    # sorted from its arrays), those of no live file left out
+    first_row = np.full(len(group_values), n, dtype=np.int64)
+    np.minimum.at(first_row, groups, np.arange(n))
+    order = np.argsort(first_row, kind="stable")[: int(np.count_nonzero(first_row < n))]
+    count = len(order)
+    renumber = np.empty(len(group_values), dtype=np.int64)
+    renumber[order] = np.arange(count)
+    groups = renumber[groups]
+    group_values = [group_values[i] for i in order.tolist()]
 
     times_by_id = {s.snapshot_id: s.timestamp_ms * 1000 for s in md.snapshots}
-    snap_ids = entries.column("snapshot_id").to_pylist()
-    committed = np.array(
-        [_NONE if s is None else times_by_id.get(s, _NONE) for s in snap_ids], dtype=np.int64
-    )
+    distinct, at = np.unique(snap_ids, return_inverse=True)
+    times = np.array([times_by_id.get(int(s), _NONE) for s in distinct], dtype=np.int64)
+    committed = times[at.reshape(-1)]
     # per group the first row of the latest commit (a stable sort keeps file order on ties)
     order = np.lexsort((np.arange(n), -committed.astype(np.float64), groups))
     first = np.ones(n, dtype=bool)
@@ -97,7 +190,7 @@ def partitions_table(ctx: InspectContext, snapshot_id: int | None = None, **kw: 
     is_eq = content == int(FileContent.EQUALITY_DELETES)
     out: dict[str, pa.Array] = {}
     if ptype.fields:
-        out["partition"] = data_file.field("partition").take(pa.array(best))
+        out["partition"] = _partition_column(ptype, group_values)
         out["spec_id"] = pa.array(np.where(updated, spec_ids[best], 0), pa.int32())
     out["record_count"] = pa.array(_sum(groups, np.where(is_data, records, 0), count))
     out["file_count"] = pa.array(_sum(groups, is_data.astype(np.int64), count), pa.int32())
@@ -117,6 +210,5 @@ def partitions_table(ctx: InspectContext, snapshot_id: int | None = None, **kw: 
     out["last_updated_at"] = pa.array(best_time, pa.int64(), mask=~updated).cast(
         schema.field("last_updated_at").type
     )
-    best_snapshot = np.array([0 if s is None else s for s in snap_ids], dtype=np.int64)[best]
-    out["last_updated_snapshot_id"] = pa.array(best_snapshot, pa.int64(), mask=~updated)
+    out["last_updated_snapshot_id"] = pa.array(snap_ids[best], pa.int64(), mask=~updated)
     return pa.Table.from_pydict(out, schema=schema)
