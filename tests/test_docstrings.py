@@ -17,23 +17,6 @@ NOT_YET = {
     "icepark.catalog.to_identifier",
     "icepark.parse_filter",
     "icepark.rest.create_app",
-    "icepark.spark.add_files",
-    "icepark.spark.choose_path",
-    "icepark.spark.choose_write_path",
-    "icepark.spark.compute_table_stats",
-    "icepark.spark.create_table_from",
-    "icepark.spark.prepare_session",
-    "icepark.spark.read_scan",
-    "icepark.spark.read_stream",
-    "icepark.spark.register",
-    "icepark.spark.register_tables",
-    "icepark.spark.remove_orphan_files",
-    "icepark.spark.resolve_table",
-    "icepark.spark.rewrite_data_files",
-    "icepark.spark.rewrite_position_delete_files",
-    "icepark.spark.session",
-    "icepark.spark.to_spark_schema",
-    "icepark.spark.write_stream",
     "icepark.types.map_of",
     "icepark.ui.create_ui_app",
     "icepark.Table.add_files",
@@ -58,7 +41,7 @@ NOT_YET = {
 def _public() -> dict[str, object]:
     found: dict[str, object] = {}
     for key, names in ROWS.items():
-        module = key.strip("`")
+        module = key.replace("`", "")
         if module == "icepark.Table (methods)":
             from icepark import Table
 

@@ -213,9 +213,32 @@ def create_table_from(
     properties: Mapping[str, str] | None = None,
     catalog: Any = None,
 ) -> Table:
-    """Create table ``name`` with ``df``'s schema (columns optional, as Spark's CREATE TABLE
-    AS SELECT makes them) and partitioning terms like ``day(ts)`` or ``bucket(16, id)``,
-    then write ``df`` into it. If the write fails the new table is dropped."""
+    """Create table ``name`` with ``df``'s schema and write ``df`` into it, as Spark's
+    ``CREATE TABLE ... AS SELECT`` does: the columns are optional (nullable), the table is
+    partitioned and sorted by the terms given. If the write fails the new table is dropped
+    (with its files), so nothing is left half made.
+
+    Args:
+        spark: the session (classic or Spark Connect).
+        df: the rows; the table's schema comes from ``df.schema``.
+        name: the new table's name, e.g. ``"db.events"``; its namespace must exist.
+        partition_by: partition terms such as ``"day(ts)"``, ``"bucket(16, id)"`` or a
+            column name.
+        sort_by: the table's sort order, e.g. ``["id"]`` or ``["ts desc nulls last"]``.
+        properties: table properties (``format-version``, ``write.*`` ...).
+        catalog: a Catalog, a configured catalog name or a mapping of catalog properties
+            (default: ``icepark.load_catalog()``).
+
+    Returns:
+        The new table, with the snapshot of the write.
+
+    Raises:
+        TableAlreadyExistsError: a table of that name exists.
+        NoSuchNamespaceError: the name's namespace does not exist.
+        ValidationError: a partition or sort term, a property or a type does not fit (naming
+            it); InvalidTransformError for a transform the column's type does not take.
+        CatalogConfigError: ``catalog`` names no configured catalog.
+    """
     from icepark.catalog import Catalog, load_catalog
     from icepark.spark.types import iceberg_schema_from_spark
     from icepark.spark.write.writer import write

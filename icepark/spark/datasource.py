@@ -259,8 +259,18 @@ class IcebergDataSource(DataSource):
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``icepark`` data source and the setting icepark's native reads use
-    (Parquet field-id matching)."""
+    """Register the ``icepark`` data source on a session, so that
+    ``spark.read.format("icepark").option("table", "db.events").load()`` and
+    ``df.write.format("icepark")`` work, and turn on the filter pushdown its options use.
+    The session is prepared first (:func:`~icepark.spark.setup.prepare_session`).
+    :func:`icepark.spark.session` calls this for its sessions.
+
+    Args:
+        spark: the session (classic or Spark Connect).
+
+    Raises:
+        SparkSetupError: the session's Python workers cannot import icepark.
+    """
     from icepark.spark.setup import prepare_session
 
     prepare_session(spark)
@@ -291,9 +301,24 @@ def catalog_options(catalog: Any) -> dict[str, str]:
 
 
 def register_tables(spark: SparkSession, namespace: str, catalog: Any = None) -> list[str]:
-    """A temporary view (``USING icepark``) per table of ``namespace``, named as the table;
-    returns the view names. ``catalog``: a Catalog, a configured name, properties, or None
-    for ``icepark.load_catalog()``."""
+    """Create a temporary view (``USING icepark``) for each table of ``namespace``, named as
+    the table, so that plain Spark SQL reads them (``SELECT * FROM events``) and appends to
+    them (``INSERT INTO events ...``). A view of the same name is replaced.
+
+    Args:
+        spark: the session (classic or Spark Connect); the data source is registered on it.
+        namespace: the namespace whose tables get a view, e.g. ``"db"``.
+        catalog: a Catalog, a configured catalog name or a mapping of catalog properties
+            (default: ``icepark.load_catalog()``); the views read through the same catalog.
+
+    Returns:
+        The names of the views created.
+
+    Raises:
+        NoSuchNamespaceError: the namespace does not exist.
+        CatalogConfigError: ``catalog`` names no configured catalog.
+        SparkSetupError: the session's Python workers cannot import icepark.
+    """
     from icepark.catalog import load_catalog
 
     register(spark)

@@ -64,6 +64,23 @@ def session(
     server; only runtime settings of ``config`` apply, the server's Python workers must have
     icepark, which is checked) or ``local[N]`` (a Connect server started in this process,
     its workers on this interpreter).
+
+    Args:
+        master: the Spark master (default ``local[*]``); not with ``remote``.
+        app_name: the Spark application's name.
+        config: Spark settings applied when the session is built; they win over icepark's
+            defaults (``spark.pyspark.python``, the session time zone...).
+        register: whether to register the ``icepark`` data source on the session.
+        remote: a Spark Connect address (``sc://host:port``) or ``local[N]``; not with
+            ``master``.
+
+    Returns:
+        The session (the already running one when there is one), checked and prepared.
+
+    Raises:
+        ValidationError: both ``master`` and ``remote`` are given.
+        SparkSetupError: the session's Python workers cannot import icepark (naming the
+            interpreter and what to set).
     """
     if remote is not None:
         if master is not None:

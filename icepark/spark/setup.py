@@ -171,7 +171,16 @@ def _imports_icepark(python: str) -> bool:
 def prepare_session(spark: SparkSession) -> None:
     """What icepark does before it first uses a session: check that the Python workers can
     run icepark (:func:`check_python_workers`) and set what native reads need (idempotent;
-    harmless for other reads)."""
+    harmless for other reads). A session built by :func:`icepark.spark.session` is prepared
+    already; call this on a session built another way before icepark uses it.
+
+    Args:
+        spark: the session (classic or Spark Connect); its settings change in place.
+
+    Raises:
+        SparkSetupError: the session's Python workers cannot import icepark (naming the
+            interpreter they run and what to set).
+    """
     check_python_workers(spark)
     for key, value in SESSION_CONF.items():
         if spark.conf.get(key, None) != value:

@@ -32,8 +32,23 @@ def catalog_from_options(options: Mapping[str, str]) -> Any:
 
 
 def resolve_table(table: Table | str, catalog: Any = None) -> Table:
-    """An icepark Table, or a name loaded from ``catalog`` (a Catalog, a catalog name or a
-    mapping of catalog properties) or else ``icepark.load_catalog()``."""
+    """The icepark Table a table argument stands for: a Table as it is, or a name loaded from
+    a catalog (how :func:`icepark.spark.read`, :func:`~icepark.spark.write` and the
+    procedures take their ``table`` and ``catalog`` arguments).
+
+    Args:
+        table: a Table, or a name such as ``"db.events"``.
+        catalog: where a name is looked up: a Catalog, a configured catalog name or a
+            mapping of catalog properties (default: ``icepark.load_catalog()``).
+
+    Returns:
+        The table, with its current metadata when it was loaded here.
+
+    Raises:
+        NoSuchTableError: no table of that name.
+        CatalogConfigError: ``catalog`` names no configured catalog, or its properties do
+            not make one.
+    """
     if isinstance(table, Table):
         return table
     if catalog is None or isinstance(catalog, str):

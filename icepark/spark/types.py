@@ -117,7 +117,22 @@ def _to_spark_field(f: NestedField, with_ids: bool) -> T.StructField:
 
 
 def to_spark_schema(schema: Schema | StructType, *, with_ids: bool = True) -> T.StructType:
-    """The Spark schema of an Iceberg schema; see the module docstring."""
+    """The Spark schema of an Iceberg schema, type by type as the module docstring's table
+    says (``timestamp`` is ``TimestampNTZType``, ``timestamptz`` is ``TimestampType``,
+    ``uuid`` is ``StringType``); optional fields are nullable, docs become comments.
+
+    Args:
+        schema: an Iceberg :class:`~icepark.types.Schema` or struct type.
+        with_ids: put each field's id in its metadata under ``parquet.field.id``, so that
+            Spark's Parquet reader and writer match columns by id.
+
+    Returns:
+        A ``pyspark.sql.types.StructType``.
+
+    Raises:
+        UnsupportedOperationError: a field's type has no Spark type (time, the nanosecond
+            timestamps), naming the type.
+    """
     struct = schema.as_struct() if isinstance(schema, Schema) else schema
     result = to_spark_type(struct, with_ids=with_ids)
     assert isinstance(result, T.StructType)

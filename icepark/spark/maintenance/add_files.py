@@ -142,9 +142,37 @@ def add_files(
     branch: str = MAIN_BRANCH,
     partition_filter: Mapping[str, str] | None = None,
 ) -> AddFilesResult:
-    """Register the Parquet files of a folder (or of a table Spark knows) in ``table``
-    without rewriting them; returns Java's columns (``added_files_count``,
-    ``changed_partition_count``). See :mod:`icepark.table.maintenance.add_files`."""
+    """Register existing Parquet files in ``table`` without rewriting them, as one ``append``
+    snapshot (Java's ``add_files`` procedure); their footers are read in Spark tasks. The
+    files become the table's: they are never copied, and never deleted by this call whatever
+    fails. See :mod:`icepark.table.maintenance.add_files` for how columns, partition values
+    and metrics are found.
+
+    Args:
+        spark: the session (classic or Spark Connect).
+        table: a Table, or a name looked up in ``catalog``.
+        source_path_or_table: a folder or Parquet file (or several); Hive-style
+            ``key=value`` folders give partition values. Or the name of one table Spark
+            knows (e.g. a Hive table), whose input files are added.
+        check_duplicate_files: refuse files the branch already references or that are
+            given twice.
+        catalog: a Catalog, a configured catalog name or a mapping of catalog properties
+            where ``table`` is a name (default: ``icepark.load_catalog()``).
+        branch: the branch committed to (default ``main``).
+        partition_filter: with paths, add only the files of the ``key=value`` folders that
+            match every entry (keys are the table's partition fields).
+
+    Returns:
+        Java's output columns: ``added_files_count`` and ``changed_partition_count``.
+
+    Raises:
+        ValidationError: no Parquet file is found, a file's columns or partition values do
+            not fit the table, a file is already referenced (with
+            ``check_duplicate_files``), a partition filter that does not fit, or a source
+            that is neither paths nor a table Spark knows; nothing is committed.
+        NoSuchTableError: the table does not exist.
+        CommitFailedError: a concurrent commit conflicts.
+    """
     resolved = resolve_table(table, catalog)
     describe = _describer(spark, resolved)
     sources = (

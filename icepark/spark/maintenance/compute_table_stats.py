@@ -111,9 +111,30 @@ def compute_table_stats(
     *,
     catalog: Any = None,
 ) -> StatisticsFile | None:
-    """Compute NDV sketches of ``columns`` at ``snapshot_id`` (default: the current
-    snapshot), write them to a Puffin statistics file and register it; returns the file's
-    entry, or None when the table has no snapshot."""
+    """Compute the number of distinct values of columns on Spark, as Apache DataSketches theta
+    sketches in a Puffin statistics file registered for a snapshot (Java's
+    ``compute_table_stats`` procedure); see the module docstring for how it flows. A file
+    registered before for the same snapshot is replaced.
+
+    Args:
+        spark: the session (classic or Spark Connect).
+        table: a Table, or a name looked up in ``catalog``.
+        snapshot_id: the snapshot the statistics are of (default: the current one).
+        columns: the columns (primitive, nested ones by dotted name); default every
+            top-level primitive column of the snapshot's schema.
+        catalog: a Catalog, a configured catalog name or a mapping of catalog properties
+            where ``table`` is a name (default: ``icepark.load_catalog()``).
+
+    Returns:
+        The statistics file's entry (its path, size and blobs, each with its ``ndv``), or
+        None when the table has no snapshot.
+
+    Raises:
+        ValidationError: no such snapshot, a column that does not exist or is not
+            primitive, or no column to compute.
+        CommitFailedError: a concurrent commit conflicts.
+        NoSuchTableError: the table does not exist.
+    """
     from pyspark.sql import functions as F
 
     from icepark.spark.read.reader import read

@@ -225,8 +225,44 @@ def remove_orphan_files(
     catalog: Any = None,
     progress: Progress | None = None,
 ) -> RemoveOrphanFilesResult:
-    """Delete the files under ``table``'s location that its metadata does not reference and
-    that are older than ``older_than`` (default 3 days), listing and comparing on Spark."""
+    """Delete the files under ``table``'s location that none of its metadata references and
+    that were last modified before ``older_than``, listing and comparing on Spark (Java's
+    ``remove_orphan_files`` procedure, for tables with millions of files). Arguments,
+    checks and results are those of :meth:`Table.remove_orphan_files
+    <icepark.table.Table.remove_orphan_files>`; see the module docstring for what runs where.
+
+    Args:
+        spark: the session (classic or Spark Connect).
+        table: a Table, or a name looked up in ``catalog``.
+        older_than: only files last modified before this (epoch ms, datetime or date) are
+            candidates; default 3 days ago. Less than 24 hours ago is refused unless
+            ``allow_recent``: a write in flight has files no metadata references yet.
+        location: the folder to clean (default: the table's location); it must be inside
+            the table's location.
+        dry_run: find the orphans and delete nothing.
+        equal_schemes: schemes to treat as one, as Java's ``equal_schemes``
+            (``{"s3a,s3n": "s3"}``; ``s3a`` and ``s3n`` are ``s3`` already).
+        equal_authorities: authorities (buckets, hosts) to treat as one, the same way.
+        prefix_mismatch_mode: what to do with a listed file referenced only under another
+            scheme or authority: ``"error"`` (refuse), ``"ignore"`` (keep it) or
+            ``"delete"``.
+        allow_recent: allow an ``older_than`` less than 24 hours ago.
+        catalog: a Catalog, a configured catalog name or a mapping of catalog properties
+            where ``table`` is a name (default: ``icepark.load_catalog()``).
+        progress: called with ``(done, total)`` as orphans are deleted.
+
+    Returns:
+        The orphans found (``orphan_file_locations``, ``orphan_bytes``) and what was deleted
+        (``deleted``) or failed (``failed``, path to reason); as a sequence, the paths
+        deleted (on a dry run, the orphans). A failed delete is reported, never raised.
+
+    Raises:
+        ValidationError: ``gc.enabled`` is false, ``older_than`` is in the future or too
+            recent, ``location`` is outside the table, or the mode is unknown.
+        PrefixMismatchError: (a ValidationError) with mode ``"error"``, listed files match
+            referenced ones but for their scheme or authority; nothing is deleted.
+        NoSuchTableError: the table does not exist.
+    """
     resolved = resolve_table(table, catalog)
     options = orphan_options(
         resolved,

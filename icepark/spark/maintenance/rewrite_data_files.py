@@ -100,12 +100,46 @@ def rewrite_data_files(
     case_sensitive: bool = True,
     progress: ProgressListener | None = None,
 ) -> RewriteDataFilesResult:
-    """Compact ``table``'s data files on Spark (see the module docstring and
-    :mod:`icepark.table.maintenance.rewrite_data_files`); ``where`` (an icepark filter) limits
-    the files considered; ``branch`` rewrites a branch instead of ``main``; ``options`` are Java's
-    (``target-file-size-bytes``, ``min-input-files``, ``partial-progress.enabled``, ...).
-    Unknown strategies, options and sort columns raise
-    :class:`~icepark.errors.ValidationError` before anything is written."""
+    """Compact ``table``'s data files on Spark (Java's ``rewrite_data_files`` procedure):
+    plan file groups, rewrite each as one Spark job, commit ``replace`` snapshots (see the
+    module docstring and :mod:`icepark.table.maintenance.rewrite_data_files`). Unknown
+    strategies, options and sort columns are refused before anything is written; when it
+    raises, nothing is committed and the files written for it are deleted (with
+    ``partial-progress.enabled``, the groups committed before stay).
+
+    Args:
+        spark: the session (classic or Spark Connect).
+        table: a Table, or a name looked up in ``catalog``.
+        strategy: ``"binpack"`` (combine small files, split large ones) or ``"sort"``.
+        sort_order: with ``"sort"``: sort terms (``"id desc nulls last, ts"``) or
+            ``"zorder(a, b)"``; default the table's sort order.
+        where: an icepark filter string or expression; only files that may hold matching
+            rows are considered.
+        options: Java's options (``target-file-size-bytes``, ``min-input-files``,
+            ``rewrite-all``, ``max-concurrent-file-group-rewrites``,
+            ``partial-progress.enabled``, ``remove-dangling-deletes``...).
+        branch: the branch rewritten (default ``main``).
+        catalog: a Catalog, a configured catalog name or a mapping of catalog properties
+            where ``table`` is a name (default: ``icepark.load_catalog()``).
+        case_sensitive: whether column names in ``where`` and ``sort_order`` match
+            case-sensitively.
+        progress: told ``("started" | "written" | "committed" | "failed", group, plan)`` for
+            each file group.
+
+    Returns:
+        Java's columns: ``rewritten_data_files_count``, ``added_data_files_count``,
+        ``rewritten_bytes_count``, ``failed_data_files_count``,
+        ``removed_delete_files_count`` (``result.to_df(spark)`` gives Java's one-row
+        DataFrame).
+
+    Raises:
+        ValidationError: an unknown strategy or option, a bad option value, a sort order
+            without strategy ``"sort"``, a filter or sort term naming no column, or (with
+            partial progress) more failed commits than ``partial-progress.max-failed-commits``.
+        CommitFailedError: a concurrent change conflicts with the rewrite.
+        CommitStateUnknownError: the catalog's answer to a commit was lost.
+        NoSuchTableError: the table does not exist.
+    """
     resolved = resolve_table(table, catalog)
     metadata = resolved.metadata
     strategy = (strategy or "binpack").strip().lower()

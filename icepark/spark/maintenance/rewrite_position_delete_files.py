@@ -90,9 +90,35 @@ def rewrite_position_delete_files(
     case_sensitive: bool = True,
 ) -> RewritePositionDeleteFilesResult:
     """Merge the position delete files of each partition to the target size
-    (``write.delete.target-file-size-bytes``), dropping deletes whose data files are gone; on
-    v3 tables, one deletion vector per data file where several apply. ``where`` (an icepark
-    filter) limits the partitions; ``options`` are Java's. Returns Java's result columns."""
+    (``write.delete.target-file-size-bytes``) on Spark, dropping deletes whose data files
+    are gone; on v3 tables, one deletion vector per data file where several apply (Java's
+    ``rewrite_position_delete_files`` procedure). Each file group is one Spark task; if the
+    job fails, the files already written are deleted.
+
+    Args:
+        spark: the session (classic or Spark Connect).
+        table: a Table, or a name looked up in ``catalog``.
+        where: an icepark filter string or expression; only the partitions it may match
+            are rewritten.
+        options: Java's options (``target-file-size-bytes``, ``min-input-files``,
+            ``rewrite-all``, ``rewrite-job-order``, ``max-concurrent-file-group-rewrites``,
+            ``partial-progress.enabled``, ``partial-progress.max-commits``...).
+        catalog: a Catalog, a configured catalog name or a mapping of catalog properties
+            where ``table`` is a name (default: ``icepark.load_catalog()``).
+        case_sensitive: whether column names in ``where`` match case-sensitively.
+
+    Returns:
+        Java's columns: ``rewritten_delete_files_count``, ``added_delete_files_count``,
+        ``rewritten_bytes_count``, ``added_bytes_count`` (``result.to_df(spark)`` gives
+        Java's one-row DataFrame).
+
+    Raises:
+        ValidationError: an unknown option or bad value, or a filter naming no column.
+        CommitFailedError: a concurrent change conflicts (without partial progress; the
+            files written are deleted).
+        CommitStateUnknownError: the catalog's answer to a commit was lost.
+        NoSuchTableError: the table does not exist.
+    """
     resolved = resolve_table(table, catalog)
     row_filter = None
     if where is not None:

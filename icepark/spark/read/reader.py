@@ -201,9 +201,27 @@ def _type_needs_python(t: IcebergType, name: str) -> str | None:
 def choose_path(
     scan: DataScan, tasks: Sequence[FileScanTask], *, spark: SparkSession | None = None
 ) -> tuple[ReadPath, str]:
-    """``("native" | "python", why)`` for a planned scan. With ``spark``, first whether
-    Spark's file systems can read the files at all (:func:`choose_storage_path`; this also
-    checks their buckets once)."""
+    """Which path reads a planned scan, and why: ``"native"`` (Spark's Parquet reader with
+    field ids) or ``"python"`` (icepark's Arrow reader in Python tasks), the choice
+    :func:`read` makes with ``path="auto"``. The python path is chosen for files Spark's
+    reader cannot read as Iceberg means them: Avro or ORC files, equality deletes, a name
+    mapping, metadata columns other than ``_file``, ``_pos``, ``_spec_id``, ``_partition``
+    and ``_deleted``, columns with an initial default, and uuid columns.
+
+    Args:
+        scan: the planned scan (:meth:`Table.scan`).
+        tasks: its file scan tasks (the ones to read).
+        spark: when given, first whether Spark's file systems can read the files at all
+            (:func:`~icepark.spark.storage.choose_storage_path`), which also checks each
+            bucket once.
+
+    Returns:
+        ``(path, why)``: ``"native"`` or ``"python"`` and the reason in words.
+
+    Raises:
+        StorageError: with ``spark``, a bucket the files are in cannot be used (naming the
+            bucket and endpoint).
+    """
     if spark is not None:
         files = (t.file.file_path for t in tasks)
         storage, why = choose_storage_path(spark, scan.io, [scan.metadata.location, *files])
@@ -227,8 +245,26 @@ def choose_path(
 
 
 def read_scan(spark: SparkSession, scan: DataScan, *, path: ReadPath = "auto") -> DataFrame:
-    """Read a planned :class:`DataScan` (see :func:`read`); its manifests are read on the
-    driver or in Spark tasks as the planning modes say (:mod:`~icepark.spark.read.planning`)."""
+    """Read a planned :class:`~icepark.table.DataScan` as a DataFrame, as :func:`read` does
+    once it has made the scan (its filter, projection, snapshot and options). Its manifests
+    are read on the driver or in Spark tasks as the planning modes say
+    (:mod:`~icepark.spark.read.planning`).
+
+    Args:
+        spark: the session (classic or Spark Connect).
+        scan: the scan, e.g. ``table.scan(filter, columns, snapshot_id=...)``.
+        path: ``"auto"`` (:func:`choose_path` decides), ``"native"`` (Spark's Parquet reader)
+            or ``"python"`` (icepark's Arrow reader in Python tasks).
+
+    Returns:
+        A DataFrame of the scan's rows; nothing is read until an action runs.
+
+    Raises:
+        ValidationError: ``path="native"`` where the files cannot be read natively (naming
+            why), or a planning mode that is not ``auto``, ``local`` or ``distributed``.
+        StorageError: a bucket the files are in cannot be used.
+        SparkSetupError: Spark's Python workers cannot import icepark.
+    """
     return read_tasks(spark, scan, list(plan_scan(spark, scan)), path=path)
 
 

@@ -34,11 +34,32 @@ __all__ = ["read_stream", "write_stream"]
 def read_stream(
     spark: SparkSession, table: Table | str, *, catalog: Any = None, **options: Any
 ) -> DataFrame:
-    """A streaming DataFrame following ``table`` (a Table, or a name in ``catalog``: a
-    Catalog, a configured name or a mapping of properties; default ``load_catalog()``).
-    ``options`` are the source's (see the module docstring); Python names with ``_`` stand
-    for ``-`` (``start_snapshot_id=...``). Options are checked now: an unknown one is an
-    error naming it."""
+    """A streaming DataFrame that follows ``table`` as snapshots land (the ``icepark``
+    streaming source, :mod:`icepark.spark.streaming.source`): each micro-batch reads the
+    files the table's next appends added. The options are checked now, before the query
+    starts: an unknown option or a bad value is an error naming it.
+
+    Args:
+        spark: the session (classic or Spark Connect); the data source is registered on it.
+        table: a Table, or a name looked up in ``catalog``. A read-only table (opened from
+            a metadata file) is followed at that file.
+        catalog: a Catalog, a configured catalog name or a mapping of catalog properties
+            where ``table`` is a name (default: ``icepark.load_catalog()``, or the Table's
+            own catalog).
+        **options: the source's options as keyword arguments, ``_`` standing for ``-``:
+            ``start_snapshot_id``, ``stream_from_timestamp`` (epoch ms),
+            ``streaming_skip_delete_snapshots``, ``streaming_skip_overwrite_snapshots``,
+            ``streaming_max_files_per_micro_batch``, ``streaming_max_rows_per_micro_batch``,
+            ``branch``, ``filter``, ``split_size``, ``lookback``, ``file_open_cost``; None
+            values are left out.
+
+    Returns:
+        A streaming DataFrame; start it with ``writeStream`` or :func:`write_stream`.
+
+    Raises:
+        ValidationError: an unknown option, a value that does not parse, or no table.
+        SparkSetupError: the session's Python workers cannot import icepark.
+    """
     register(spark)
     opts = {k.replace("_", "-"): str(v) for k, v in options.items() if v is not None}
     if isinstance(table, Table):
@@ -68,11 +89,40 @@ def write_stream(
     options: Mapping[str, str] | None = None,
     path: WritePath = "auto",
 ) -> StreamingQuery:
-    """Start a streaming query writing ``df`` into ``table`` (a Table or a name in
-    ``catalog``), one exactly-once commit per micro-batch (see the module docstring).
-    ``trigger`` is passed to ``DataStreamWriter.trigger`` (``{"processingTime": "1 second"}``,
-    ``{"availableNow": True}``); ``options`` are the sink's (write properties,
-    ``snapshot-property.<key>``); ``path`` forces the native or python write path."""
+    """Start a streaming query writing ``df`` into ``table``, one exactly-once commit per
+    micro-batch (:mod:`icepark.spark.streaming.sink`): each batch is written as
+    :func:`icepark.spark.write` writes, and a batch Spark replays after a crash is not
+    committed twice (its query id and epoch are in the snapshot summaries).
+
+    Args:
+        df: a streaming DataFrame; its columns match the table's by name.
+        table: a Table, or a name looked up in ``catalog``.
+        mode: ``"append"`` (each batch's rows are added) or ``"complete"`` (each batch
+            replaces the table's rows).
+        checkpoint_location: where Spark keeps the query's progress; a query restarted from
+            the same location goes on where it stopped.
+        trigger: keyword arguments of ``DataStreamWriter.trigger``, e.g.
+            ``{"processingTime": "1 second"}`` or ``{"availableNow": True}``.
+        catalog: a Catalog, a configured catalog name or a mapping of catalog properties
+            where ``table`` is a name (default: ``icepark.load_catalog()``).
+        branch: the branch committed to (default ``main``); it must exist.
+        fanout: keep a file open per partition whatever the rows' order (default: the
+            table's ``write.spark.fanout.enabled``).
+        query_name: the query's name (``DataStreamWriter.queryName``).
+        options: the sink's options: Java's write options (``target-file-size-bytes``,
+            ``compression-codec``, ``distribution-mode``...), ``write.*`` table properties
+            for this query, ``snapshot-property.<key>`` for the snapshot summaries.
+        path: ``"auto"``, ``"native"`` (Spark's Parquet writer) or ``"python"``.
+
+    Returns:
+        The started query (``query.awaitTermination()``, ``query.stop()``).
+
+    Raises:
+        ValidationError: an output mode other than append or complete, an unknown option
+            or bad value, a read-only table, or a branch that does not exist.
+        NoSuchTableError: the table does not exist.
+        CatalogConfigError: ``catalog`` names no configured catalog.
+    """
     if mode not in ("append", "complete"):
         raise ValidationError(f"Unsupported output mode {mode!r} (append, complete)")
     opts = dict(options or {})

@@ -141,9 +141,27 @@ def _native_type(t: IcebergType) -> bool:
 def choose_write_path(
     metadata: TableMetadata, *, spark: SparkSession | None = None, io: FileIO | None = None
 ) -> tuple[WritePath, str]:
-    """``("native" | "python", why)`` for writing into a table. With ``spark`` and the
-    table's ``io``, first whether Spark's file systems can write where the table's data goes
-    (:func:`choose_storage_path`; this also checks the bucket once)."""
+    """Which path writes into a table, and why: ``"native"`` (Spark's Parquet writer with
+    field ids) or ``"python"`` (icepark's Arrow writer in Python tasks), the choice
+    :func:`write` makes with ``path="auto"``. The python path is chosen for a file format
+    other than Parquet, a Parquet codec Spark lacks, column types Spark's writer does not
+    write as Iceberg means them (lists, maps, uuid, time, fixed, nanosecond timestamps...)
+    and partition transforms it cannot compute.
+
+    Args:
+        metadata: the table's metadata (``table.metadata``).
+        spark: with ``io``, first whether Spark's file systems can write where the table's
+            data goes (:func:`~icepark.spark.storage.choose_storage_path`), which also checks
+            the bucket once.
+        io: the table's FileIO (``table.io``), with ``spark``.
+
+    Returns:
+        ``(path, why)``: ``"native"`` or ``"python"`` and the reason in words.
+
+    Raises:
+        StorageError: with ``spark`` and ``io``, the table's bucket cannot be used (naming the
+            bucket and endpoint).
+    """
     if spark is not None and io is not None:
         locations = [metadata.location, data_location(metadata.location, metadata.properties)]
         storage, why = choose_storage_path(spark, io, locations)
