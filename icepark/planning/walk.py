@@ -371,13 +371,14 @@ def scan_columns(
 
 
 def _columns_at_once(manifests: Sequence[ManifestFile], workers: int) -> int:
-    """How many manifests :func:`scan_columns` decodes at once: one more than the cores for
-    local files (decoding is CPU-bound; more would only hold more memory; at most
-    ``workers``: a Spark task planning on one core decodes one at a time), else as many as
+    """How many manifests :func:`scan_columns` decodes at once: as many as the cores for
+    local files (decoding is CPU-bound and local reads are quick; one more held 15 MB more
+    at the point query's peak on the 1M-file table, 255 against 240 MB, in no less time; at
+    most ``workers``: a Spark task planning on one core decodes one at a time), else as many as
     ``workers`` and about :data:`_COLUMNS_BUDGET` of decoded manifests allow (a decoded
     manifest takes some ten times its stored size)."""
     if all(is_local_location(m.manifest_path) for m in manifests):
-        return max(1, min(workers, (os.cpu_count() or 2) + 1))
+        return max(1, min(workers, os.cpu_count() or 2))
     biggest = max((m.manifest_length for m in manifests), default=1)
     return max(2, min(workers, _COLUMNS_BUDGET // max(biggest * 10, 1)))
 
