@@ -19,22 +19,6 @@ NOT_YET = {
     "icepark.rest.create_app",
     "icepark.types.map_of",
     "icepark.ui.create_ui_app",
-    "icepark.Table.add_files",
-    "icepark.Table.changelog_scan",
-    "icepark.Table.cherrypick_snapshot",
-    "icepark.Table.commit",
-    "icepark.Table.create_branch",
-    "icepark.Table.create_tag",
-    "icepark.Table.follow",
-    "icepark.Table.from_metadata",
-    "icepark.Table.incremental_append_scan",
-    "icepark.Table.remove_orphan_files",
-    "icepark.Table.replace_sort_order",
-    "icepark.Table.rewrite_manifests",
-    "icepark.Table.set_ref_retention",
-    "icepark.Table.update_schema",
-    "icepark.Table.update_sort_order",
-    "icepark.Table.update_spec",
 }
 
 

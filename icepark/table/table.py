@@ -77,7 +77,24 @@ class Table:
 
     @classmethod
     def from_metadata(cls, path: str, properties: dict[str, str] | None = None) -> Table:
-        """Open any table read-only from one of its ``*.metadata.json`` files."""
+        """Open any table read-only from one of its ``*.metadata.json`` files, without a catalog
+        (the table as that file describes it; reads and time travel work, commits raise
+        :class:`ReadOnlyTableError`). Its name is ``static.<last folder of its location>``.
+
+        Args:
+            path: the metadata file's location (a local path, ``file://``, ``s3://``...).
+            properties: FileIO properties for reaching it (``s3.endpoint``, ``s3.region``,
+                credentials, ``io-impl``...).
+
+        Returns:
+            A read-only Table.
+
+        Raises:
+            NoSuchFileError: the file does not exist.
+            InvalidMetadataError: the file is not valid table metadata (naming it).
+            ValidationError: the location's scheme is not supported.
+            CatalogConfigError: ``io-impl`` names no FileIO class.
+        """
         io = load_file_io(properties or {}, path)
         metadata = read_table_metadata(io, path)
         name = metadata.location.rstrip("/").rsplit("/", 1)[-1]
@@ -135,7 +152,15 @@ class Table:
         return self.metadata.current_snapshot()
 
     def snapshot(self, snapshot_id: int) -> Snapshot | None:
-        """The snapshot of id ``snapshot_id``, or None when there is none (or it expired)."""
+        """The snapshot of id ``snapshot_id``, or None when there is none (or it expired).
+
+        Args:
+            snapshot_id: the snapshot's id.
+
+        Returns:
+            The :class:`~icepark.spec.snapshots.Snapshot` (its id, parent, time, operation,
+            summary and manifest list), or None.
+        """
         return self.metadata.snapshot_by_id(snapshot_id)
 
     def snapshots(self) -> list[Snapshot]:
@@ -178,7 +203,29 @@ class Table:
     def commit(
         self, requirements: Sequence[TableRequirement], updates: Sequence[TableUpdate]
     ) -> TableMetadata:
-        """Commit metadata updates atomically against the metadata this table has loaded."""
+        """Commit metadata updates atomically against the metadata this table has loaded, the
+        low-level path every change takes: the catalog checks ``requirements`` against the
+        table's current metadata, applies ``updates`` and swaps the pointer. Nothing is
+        retried here (the writers and :meth:`transaction` retry). This table then holds the
+        new metadata.
+
+        Args:
+            requirements: REST-shaped requirements (:mod:`icepark.spec.updates`, e.g.
+                ``AssertTableUUID``, ``AssertRefSnapshotId``), checked first.
+            updates: REST-shaped updates (``SetPropertiesUpdate``, ``AddSnapshotUpdate``,
+                ``SetSnapshotRefUpdate``...), applied in order.
+
+        Returns:
+            The new metadata.
+
+        Raises:
+            ReadOnlyTableError: the table was opened from a metadata file.
+            RequirementFailedError: a requirement does not hold (a ``CommitFailedError``, naming
+                the table).
+            CommitFailedError: the pointer moved before the swap.
+            CommitStateUnknownError: the catalog's answer was lost; the commit may have landed.
+            ValidationError: an update does not apply to the metadata.
+        """
         if self.catalog is None:
             raise ReadOnlyTableError(
                 f"Table {self.name} was opened from {self.metadata_location} and is read-only"
@@ -451,8 +498,26 @@ class Table:
     def update_schema(
         self, allow_incompatible_changes: bool = False, case_sensitive: bool = True
     ) -> UpdateSchema:
-        """``with table.update_schema() as u:`` commits the changes on a clean exit; see
-        :class:`icepark.table.update.schema.UpdateSchema`."""
+        """Start a schema change: ``with table.update_schema() as u:`` records changes
+        (``add_column``, ``rename_column``, ``update_column``, ``delete_column``,
+        ``move_first``/``move_after``/``move_before``, ``set_identifier_fields``,
+        ``union_by_name``...) and commits them as one new schema when the block exits cleanly;
+        see :class:`icepark.table.update.schema.UpdateSchema`. Each change is checked when it
+        is recorded; a concurrent schema change makes the commit retry on the fresh schema.
+
+        Args:
+            allow_incompatible_changes: allow changes old readers cannot follow: a required
+                column without a default, and making an optional column required.
+            case_sensitive: whether column names in the changes match case-sensitively.
+
+        Returns:
+            The pending update (a context manager; ``u.commit()`` commits it too).
+
+        Raises:
+            ValidationError: (from the recorded calls) a change the schema refuses, naming the
+                column; InvalidSchemaError for a column that does not exist.
+            CommitFailedError: the commit conflicts and its retries ran out.
+        """
         from icepark.table.update.schema import UpdateSchema
 
         return UpdateSchema(
@@ -462,22 +527,67 @@ class Table:
         )
 
     def update_spec(self, case_sensitive: bool = True) -> UpdateSpec:
-        """``with table.update_spec() as u:`` commits the new default spec on a clean exit;
-        see :class:`icepark.table.update.spec.UpdateSpec`."""
+        """Start a partition spec change: ``with table.update_spec() as u:`` records partition
+        fields to add, rename or remove (``u.add_field("day(ts)")``,
+        ``u.remove_field("id_bucket")``) and commits the new default spec when the block exits
+        cleanly; see :class:`icepark.table.update.spec.UpdateSpec`. Files already written keep
+        their spec: nothing is rewritten.
+
+        Args:
+            case_sensitive: whether column names in the terms match case-sensitively.
+
+        Returns:
+            The pending update (a context manager; ``u.commit()`` commits it too).
+
+        Raises:
+            ValidationError: (from the recorded calls) a term that does not parse, a column that
+                does not exist, or a field that clashes (InvalidTransformError for a transform
+                the column's type does not take).
+            CommitFailedError: the commit conflicts and its retries ran out.
+        """
         from icepark.table.update.spec import UpdateSpec
 
         return UpdateSpec(self, case_sensitive=case_sensitive)
 
     def replace_sort_order(self, *terms: str, case_sensitive: bool = True) -> Table:
-        """Make ``terms`` (``"id"``, ``"ts desc nulls last"``, ``"bucket(16, id)"``) the
-        default sort order at once; see :func:`icepark.table.update.sort_order.replace`."""
+        """Make ``terms`` the table's default sort order, committed at once (writers then sort
+        new files by it; files already written are not rewritten). With no terms the table
+        becomes unsorted. See :func:`icepark.table.update.sort_order.replace`.
+
+        Args:
+            *terms: sort terms such as ``"id"``, ``"ts desc nulls last"``,
+                ``"bucket(16, id)"``; ascending sorts nulls first by default, descending last.
+            case_sensitive: whether column names in the terms match case-sensitively.
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: a term that does not parse or names no column, or a transform the
+                column's type does not take.
+            CommitFailedError: the commit conflicts and its retries ran out.
+        """
         from icepark.table.update import sort_order
 
         return sort_order.replace(self, *terms, case_sensitive=case_sensitive)
 
     def update_sort_order(self, case_sensitive: bool = True) -> ReplaceSortOrder:
-        """``with table.update_sort_order() as u: u.asc("id").desc("ts")``; see
-        :class:`icepark.table.update.sort_order.ReplaceSortOrder`."""
+        """Start a sort order change built call by call:
+        ``with table.update_sort_order() as u: u.asc("id").desc("ts")`` commits the new
+        default sort order when the block exits cleanly; see
+        :class:`icepark.table.update.sort_order.ReplaceSortOrder`.
+
+        Args:
+            case_sensitive: whether column names in the terms match case-sensitively.
+
+        Returns:
+            The pending change (a context manager; ``u.commit()`` commits it too).
+
+        Raises:
+            ValidationError: (from the recorded calls) a term that names no column or does not
+                parse.
+            CommitFailedError: the commit conflicts and its retries ran out.
+        """
         from icepark.table.update.sort_order import ReplaceSortOrder
 
         return ReplaceSortOrder(self, case_sensitive=case_sensitive)
@@ -542,8 +652,32 @@ class Table:
         ref: str | None = None,
         case_sensitive: bool = True,
     ) -> IncrementalAppendScan:
-        """The rows ``append`` snapshots added between two snapshots; see
-        :func:`icepark.table.incremental.append_scan.incremental_append_scan`."""
+        """A scan of the rows that ``append`` snapshots added between two snapshots of one
+        branch's history (Java's ``newIncrementalAppendScan``; Spark's ``start-snapshot-id`` /
+        ``end-snapshot-id``); see :mod:`icepark.table.incremental.append_scan`. Rows are
+        reported as appended: later deletes are not applied, and overwrites, deletes and
+        replaces add nothing. Nothing is read until the scan is consumed (``to_arrow()``,
+        ``to_batches()``, ``count()``, ``plan_files()``).
+
+        Args:
+            from_snapshot_id: start after this snapshot (default: from the first snapshot);
+                it must be an ancestor of the end snapshot.
+            to_snapshot_id: end at this snapshot, inclusive (default: the head of ``ref``, or
+                the current snapshot).
+            from_inclusive: include ``from_snapshot_id``'s own appends.
+            filter: an icepark filter string or expression; it prunes files, then rows.
+            columns: the columns to read (default: all, with the table's current schema).
+            ref: the branch or tag whose history is read.
+            case_sensitive: whether column names match case-sensitively.
+
+        Returns:
+            An :class:`~icepark.table.incremental.append_scan.IncrementalAppendScan`.
+
+        Raises:
+            ValidationError: (when the scan is planned) an unknown snapshot or ref,
+                ``from_snapshot_id`` not an ancestor of the end snapshot (naming both), or a
+                filter or column that does not bind.
+        """
         from icepark.table.incremental.append_scan import incremental_append_scan
 
         return incremental_append_scan(
@@ -570,8 +704,38 @@ class Table:
         ref: str | None = None,
         case_sensitive: bool = True,
     ) -> ChangelogScan:
-        """The rows each snapshot inserted and deleted; see
-        :func:`icepark.table.incremental.changelog.changelog_scan`."""
+        """A scan of the rows each snapshot inserted and deleted, as Java's
+        ``create_changelog_view`` procedure gives them (copy-on-write and merge-on-read
+        changes alike): the columns asked for plus ``_change_type`` (``INSERT``, ``DELETE``,
+        ``UPDATE_BEFORE``, ``UPDATE_AFTER``), ``_change_ordinal`` and ``_commit_snapshot_id``.
+        Rows a snapshot rewrote unchanged are left out. See
+        :mod:`icepark.table.incremental.changelog`.
+
+        Args:
+            from_snapshot_id: report the snapshots after this one (default: from the first).
+            to_snapshot_id: up to this snapshot, inclusive (default: the head of ``ref``, or
+                the current snapshot).
+            filter: an icepark filter string or expression; it prunes files and rows.
+            columns: the data columns to report (default: all).
+            compute_updates: pair a DELETE and an INSERT of one key in one snapshot into
+                ``UPDATE_BEFORE`` / ``UPDATE_AFTER`` rows (the key: ``identifier_columns``, or
+                the schema's identifier fields).
+            identifier_columns: the key columns for update images; giving them turns
+                ``compute_updates`` on, as in Java.
+            net_changes: fold each row's changes across the snapshots, reporting only what
+                remains (not with update images).
+            ref: the branch or tag whose history is read.
+            case_sensitive: whether column names match case-sensitively.
+
+        Returns:
+            A :class:`~icepark.table.incremental.changelog.ChangelogScan` (``to_arrow()``,
+            ``to_batches()``, ``plan_files()``).
+
+        Raises:
+            ValidationError: (when the scan is planned) an unknown snapshot or ref, a start that
+                is not an ancestor of the end, update images without identifier columns or with
+                ``net_changes``, or a filter or column that does not bind.
+        """
         from icepark.table.incremental.changelog import changelog_scan
 
         return changelog_scan(
@@ -597,8 +761,30 @@ class Table:
         *,
         branch: str = MAIN_BRANCH,
     ) -> Iterator[AppendedBatch]:
-        """Yield each newly committed snapshot's appended rows as they land; see
-        :func:`icepark.table.incremental.follow.follow`."""
+        """Follow the table on one machine: yield the rows each newly committed ``append``
+        snapshot adds, in commit order, polling forever (stop by leaving the loop). Other
+        snapshots append nothing and are passed over. Without a start, only what is committed
+        from now on is yielded. See :mod:`icepark.table.incremental.follow`.
+
+        Args:
+            start_snapshot_id: start with this snapshot's own appends, then the ones after it.
+            start_timestamp: start at the oldest snapshot committed at or after this time
+                (epoch ms or datetime), waiting for one if none is that recent yet.
+            interval: seconds between polls.
+            filter: an icepark filter string or expression the rows must match.
+            columns: the columns to yield (default: all).
+            branch: the branch followed (default ``main``).
+
+        Returns:
+            An iterator of :class:`~icepark.table.incremental.follow.AppendedBatch`
+            (``snapshot_id`` and an Arrow ``batch``).
+
+        Raises:
+            ValidationError: (as it is iterated) both starts given, a non-positive interval,
+                an unknown start snapshot, or a branch head that moved to a snapshot not
+                descending from the last one handled (a rollback), naming both.
+            NoSuchTableError: the table was dropped while followed.
+        """
         from icepark.table.incremental.follow import follow
 
         return follow(
@@ -608,67 +794,223 @@ class Table:
     # -- branches, tags and snapshot management (icepark.table.update.manage_snapshots) ----
 
     def create_branch(self, name: str, snapshot_id: int | None = None, **retention: Any) -> Table:
-        """A branch at ``snapshot_id`` (the current snapshot by default)."""
+        """Create branch ``name`` at a snapshot, committed at once. Write to it with
+        ``branch=name`` (``append``, ``overwrite``...) and read it with ``scan(ref=name)``.
+
+        Args:
+            name: the new branch's name; no ref of that name may exist.
+            snapshot_id: the snapshot it points at (default: the current snapshot).
+            **retention: what expiry keeps of it: ``min_snapshots_to_keep``,
+                ``max_snapshot_age_ms``, ``max_ref_age_ms``.
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: a ref of that name exists, the snapshot is unknown, the table has
+                no snapshot yet, or a retention setting is unknown or not positive.
+            CommitFailedError: a ref of that name was created meanwhile.
+        """
         from icepark.table.update import manage_snapshots
 
         return manage_snapshots.create_branch(self, name, snapshot_id, **retention)
 
     def create_tag(self, name: str, snapshot_id: int | None = None, **retention: Any) -> Table:
-        """A tag at ``snapshot_id`` (the current snapshot by default)."""
+        """Create tag ``name`` at a snapshot, committed at once; read it with ``scan(ref=name)``.
+        Expiry keeps a tagged snapshot while the tag lives.
+
+        Args:
+            name: the new tag's name; no ref of that name may exist.
+            snapshot_id: the snapshot it points at (default: the current snapshot).
+            **retention: ``max_ref_age_ms``, how long the tag itself is kept.
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: a ref of that name exists, the snapshot is unknown, the table has
+                no snapshot yet, or a retention setting other than ``max_ref_age_ms``.
+            CommitFailedError: a ref of that name was created meanwhile.
+        """
         from icepark.table.update import manage_snapshots
 
         return manage_snapshots.create_tag(self, name, snapshot_id, **retention)
 
     def remove_ref(self, name: str) -> Table:
-        """Remove branch or tag ``name`` (never ``main``)."""
+        """Remove branch or tag ``name``, committed at once; its snapshots stay until expiry.
+
+        Args:
+            name: the branch or tag; never ``main``.
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: ``name`` is ``main`` or no such ref exists.
+            CommitFailedError: a concurrent commit conflicts.
+        """
         from icepark.table.update import manage_snapshots
 
         return manage_snapshots.remove_ref(self, name)
 
     def rollback_to_snapshot(self, snapshot_id: int) -> Table:
-        """Make ``snapshot_id``, an ancestor of the current snapshot, current again."""
+        """Make ``snapshot_id``, an ancestor of the current snapshot, current again (Java's
+        ``rollback_to_snapshot``). The snapshots after it stay in the metadata until expiry.
+
+        Args:
+            snapshot_id: the snapshot; it must be in the current snapshot's history.
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: the snapshot is unknown or not an ancestor of the current one
+                (checked again on each commit attempt); nothing is committed.
+            CommitFailedError: concurrent commits kept it from committing.
+        """
         from icepark.table.update import manage_snapshots
 
         return manage_snapshots.rollback_to_snapshot(self, snapshot_id)
 
     def rollback_to_timestamp(self, timestamp: int | dt.datetime | dt.date) -> Table:
-        """Make current the newest ancestor committed before ``timestamp`` (ms or datetime)."""
+        """Make current the newest ancestor of the current snapshot committed strictly before
+        ``timestamp`` (Java's ``rollback_to_timestamp``).
+
+        Args:
+            timestamp: epoch milliseconds, a datetime (naive means UTC) or a date.
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: no ancestor is that old; nothing is committed.
+            CommitFailedError: concurrent commits kept it from committing.
+        """
         from icepark.table.update import manage_snapshots
 
         return manage_snapshots.rollback_to_timestamp(self, timestamp)
 
     def set_current_snapshot(self, snapshot_id: int | None = None, ref: str | None = None) -> Table:
-        """Make ``snapshot_id`` (or branch or tag ``ref``'s snapshot) current."""
+        """Make a snapshot current, ancestor or not (Java's ``set_current_snapshot``): give
+        either ``snapshot_id`` or ``ref``.
+
+        Args:
+            snapshot_id: the snapshot to make current.
+            ref: a branch or tag whose snapshot becomes current.
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: both or neither given, an unknown snapshot or ref; nothing is
+                committed.
+            CommitFailedError: concurrent commits kept it from committing.
+        """
         from icepark.table.update import manage_snapshots
 
         return manage_snapshots.set_current_snapshot(self, snapshot_id, ref)
 
     def cherrypick_snapshot(self, snapshot_id: int) -> Table:
-        """Apply a snapshot's changes (append, dynamic overwrite or fast-forward) to main."""
+        """Apply one snapshot's changes to the current state as one commit (Java's
+        ``cherrypick_snapshot``): a snapshot whose parent is the current one is fast-forwarded
+        to; an ``append`` is re-applied as a new snapshot adding the same files; a dynamic
+        overwrite is re-applied when nothing since its parent touched its partitions. See
+        :mod:`icepark.table.update.manage_snapshots`.
+
+        Args:
+            snapshot_id: the snapshot to pick, e.g. one staged with ``wap_id`` or the head of
+                another branch.
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: the snapshot is unknown, its operation cannot be picked, or an
+                overwrite's partitions changed since; CherrypickAncestorCommitError when it is
+                in the current history already, DuplicateWAPCommitError when its WAP id was
+                published before. Nothing is committed.
+            CommitFailedError: concurrent commits kept it from committing.
+        """
         from icepark.table.update import manage_snapshots
 
         return manage_snapshots.cherrypick_snapshot(self, snapshot_id)
 
     def publish_changes(self, wap_id: str) -> Table:
-        """Cherry-pick the snapshot staged under ``wap_id`` (write-audit-publish)."""
+        """Publish the snapshot staged under write-audit-publish id ``wap_id`` (written with
+        ``write.wap.enabled=true`` and ``wap_id=...``): cherry-pick it onto ``main``
+        (:meth:`cherrypick_snapshot`; Spark's ``publish_changes``).
+
+        Args:
+            wap_id: the id the snapshot was staged under.
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: no snapshot was staged under ``wap_id``, or the cherry-pick is
+                refused (DuplicateWAPCommitError: published before).
+            CommitFailedError: concurrent commits kept it from committing.
+        """
         from icepark.table.update import manage_snapshots
 
         return manage_snapshots.publish_changes(self, wap_id)
 
     def fast_forward(self, branch: str, to: str) -> Table:
-        """Move ``branch`` forward to ref ``to``'s snapshot (a descendant of the branch's)."""
+        """Move ``branch`` forward to the snapshot of ref ``to``, which must descend from the
+        branch's snapshot (Java's ``fast_forward``); a missing branch is created at ``to``.
+
+        Args:
+            branch: the branch moved (``main`` too).
+            to: the branch or tag whose snapshot it moves to.
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: ``to`` does not exist, ``branch`` is a tag, or its snapshot is not
+                an ancestor of ``to``'s; nothing is committed.
+            CommitFailedError: concurrent commits kept it from committing.
+        """
         from icepark.table.update import manage_snapshots
 
         return manage_snapshots.fast_forward(self, branch, to)
 
     def replace_branch(self, name: str, to: int | str) -> Table:
-        """Point branch ``name`` at snapshot id ``to`` or at ref ``to``'s snapshot."""
+        """Point branch ``name`` at any snapshot, ancestor or not, keeping its retention (Java's
+        ``replaceBranch``).
+
+        Args:
+            name: the branch; it must exist when ``to`` is a snapshot id (with a ref name a
+                missing branch is created, as in Java).
+            to: a snapshot id, or the name of a branch or tag whose snapshot it points at.
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: an unknown snapshot or ref, a missing branch, or ``name`` is a
+                tag; nothing is committed.
+            CommitFailedError: concurrent commits kept it from committing.
+        """
         from icepark.table.update import manage_snapshots
 
         return manage_snapshots.replace_branch(self, name, to)
 
     def replace_tag(self, name: str, snapshot_id: int) -> Table:
-        """Point tag ``name`` at ``snapshot_id``."""
+        """Point tag ``name`` at ``snapshot_id``, keeping its retention (Java's ``replaceTag``).
+
+        Args:
+            name: the tag; it must exist.
+            snapshot_id: the snapshot it points at.
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: an unknown snapshot, no such tag, or ``name`` is a branch; nothing
+                is committed.
+            CommitFailedError: concurrent commits kept it from committing.
+        """
         from icepark.table.update import manage_snapshots
 
         return manage_snapshots.replace_tag(self, name, snapshot_id)
@@ -681,7 +1023,23 @@ class Table:
         max_snapshot_age_ms: int | None = None,
         max_ref_age_ms: int | None = None,
     ) -> Table:
-        """Set a branch's or tag's retention (what expiry keeps)."""
+        """Set what expiry keeps of branch or tag ``name``; only the settings given change.
+
+        Args:
+            name: the branch or tag.
+            min_snapshots_to_keep: (branches) keep at least this many snapshots of its history.
+            max_snapshot_age_ms: (branches) keep its snapshots younger than this.
+            max_ref_age_ms: expire the ref itself when its snapshot is older than this (never
+                ``main``).
+
+        Returns:
+            This table, with its new metadata.
+
+        Raises:
+            ValidationError: no such ref, a value that is not positive, or a branch-only
+                setting on a tag; nothing is committed.
+            CommitFailedError: concurrent commits kept it from committing.
+        """
         from icepark.table.update import manage_snapshots
 
         return manage_snapshots.set_ref_retention(
@@ -750,8 +1108,39 @@ class Table:
         allow_recent: bool = False,
         progress: Callable[[int, int], None] | None = None,
     ) -> RemoveOrphanFilesResult:
-        """Delete the files under the table's location that nothing references; see
-        :func:`icepark.table.maintenance.remove_orphan_files.remove_orphan_files`."""
+        """Delete the files under the table's location that none of its metadata references
+        (no metadata file, snapshot, manifest or ref) and that were last modified before
+        ``older_than`` (Java's ``remove_orphan_files``). Listing and deleting run here; for
+        millions of files ``icepark.spark.remove_orphan_files`` lists and compares on Spark.
+        See :mod:`icepark.table.maintenance.remove_orphan_files` for how it flows.
+
+        Args:
+            older_than: only files last modified before this (epoch ms, datetime or date) are
+                candidates; default 3 days ago. Less than 24 hours ago is refused unless
+                ``allow_recent``: a write in flight has files no metadata references yet.
+            location: the folder to clean (default: the table's location); it must be inside
+                the table's location.
+            dry_run: find the orphans and delete nothing.
+            equal_schemes: schemes to treat as one, as Java's ``equal_schemes``
+                (``{"s3a,s3n": "s3"}``; ``s3a`` and ``s3n`` are ``s3`` already).
+            equal_authorities: authorities (buckets, hosts) to treat as one, the same way.
+            prefix_mismatch_mode: what to do with a listed file referenced only under another
+                scheme or authority: ``"error"`` (refuse), ``"ignore"`` (keep it) or
+                ``"delete"``.
+            allow_recent: allow an ``older_than`` less than 24 hours ago.
+            progress: called with ``(done, total)`` as orphans are deleted.
+
+        Returns:
+            The orphans found (``orphan_file_locations``, ``orphan_bytes``) and what was deleted
+            (``deleted``) or failed (``failed``, path to reason); as a sequence, the paths
+            deleted (on a dry run, the orphans). A failed delete is reported, never raised.
+
+        Raises:
+            ValidationError: ``gc.enabled`` is false, ``older_than`` is in the future or too
+                recent, ``location`` is outside the table, or the mode is unknown.
+            PrefixMismatchError: (a ValidationError) with mode ``"error"``, listed files match
+                referenced ones but for their scheme or authority; nothing is deleted.
+        """
         from icepark.table.maintenance.remove_orphan_files import remove_orphan_files
 
         return remove_orphan_files(
@@ -769,8 +1158,26 @@ class Table:
     def rewrite_manifests(
         self, spec_id: int | None = None, cluster_by: Sequence[str] | None = None
     ) -> RewriteManifestsResult:
-        """Regroup a spec's manifests by partition (one ``replace`` snapshot); see
-        :func:`icepark.table.maintenance.rewrite_manifests.rewrite_manifests`."""
+        """Regroup a partition spec's manifests by partition as one ``replace`` snapshot, data
+        unchanged (Java's ``rewrite_manifests``): fewer, well-clustered manifests prune
+        better. Nothing is committed when each content already has one manifest that fits
+        ``commit.manifest.target-size-bytes``. See
+        :mod:`icepark.table.maintenance.rewrite_manifests`.
+
+        Args:
+            spec_id: the spec whose manifests are rewritten (default: the table's current spec).
+            cluster_by: partition field names to cluster entries by (default: all of them, in
+                order; Java's ``sortBy``).
+
+        Returns:
+            Java's columns: ``rewritten_manifests_count`` and ``added_manifests_count`` (zero
+            when nothing needed rewriting).
+
+        Raises:
+            ValidationError: an unknown spec id or a ``cluster_by`` name that is not one of its
+                partition fields.
+            CommitStateUnknownError: the catalog's answer was lost.
+        """
         from icepark.table.maintenance.rewrite_manifests import rewrite_manifests
 
         return rewrite_manifests(self, spec_id, cluster_by)
@@ -778,8 +1185,28 @@ class Table:
     def add_files(
         self, paths: str | Sequence[str], check_duplicate_files: bool = True
     ) -> AddFilesResult:
-        """Register existing Parquet files (or folders of them) without rewriting them; see
-        :func:`icepark.table.maintenance.add_files.add_files`."""
+        """Register existing Parquet files (or folders of them) in the table without rewriting
+        them, as one ``append`` snapshot (Java's ``add_files``). Hive-style ``key=value``
+        folders give partition values; files without Iceberg field ids are read through a name
+        mapping, which is committed with them when needed. The files become the table's; they
+        are never deleted by this call. See :mod:`icepark.table.maintenance.add_files`
+        (``icepark.spark.add_files`` reads the footers on Spark).
+
+        Args:
+            paths: a Parquet file or folder, or several; folders are searched recursively
+                (names starting with ``_`` or ``.`` are skipped).
+            check_duplicate_files: refuse files the table already references or that are given
+                twice.
+
+        Returns:
+            Java's columns: ``added_files_count`` and ``changed_partition_count``.
+
+        Raises:
+            ValidationError: no Parquet file found, a file's columns or partition values do not
+                fit the table (naming the file and column), or a file already referenced;
+                nothing is committed.
+            CommitFailedError: a concurrent commit conflicts (e.g. added the same files).
+        """
         from icepark.table.maintenance.add_files import add_files
 
         return add_files(self, paths, check_duplicate_files)

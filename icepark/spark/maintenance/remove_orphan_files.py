@@ -228,8 +228,9 @@ def remove_orphan_files(
     """Delete the files under ``table``'s location that none of its metadata references and
     that were last modified before ``older_than``, listing and comparing on Spark (Java's
     ``remove_orphan_files`` procedure, for tables with millions of files). Arguments,
-    checks and results are those of :meth:`Table.remove_orphan_files
-    <icepark.table.Table.remove_orphan_files>`; see the module docstring for what runs where.
+    checks and results are those of
+    :meth:`~icepark.table.Table.remove_orphan_files`; see the module docstring for what runs
+    where.
 
     Args:
         spark: the session (classic or Spark Connect).

@@ -247,11 +247,14 @@ def _existing_ref(base: TableMetadata, name: str, kind: SnapshotRefType) -> Snap
     return ref
 
 
+_RETENTION = ("min_snapshots_to_keep", "max_snapshot_age_ms", "max_ref_age_ms")
+
+
 def _retained(ref: SnapshotRef, retention: Mapping[str, int | None]) -> SnapshotRef:
     """``ref`` with the retention settings given in ``retention`` (None keeps its own)."""
     if all(v is None for v in retention.values()):
         return ref
-    unknown = set(retention) - {"min_snapshots_to_keep", "max_snapshot_age_ms", "max_ref_age_ms"}
+    unknown = set(retention) - set(_RETENTION)
     if unknown:
         raise ValidationError(f"Unknown ref retention settings: {sorted(unknown)}")
 
@@ -380,6 +383,13 @@ def _set_ref(
 ) -> _T:
     if table.metadata.ref(name) is not None:
         raise ValidationError(f"Ref {name!r} already exists in table {table.name}")
+    known = _RETENTION if kind is SnapshotRefType.BRANCH else _RETENTION[2:]
+    unknown = sorted(set(retention) - set(known))
+    if unknown:
+        raise ValidationError(
+            f"Cannot create {kind.value} {name!r} in table {table.name}: unknown retention "
+            f"settings {unknown} (known: {', '.join(known)})"
+        )
     if snapshot_id is None:
         current = table.metadata.current_snapshot()
         if current is None:

@@ -253,6 +253,11 @@ def test_fast_forward_replace_and_retention(table: Table) -> None:
         table.replace_tag("tag", 424242)
     with pytest.raises(ValidationError, match="'ghost'"):
         table.replace_branch("ghost", s1)
+    # a retention setting that does not exist is named (it was a TypeError of the update)
+    with pytest.raises(ValidationError, match=r"branch 'b2' .*\['max_age'\]"):
+        table.create_branch("b2", s1, max_age=5)
+    with pytest.raises(ValidationError, match=r"tag 't2' .*\['min_snapshots_to_keep'\]"):
+        table.create_tag("t2", s1, min_snapshots_to_keep=2)
     _unchanged(table, location)
 
 
