@@ -23,6 +23,7 @@ for cand in (
 ):
     if cand and os.path.exists(os.path.join(cand, "refspark.py")):
         sys.path.insert(0, cand)
+sys.path.insert(0, os.path.dirname(here))  # the repository: sql_bench imports bench.timing
 import refspark  # noqa: E402
 import sql_bench  # noqa: E402  (bench/, on the path as this script's folder)
 
