@@ -116,17 +116,43 @@ TypeLike = IcebergType | str | _Struct | _List | _Map
 
 
 def struct(*fields: FieldLike) -> _Struct:
-    """A struct type of ``fields`` (each ``(name, type[, required])``)."""
+    """A struct type for a field of :func:`schema`, its ids assigned with the schema's.
+
+    Args:
+        *fields: each ``(name, type)`` or ``(name, type, required)``, as for :func:`schema`.
+
+    Returns:
+        A struct type to use as a field's type (``("point", struct(("x", "double")))``).
+    """
     return _Struct(tuple(fields))
 
 
 def list_of(element: TypeLike, element_required: bool = False) -> _List:
-    """A list type whose elements are ``element`` (optional unless ``element_required``)."""
+    """A list type for a field of :func:`schema`, its element id assigned with the schema's.
+
+    Args:
+        element: the element type (a type object, a type name, or a nested
+            :func:`struct` / :func:`list_of` / :func:`map_of`).
+        element_required: whether elements may not be null (default: they may).
+
+    Returns:
+        A list type to use as a field's type (``("tags", list_of("string"))``).
+    """
     return _List(element, element_required)
 
 
 def map_of(key: TypeLike, value: TypeLike, value_required: bool = False) -> _Map:
-    """A map type from ``key`` (keys are always required) to ``value``."""
+    """A map type for a field of :func:`schema`, its key and value ids assigned with the
+    schema's. Keys are always required.
+
+    Args:
+        key: the key type (a type object, a type name, or a nested type).
+        value: the value type.
+        value_required: whether values may not be null (default: they may).
+
+    Returns:
+        A map type to use as a field's type (``("attrs", map_of("string", "long"))``).
+    """
     return _Map(key, value, value_required)
 
 
@@ -158,8 +184,25 @@ def _field(f: FieldLike, ids: Iterator[int]) -> NestedField:
 
 
 def schema(*fields: FieldLike, identifier_fields: Sequence[str] = ()) -> Schema:
-    """A schema of ``fields`` with ids assigned (see the module docstring);
-    ``identifier_fields`` names required primitive columns that identify a row."""
+    """Build a schema from ``(name, type[, required])`` tuples, with field ids assigned as
+    Java assigns them to a new table (1, 2, ... breadth first); see the module docstring.
+
+    Args:
+        *fields: each ``(name, type)`` or ``(name, type, required)`` (optional by default),
+            or a :class:`NestedField`; a type is an Iceberg type object, a type name
+            (``"long"``, ``"decimal(12, 2)"``, ``"timestamptz"``) or :func:`struct`,
+            :func:`list_of`, :func:`map_of`.
+        identifier_fields: names (dotted for nested fields) of required primitive columns
+            that together identify a row (used by upserts and changelog update images).
+
+    Returns:
+        The :class:`Schema`.
+
+    Raises:
+        ValidationError: a field that is not such a tuple, or an unknown type name.
+        InvalidSchemaError: duplicate field names, or an identifier field that does not
+            exist or is not a required primitive column.
+    """
     ids = itertools.count(1)
     built = Schema(*(_field(f, ids) for f in fields))
     fresh = assign_fresh_ids(built)

@@ -78,7 +78,14 @@ TableChange = tuple[str | Sequence[str], Sequence[TableRequirement], Sequence[Ta
 
 
 class Catalog(ViewCatalog, ABC):
-    """Namespaces, tables and atomic commits of table metadata."""
+    """Namespaces, tables and atomic commits of table metadata: the base of
+    :class:`SqlCatalog`, :class:`FileSystemCatalog` and :class:`RestCatalog`.
+    :func:`icepark.load_catalog` opens the configured one.
+
+    Args:
+        name: the catalog's name (a SQL catalog keeps its tables under it).
+        properties: catalog properties (``uri``, ``warehouse``, ``s3.*``...), as strings.
+    """
 
     _multi_table_refusal: ClassVar[str | None] = (
         "this catalog cannot swap several tables' metadata pointers in one atomic step"

@@ -74,7 +74,27 @@ def _absolute(location: str) -> str:
 
 
 def catalog_properties(name: str | None = None, **overrides: Any) -> tuple[str, dict[str, str]]:
-    """The catalog's name and merged properties, without opening it."""
+    """The name and merged properties of the catalog :func:`load_catalog` would open, without
+    opening it (nothing is connected or created). Properties come from
+    ``~/.icepark.yaml`` (or ``ICEPARK_CONFIG``), then the environment
+    (``ICEPARK_CATALOG_URI``, ``ICEPARK_WAREHOUSE``, ``ICEPARK_CATALOG_TYPE``), then
+    ``overrides``; then the defaults fill in: the type told from the ``uri``, a local
+    warehouse made absolute (``./warehouse`` by default) and, for a SQL catalog without a
+    ``uri``, ``sqlite:///<warehouse>/catalog.db``.
+
+    Args:
+        name: a catalog of the configuration file (default: ``ICEPARK_CATALOG``, the file's
+            ``default-catalog``, else ``default``).
+        **overrides: properties over the configured ones (``uri``, ``warehouse``,
+            ``type``...); None values are left out.
+
+    Returns:
+        ``(name, properties)``, every property a string.
+
+    Raises:
+        CatalogConfigError: the configuration file does not parse or is not a mapping, it
+            names no such catalog, or the type cannot be told from the ``uri``.
+    """
     config = _config_file()
     name = name or os.environ.get(ENV_NAME) or config.get("default-catalog") or DEFAULT_CATALOG_NAME
     props: dict[str, str] = {}

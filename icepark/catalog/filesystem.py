@@ -57,7 +57,19 @@ _VERSION_FILE = re.compile(r"^v(\d+)(\.gz)?\.metadata\.json$")
 
 
 class FileSystemCatalog(Catalog):
-    """Tables as folders under a warehouse; namespaces as the folders above them."""
+    """Tables as folders under a warehouse; namespaces as the folders above them (Java's
+    ``HadoopCatalog`` layout). A commit is an exclusive create of the next metadata file,
+    atomic on a local file system; on object storage it is refused unless the
+    ``filesystem.single-writer`` property says only one process commits.
+
+    Args:
+        name: the catalog's name.
+        properties: catalog properties: ``warehouse`` (required), ``s3.*``...
+        **kw: more properties, for names that are identifiers (``warehouse=...``).
+
+    Raises:
+        CatalogConfigError: no ``warehouse``.
+    """
 
     _views_refusal = (
         "a folder is a table here and nothing marks a folder as a view (Java's Hadoop catalog "

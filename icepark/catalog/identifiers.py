@@ -26,7 +26,19 @@ Properties = dict[str, str]
 
 
 def to_identifier(name: str | Sequence[str]) -> Identifier:
-    """``"db.t"`` or ``("db", "t")`` -> ``("db", "t")``."""
+    """A table or namespace identifier as a tuple of its parts: ``"db.t"`` or
+    ``("db", "t")`` gives ``("db", "t")``. A string is split at every dot; give a tuple
+    for parts that contain dots.
+
+    Args:
+        name: a dotted name or a sequence of parts.
+
+    Returns:
+        The parts, as a tuple.
+
+    Raises:
+        ValidationError: an empty name or an empty part (``"db..t"``), naming it.
+    """
     parts = tuple(name.split(".")) if isinstance(name, str) else tuple(name)
     if not parts or any(not p for p in parts):
         raise ValidationError(f"Invalid identifier: {name!r}")

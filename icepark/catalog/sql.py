@@ -92,7 +92,20 @@ def _ns_str(namespace: Identifier) -> str:
 
 
 class SqlCatalog(Catalog):
-    """Iceberg's JDBC catalog layout on any SQLAlchemy database (SQLite, PostgreSQL, ...)."""
+    """Iceberg's JDBC catalog layout on any SQLAlchemy database (SQLite, PostgreSQL, ...):
+    the layout Java's ``JdbcCatalog`` and PyIceberg's ``SqlCatalog`` use, so they share its
+    tables. Commits are an atomic swap of the metadata pointer in the database. Its tables
+    are created on first use (unless ``init-catalog-tables`` is ``false``).
+
+    Args:
+        name: the catalog's name; its rows in the database are kept under it.
+        properties: catalog properties: ``uri`` (a SQLAlchemy URL, required),
+            ``warehouse`` (where new tables go), ``s3.*``...
+        **kw: more properties, for names that are identifiers (``uri=...``).
+
+    Raises:
+        CatalogConfigError: no ``uri``.
+    """
 
     _multi_table_refusal = None  # _commit_tables: one database transaction
     _views_refusal = None  # views are rows with iceberg_type VIEW, as in Java's JDBC catalog

@@ -367,8 +367,15 @@ def _delete_quietly(io: FileIO, location: str) -> None:
 
 
 class View:
-    """A view loaded from a catalog: its metadata, and the changes it can make (each one
-    commit through the catalog)."""
+    """A view loaded from a catalog (``catalog.load_view(name)``): its metadata, and the
+    changes it can make (each one commit through the catalog).
+
+    Args:
+        identifier: the view's name, as a tuple.
+        metadata: its current metadata (versions, schemas, properties).
+        metadata_location: the metadata file ``metadata`` was read from.
+        catalog: the catalog it was loaded from.
+    """
 
     def __init__(
         self, identifier: Identifier, metadata: ViewMetadata, metadata_location: str, catalog: Any

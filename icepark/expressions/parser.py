@@ -436,7 +436,22 @@ def as_filter(value: str | Expression | None) -> Expression:
 
 
 def parse_filter(text: str) -> Expression:
-    """Parse a filter string into an unbound expression; ValidationError on syntax errors."""
+    """Parse an icepark filter string into an unbound expression, the form
+    ``table.scan(filter=...)``, ``icepark.spark.read`` and the command line take:
+    ``"ts >= '2024-01-01' and id in (1, 2)"``, ``"name like 'ab%'"``,
+    ``"x is not null or y between 1 and 5"`` (the module docstring has the grammar).
+    Literals stay Python values until the expression is bound to a schema.
+
+    Args:
+        text: the filter.
+
+    Returns:
+        The expression (``AlwaysTrue`` for ``"true"``).
+
+    Raises:
+        ValidationError: the text does not parse, naming the position with a caret, or is
+            not a string.
+    """
     if not isinstance(text, str):
         raise ValidationError(f"A filter must be a string, got {type(text).__name__}")
     try:

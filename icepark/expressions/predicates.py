@@ -156,7 +156,18 @@ class Reference(Term):
 
 
 def col(name: str) -> Reference:
-    """A reference to the column ``name`` (dotted for nested struct fields)."""
+    """A reference to a column, to build filters with Python operators instead of a filter
+    string: ``col("id") == 5``, ``(col("ts") >= "2024-01-01") & ~col("x").is_null()``,
+    ``col("p").isin(["a", "b"])``, ``col("name").starts_with("ab")``. The expression is
+    bound to a schema (and its literals converted) when a scan uses it.
+
+    Args:
+        name: the column's name, dotted for a nested struct field (``"point.x"``).
+
+    Returns:
+        A ``Reference``; its comparisons and methods (``is_null``, ``not_null``,
+        ``is_nan``, ``isin``, ``not_in``, ``starts_with``) give predicates.
+    """
     return Reference(name)
 
 

@@ -116,7 +116,23 @@ def _dotted(parts: Sequence[str]) -> str:
 
 
 class RestCatalog(RestViews, Catalog):
-    """A catalog behind an Iceberg REST server; ``properties`` need ``uri``."""
+    """A catalog behind an Iceberg REST server (icepark's own, Polaris, Lakekeeper, Unity,
+    Nessie, Glue...); see the module docstring for how it flows. Opening it reads the
+    server's ``/v1/config``: its defaults go under these properties, its overrides over
+    them.
+
+    Args:
+        name: the catalog's name.
+        properties: catalog properties: ``uri`` (``http(s)://host:port``, required),
+            ``warehouse`` (passed to the server as is), ``credential``
+            (``client-id:secret``, exchanged for a token) or ``token``, ``scope``,
+            ``rest-page-size``, ``s3.*``...
+
+    Raises:
+        CatalogConfigError: no ``uri``.
+        RestError: the server refuses the config request (NotAuthorizedError,
+            ForbiddenError...) or cannot be reached (ServiceUnavailableError).
+    """
 
     _views_refusal = None  # the server's endpoints decide (RestViews)
     _multi_table_refusal = None  # the server's endpoints decide (_check_multi_table)

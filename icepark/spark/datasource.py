@@ -217,11 +217,19 @@ class _Writer(_WriterBase):
 
 
 class IcebergDataSource(DataSource):
-    """``format("icepark")``; see the module docstring.
+    """The ``icepark`` data source (``format("icepark")``): Iceberg tables through Spark's own
+    reader and writer APIs, streaming and SQL; see the module docstring. Spark makes it
+    from a query's options once :func:`register` has run; it is not built by hand.
 
     The metadata tables, the streaming reader and writer and the write path are imported
     where they are used: a Spark task's Python worker unpickles this module and should not
-    pay for the others (a streaming source's worker started ~0.1 s sooner)."""
+    pay for the others (a streaming source's worker started ~0.1 s sooner).
+
+    Attributes:
+        options: (given by Spark) the query's options: ``table`` (or a metadata file path), the catalog
+            (``catalog``, ``uri``, ``warehouse``, ``type``, ``catalog.<property>``), and
+            the read, write or stream options the module docstring lists.
+    """
 
     @classmethod
     def name(cls) -> str:

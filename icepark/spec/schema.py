@@ -37,7 +37,19 @@ DEFAULT_SCHEMA_ID = 0
 
 
 class Schema:
-    """An immutable table schema: top-level fields, a schema id and identifier field ids."""
+    """An immutable table schema: top-level fields, a schema id and identifier field ids.
+    :func:`icepark.schema` builds one without thinking about field ids.
+
+    Args:
+        *fields: the top-level fields, in order, with ids unique across the whole schema.
+        schema_id: the schema's id within the table's metadata.
+        identifier_field_ids: ids of required primitive fields that together identify a row
+            (used by upserts and changelog update images).
+
+    Raises:
+        InvalidSchemaError: duplicate field ids, duplicate names in one struct, or an
+            identifier field that does not exist or is not a required primitive field.
+    """
 
     __slots__ = ("__dict__", "_struct", "identifier_field_ids", "schema_id")
 

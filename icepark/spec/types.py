@@ -210,7 +210,15 @@ class UnknownType(PrimitiveType):
 
 
 class DecimalType(PrimitiveType):
-    """``decimal(P,S)``: P digits in all, S of them after the point; P at most 38."""
+    """``decimal(P,S)``: P digits in all, S of them after the point; P at most 38.
+
+    Args:
+        precision: P, the number of digits (1 to 38).
+        scale: S, the digits after the point.
+
+    Raises:
+        InvalidSchemaError: a precision out of range.
+    """
 
     name = "decimal"
     __slots__ = ("precision", "scale")
@@ -241,7 +249,14 @@ class DecimalType(PrimitiveType):
 
 
 class FixedType(PrimitiveType):
-    """``fixed[L]``: exactly L bytes."""
+    """``fixed[L]``: exactly L bytes.
+
+    Args:
+        length: L, the number of bytes (at least 1).
+
+    Raises:
+        InvalidSchemaError: a length below 1.
+    """
 
     name = "fixed"
     __slots__ = ("length",)
@@ -276,9 +291,19 @@ class NestedType(IcebergType):
 class NestedField:
     """A field of a struct (or the element, key or value of a list or map) with its id.
 
-    ``initial_default`` is the value readers give the field in rows written before it existed;
-    ``write_default`` the value writers use when a row gives none. Both are held in the
-    internal representation of the field's type (see the module docstring).
+    Args:
+        field_id: the field's id, unique within the table's schema (new tables and
+            :func:`icepark.schema` assign fresh ones).
+        name: the field's name.
+        field_type: its type.
+        required: whether it may not be null.
+        doc: its documentation (a column comment).
+        initial_default: (v3) the value readers give the field in rows written before it
+            existed.
+        write_default: (v3) the value writers use when a row gives none.
+
+    Both defaults are held in the internal representation of the field's type (see the
+    module docstring).
     """
 
     field_id: int
@@ -301,7 +326,11 @@ class NestedField:
 
 @dataclass(frozen=True, init=False)
 class StructType(NestedType):
-    """A tuple of named fields, each with an id unique within the table schema."""
+    """A tuple of named fields, each with an id unique within the table schema.
+
+    Args:
+        *fields: the fields, in order.
+    """
 
     _fields: tuple[NestedField, ...] = field()
 
@@ -336,7 +365,13 @@ class StructType(NestedType):
 
 @dataclass(frozen=True)
 class ListType(NestedType):
-    """A list of elements of one type; the element has a field id of its own."""
+    """A list of elements of one type; the element has a field id of its own.
+
+    Args:
+        element_id: the element's field id.
+        element_type: the elements' type.
+        element_required: whether elements may not be null.
+    """
 
     element_id: int
     element_type: IcebergType
@@ -356,7 +391,15 @@ class ListType(NestedType):
 
 @dataclass(frozen=True)
 class MapType(NestedType):
-    """A map; keys are always required, key and value each have a field id."""
+    """A map; keys are always required, key and value each have a field id.
+
+    Args:
+        key_id: the key's field id.
+        key_type: the keys' type.
+        value_id: the value's field id.
+        value_type: the values' type.
+        value_required: whether values may not be null.
+    """
 
     key_id: int
     key_type: IcebergType

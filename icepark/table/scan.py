@@ -98,7 +98,29 @@ def resolve_snapshot(
 
 @dataclass(frozen=True)
 class DataScan:
-    """A scan of one table snapshot; build with ``table.scan(...)``."""
+    """A scan of one table snapshot; build it with :meth:`~icepark.table.Table.scan`,
+    refine it with :meth:`filter` and :meth:`select`, and consume it with ``to_arrow()``,
+    ``to_batches()``, ``count()``, ``plan_files()`` or ``explain()``. Nothing is read
+    before.
+
+    Args:
+        io: the table's FileIO.
+        metadata: the table's metadata.
+        row_filter: the rows to keep, as an expression.
+        selected: the columns to read (None: all).
+        snapshot_id: the snapshot read (None: see ``as_of`` and ``ref``, else the current).
+        as_of: read the snapshot current at this time (epoch ms, datetime or date).
+        ref: read the head of this branch or tag.
+        case_sensitive: whether column names match case-sensitively.
+        use_snapshot_schema: read with the schema of the snapshot read rather than the
+            current one (None: for time travel by id or ref, as Java does).
+        options: scan options as Java names them (``split-size``, ``lookback``...).
+        planner: plans the scan elsewhere instead of locally (a REST catalog's server-side
+            planning).
+        reporter: told of each local plan once complete: the scan, its tasks' totals and
+            the planning time in nanoseconds (a REST catalog's scan report); it must not
+            raise.
+    """
 
     io: FileIO
     metadata: TableMetadata

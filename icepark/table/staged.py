@@ -52,12 +52,20 @@ __all__ = ["StagedTable"]
 
 
 class StagedTable:
-    """A table that exists in its catalog only once :meth:`commit_transaction` succeeds.
+    """A table that exists in its catalog only once :meth:`commit_transaction` succeeds;
+    ``catalog.create_table_transaction(...)`` makes one.
 
     It acts as its own transaction: stage changes with its methods (or on
     :meth:`transaction`), then commit with :meth:`commit_transaction` or a clean exit of a
     ``with`` block (an exception in the block aborts: nothing is created, written files
-    are deleted)."""
+    are deleted).
+
+    Args:
+        identifier: the new table's name, as a tuple.
+        metadata: its first metadata (no snapshot yet).
+        io: the FileIO its files are written with.
+        catalog: the catalog that creates it on commit.
+    """
 
     def __init__(
         self,

@@ -55,7 +55,17 @@ class ReadOnlyTableError(IceparkError):
 
 
 class Table:
-    """An Iceberg table: immutable metadata plus the means to read files and commit changes."""
+    """An Iceberg table: immutable metadata plus the means to read files and commit changes.
+    A catalog's ``load_table`` / ``create_table`` (or :meth:`from_metadata`) makes one;
+    every change commits through the catalog and replaces ``metadata``.
+
+    Args:
+        identifier: the table's name, as a tuple (``("db", "events")``).
+        metadata: its current metadata.
+        metadata_location: the metadata file ``metadata`` was read from.
+        io: the FileIO that reads and writes its files.
+        catalog: the catalog commits go through (None: read-only).
+    """
 
     def __init__(
         self,

@@ -112,7 +112,14 @@ class PreparedCommit:
 
 
 class Transaction:
-    """A group of changes to one table, committed together."""
+    """A group of changes to one table, committed together: ``with table.transaction() as
+    tx:`` stages writes and metadata changes (``tx.append(...)``, ``tx.set_properties(...)``,
+    ``tx.update_schema()``...) and commits them as one atomic change when the block exits
+    cleanly; an exception in the block aborts it and deletes the files written for it.
+
+    Args:
+        table: the table changed (a :class:`~icepark.table.Table` or a staged table).
+    """
 
     def __init__(self, table: TableLike) -> None:
         self._table = table

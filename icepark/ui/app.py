@@ -121,9 +121,20 @@ def create_ui_app(
     title: str | None = None,
     allowed_hosts: Sequence[str] | None = None,
 ) -> FastAPI:
-    """The read-only web page over ``catalog`` (see the module docstring); it answers only
-    requests whose ``Host`` is one of ``allowed_hosts`` (default :data:`LOOPBACK_HOSTS`),
-    others get a 400."""
+    """The read-only web page over ``catalog``, a FastAPI app rendered on the server (see the
+    module docstring for its pages); run it with any ASGI server or with ``icepark ui``. It
+    has no route that changes anything.
+
+    Args:
+        catalog: the catalog whose namespaces and tables the page shows.
+        title: the heading of every page (default: ``catalog <name>``).
+        allowed_hosts: the ``Host`` headers answered (default :data:`LOOPBACK_HOSTS`);
+            other requests get a 400, so a site rebinding its name to 127.0.0.1 cannot
+            read the pages. Serving on another address, name it here (``"*"`` allows all).
+
+    Returns:
+        The app.
+    """
     env = _environment()
     app = FastAPI(title="icepark ui", docs_url=None, redoc_url=None, openapi_url=None)
     hosts = list(LOOPBACK_HOSTS if allowed_hosts is None else allowed_hosts)

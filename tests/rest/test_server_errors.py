@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from icepark.catalog.base import Catalog
+from icepark.errors import ValidationError
 from icepark.rest import create_app
 
 SCHEMA = {"type": "struct", "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
@@ -198,6 +199,9 @@ def test_config_prefix_and_metrics(catalog: Catalog) -> None:
     assert "POST /v1/{prefix}/views/rename" in config["endpoints"]
     assert client.get("/v1/wh1/namespaces").json()["namespaces"] == [["db"]]
     assert client.get("/v1/namespaces").status_code == 404
+    for bad in ("", "/", "a/b"):
+        with pytest.raises(ValidationError, match="Invalid prefix"):
+            create_app(catalog, prefix=bad)
     _create_prefixed = client.post(
         "/v1/wh1/namespaces/db/tables", json={"name": "t", "schema": SCHEMA}
     )

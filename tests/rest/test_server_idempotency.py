@@ -22,6 +22,7 @@ from fastapi.testclient import TestClient
 import icepark
 from icepark.catalog.base import Catalog
 from icepark.catalog.idempotency_keys import KEYS_TABLE
+from icepark.errors import ValidationError
 from icepark.rest import Principals, create_app
 from tests.rest.conftest import serving
 
@@ -82,7 +83,7 @@ def test_config_advertises_the_lifetime_where_outcomes_are_kept(
         **{"init-catalog-tables": "false"},
     )
     assert "idempotency-key-lifetime" not in TestClient(create_app(bare)).get("/v1/config").json()
-    with pytest.raises(ValueError, match="idempotency_key_lifetime"):
+    with pytest.raises(ValidationError, match="idempotency_key_lifetime"):
         create_app(catalog, idempotency_key_lifetime="30 minutes")
 
 

@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from icepark.catalog.base import Catalog
+from icepark.errors import ValidationError
 from icepark.rest import Principals, create_app, hash_secret
 from icepark.rest.server.security import TokenSigner, verify_secret
 
@@ -220,6 +221,8 @@ def test_hash_secret_round_trip() -> None:
     assert stored != hash_secret("pa55")  # salted
     assert verify_secret("pa55", stored) and not verify_secret("pa56", stored)
     assert verify_secret("plain", "plain") and not verify_secret("plainx", "plain")
+    with pytest.raises(ValidationError, match="empty client secret"):
+        hash_secret("")
 
 
 def test_body_limit_413(catalog: Catalog) -> None:

@@ -31,6 +31,7 @@ from fastapi.responses import JSONResponse
 
 from icepark.catalog.base import Catalog
 from icepark.catalog.idempotency_keys import idempotency_keys_for
+from icepark.errors import ValidationError
 from icepark.rest.models import CatalogConfig, duration_seconds
 from icepark.rest.server import (
     oauth,
@@ -75,33 +76,50 @@ def create_app(
     idempotency_key_lifetime: str | None = "PT30M",
     idempotency_wait_seconds: float = 10.0,
 ) -> FastAPI:
-    """The ASGI app serving ``catalog`` over the Iceberg REST protocol.
+    """The ASGI app (FastAPI) serving ``catalog`` over the Iceberg REST protocol, for Java,
+    PyIceberg, Spark and icepark clients; run it with any ASGI server
+    (``uvicorn.run(create_app(catalog))``) or with ``icepark serve``. Only what the backing
+    catalog can do is advertised in ``/v1/config`` (views, multi-table transactions,
+    credentials).
 
-    ``auth``: None serves everyone; :class:`Principals` requires a bearer token from
-    ``POST /v1/oauth/tokens`` and checks each principal's grants. Tokens last
-    ``token_ttl_seconds`` and are signed with ``token_key`` (default: the environment
-    variable ``ICEPARK_SERVE_TOKEN_KEY``, else a random key of this process). ``prefix``
-    puts the catalog routes under ``/v1/<prefix>/``. ``credentials``: a vendor
-    (:mod:`icepark.rest.server.credentials`) whose storage credentials go with each table
-    loaded or created by a client asking for ``vended-credentials``, and from
-    ``GET .../tables/{table}/credentials``.
+    Args:
+        catalog: the backing catalog (SQL or file system).
+        auth: None serves everyone; :class:`Principals` requires a bearer token from
+            ``POST /v1/oauth/tokens`` and checks each principal's grants.
+        prefix: put the catalog routes under ``/v1/<prefix>/`` (one path segment),
+            announced to clients in the config's ``overrides``.
+        token_ttl_seconds: how long a token lasts.
+        token_key: the key tokens are signed with (default: the environment variable
+            ``ICEPARK_SERVE_TOKEN_KEY``, else a random key of this process); processes
+            behind one address need the same key.
+        max_body_bytes: the largest request body accepted (a bigger one is answered 413).
+        scan_planning_page_size: server-side scan planning answers plans of up to this many
+            tasks at once and keeps bigger ones in pages of this many tasks.
+        scan_plan_ttl_seconds: how long a kept plan's pages can be fetched.
+        scan_planning_default: tell clients in the config's ``defaults`` to plan scans on
+            the server (``rest.scan-planning.enabled``, Java's
+            ``scan-planning-mode=server``).
+        credentials: a vendor (:mod:`icepark.rest.server.credentials`) whose storage
+            credentials go with each table loaded or created by a client asking for
+            ``vended-credentials``, and from ``GET .../tables/{table}/credentials``.
+        idempotency_key_lifetime: an ISO-8601 duration (None turns it off): how long the
+            outcome of each mutation sent with an ``Idempotency-Key`` is kept, in the
+            catalog's own database, to answer a retry of it (:mod:`.idempotency`); only a
+            catalog with a SQL database keeps them.
+        idempotency_wait_seconds: how long a retry whose first request still runs waits
+            for it.
 
-    Server-side scan planning (:mod:`.routes_planning`) answers plans of up to
-    ``scan_planning_page_size`` tasks at once and keeps bigger ones, in pages of that many
-    tasks, for ``scan_plan_ttl_seconds``; ``scan_planning_default`` tells clients in the
-    config's ``defaults`` to plan on the server (``rest.scan-planning.enabled``, and Java's
-    ``scan-planning-mode=server``).
+    Returns:
+        The app.
 
-    ``idempotency_key_lifetime`` (an ISO-8601 duration; None turns it off): how long the
-    outcome of each mutation sent with an ``Idempotency-Key`` is kept, in the catalog's own
-    database, to answer a retry of it (:mod:`.idempotency`); advertised in the config. Only a
-    catalog with a SQL database keeps them (a file-system backing advertises nothing). A
-    retry whose first request still runs waits up to ``idempotency_wait_seconds`` for it.
+    Raises:
+        ValidationError: a prefix that is not one non-empty path segment, or an
+            ``idempotency_key_lifetime`` that is not an ISO-8601 duration.
     """
     if prefix is not None:
         prefix = prefix.strip("/")
         if not prefix or "/" in prefix:
-            raise ValueError(f"Invalid prefix {prefix!r}: one non-empty path segment")
+            raise ValidationError(f"Invalid prefix {prefix!r}: one non-empty path segment")
     policy = _key_policy(catalog, idempotency_key_lifetime, idempotency_wait_seconds)
     app = FastAPI(
         title="icepark REST catalog",
@@ -155,7 +173,7 @@ def _key_policy(catalog: Catalog, lifetime: str | None, wait_s: float) -> KeyPol
     try:
         seconds = duration_seconds(lifetime)
     except ValueError as exc:
-        raise ValueError(f"Invalid idempotency_key_lifetime: {exc}") from None
+        raise ValidationError(f"Invalid idempotency_key_lifetime: {exc}") from None
     keys = idempotency_keys_for(catalog, catalog.properties)
     if keys is None:
         return None

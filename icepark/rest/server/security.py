@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from icepark.errors import CatalogConfigError
+from icepark.errors import CatalogConfigError, ValidationError
 
 __all__ = [
     "READ",
@@ -54,10 +54,22 @@ _HASH_ITERATIONS = 260_000
 
 
 def hash_secret(secret: str, *, iterations: int = _HASH_ITERATIONS) -> str:
-    """A salted PBKDF2-SHA256 hash of ``secret`` for the principals file:
-    ``pbkdf2_sha256$<iterations>$<salt>$<hash>`` (salt and hash base64url)."""
+    """A salted PBKDF2-SHA256 hash of a client secret, to store in the principals file instead
+    of the secret itself (``icepark serve hash-secret`` prints one):
+    ``pbkdf2_sha256$<iterations>$<salt>$<hash>`` (salt and hash base64url).
+
+    Args:
+        secret: the client secret.
+        iterations: PBKDF2 iterations (more is slower to check and to guess).
+
+    Returns:
+        The hash, for a principal's ``client-secret``.
+
+    Raises:
+        ValidationError: the secret is empty.
+    """
     if not secret:
-        raise ValueError("Cannot hash an empty client secret")
+        raise ValidationError("Cannot hash an empty client secret")
     salt = secrets.token_bytes(16)
     digest = hashlib.pbkdf2_hmac("sha256", secret.encode("utf-8"), salt, iterations)
     return f"{_HASH_SCHEME}${iterations}${_b64(salt)}${_b64(digest)}"
@@ -120,7 +132,17 @@ def _covers(key: tuple[str, ...], namespace: tuple[str, ...]) -> bool:
 
 
 class Principals:
-    """The clients the server accepts (``principals:`` of a YAML file, see the module doc)."""
+    """The clients the REST server accepts, each with a client secret and grants by namespace
+    (``principals:`` of a YAML file, see the module doc); give it to
+    :func:`~icepark.rest.create_app` as ``auth``. Usually read with
+    :meth:`Principals.load` from a file, or :meth:`Principals.from_dict`.
+
+    Args:
+        principals: the clients, each a ``Principal`` (client id, stored secret, grants).
+
+    Raises:
+        CatalogConfigError: a client id appears twice.
+    """
 
     def __init__(self, principals: Iterable[Principal]) -> None:
         self._by_id: dict[str, Principal] = {}

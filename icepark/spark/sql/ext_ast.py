@@ -54,7 +54,12 @@ def quote_name(name: Name) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class ExtensionStatement:
-    """A parsed ``ALTER TABLE`` or ``CALL`` statement; ``sql`` is its text."""
+    """A parsed ``ALTER TABLE`` or ``CALL`` statement (:func:`parse_extension` makes one;
+    its subclasses in this module are the forms).
+
+    Args:
+        sql: the statement's text.
+    """
 
     sql: str = field(default="", compare=False, repr=False)
 

@@ -44,7 +44,23 @@ _UNSUPPORTED = {
 
 
 def parse_extension(statement: str) -> A.ExtensionStatement | None:
-    """The statement ``ALTER TABLE ...`` or ``CALL ...`` is, or None for any other."""
+    """Recognise one of Iceberg's SQL extension statements: every ``ALTER TABLE ...`` form
+    (partition fields, write order, branches and tags, identifier fields, columns,
+    properties) and ``CALL <catalog>.system.<procedure>(...)``. The SQL front end calls it
+    on each statement; anything else is left to Spark.
+
+    Args:
+        statement: one SQL statement's text.
+
+    Returns:
+        The typed statement (:mod:`icepark.spark.sql.ext_ast`) for :func:`run_extension`,
+        or None when the statement is neither form (or does not tokenize: its own parser
+        reports that).
+
+    Raises:
+        SqlParseError: an ``ALTER TABLE`` or ``CALL`` statement that does not parse, with
+            the line and column of the token.
+    """
     stream = tokens(statement)
     try:
         first = next(stream)

@@ -31,10 +31,30 @@ def run_extension(
     *,
     ctx: SqlContext | None = None,
 ) -> Any:
-    """Run a statement :func:`parse_extension` gave, on ``catalog`` (whose Spark name,
-    ``catalog_name``, may prefix table and procedure names); returns a DataFrame. ``ctx`` is
-    the SQL front end's context (its ``USE`` namespace resolves single-part names); without
-    one, a context over ``spark`` and ``catalog`` is built."""
+    """Run a statement :func:`parse_extension` gave, answering as Java's Spark does: an empty
+    DataFrame for ``ALTER TABLE``, the procedure's output columns for ``CALL``.
+
+    Args:
+        spark: the session (classic or Spark Connect).
+        statement: the parsed statement.
+        catalog: the catalog its tables are in.
+        catalog_name: ``catalog``'s name in SQL, which may prefix table and procedure names
+            (``lake.db.t``, ``lake.system.expire_snapshots``).
+        ctx: the SQL front end's context (its ``USE`` namespace resolves single-part
+            names); without one, a context over ``spark`` and ``catalog`` is built.
+
+    Returns:
+        A DataFrame.
+
+    Raises:
+        ProcedureArgumentError: a procedure argument that is missing, unknown or invalid,
+            naming it and listing the procedure's parameters.
+        UnknownProcedureError: a procedure icepark does not have (listing those it has).
+        UnsupportedSqlError: a construct icepark cannot run.
+        NoSuchTableError: the table does not exist.
+        ValidationError: a change the table refuses (naming the column, ref or value).
+        TypeError: ``statement`` is not an extension statement.
+    """
     if ctx is None:
         ctx = SqlContext(spark, catalog, statement.sql, name=catalog_name)
     if isinstance(statement, Call):
