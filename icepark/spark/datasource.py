@@ -226,9 +226,10 @@ class IcebergDataSource(DataSource):
     pay for the others (a streaming source's worker started ~0.1 s sooner).
 
     Attributes:
-        options: (given by Spark) the query's options: ``table`` (or a metadata file path), the catalog
-            (``catalog``, ``uri``, ``warehouse``, ``type``, ``catalog.<property>``), and
-            the read, write or stream options the module docstring lists.
+        options: (given by Spark) the query's options: ``table`` (or a metadata file
+            path), the catalog (``catalog``, ``uri``, ``warehouse``, ``type``,
+            ``catalog.<property>``), and the read, write or stream options the module
+            docstring lists.
     """
 
     @classmethod
