@@ -126,13 +126,13 @@ def _unstarred(names: list[str]) -> set[str]:
 
 def _problems(obj: object) -> list[str]:
     func = _function(obj)
+    if _is_exception(func):
+        return []  # its one argument is the message
     sections = _sections(inspect.getdoc(func) or "")
     wanted = _parameters(inspect.signature(func))
     documented = [p.name for p in sections.get("parameters", [])]
     problems = []
     if inspect.isclass(func):
-        if _is_exception(func):
-            return []
         documented += [a.name for a in sections.get("attributes", [])]
         missing = sorted(_unstarred(wanted) - _unstarred(documented))
         if missing:
