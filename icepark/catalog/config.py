@@ -53,8 +53,12 @@ ENV_TOKEN = "ICEPARK_CATALOG_TOKEN"
 _SQL_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb")
 
 
+def _config_path() -> Path:
+    return Path(os.environ.get(ENV_CONFIG) or Path.home() / ".icepark.yaml")
+
+
 def _config_file() -> dict[str, Any]:
-    path = Path(os.environ.get(ENV_CONFIG) or Path.home() / ".icepark.yaml")
+    path = _config_path()
     if not path.is_file():
         return {}
     try:
@@ -99,6 +103,7 @@ def catalog_properties(name: str | None = None, **overrides: Any) -> tuple[str, 
     name = name or os.environ.get(ENV_NAME) or config.get("default-catalog") or DEFAULT_CATALOG_NAME
     props: dict[str, str] = {}
     named = config.get("catalogs") or {}
+    given = {k: str(v) for k, v in overrides.items() if v is not None}
     if name in named:
         props.update({k: str(v) for k, v in (named[name] or {}).items()})
     elif name == (config.get("default-catalog") or DEFAULT_CATALOG_NAME):
@@ -107,10 +112,20 @@ def catalog_properties(name: str | None = None, **overrides: Any) -> tuple[str, 
         )
     elif named:
         raise CatalogConfigError(f"No catalog named {name!r} in the configuration: {sorted(named)}")
+    elif not ({"uri", "warehouse", "type"} & set(given)) and not any(
+        os.environ.get(env) for env in (ENV_URI, ENV_WAREHOUSE, ENV_TYPE)
+    ):
+        # a name the configuration does not have, and nothing saying where the catalog is:
+        # a typo would otherwise open a new, empty catalog of that name in ./warehouse
+        raise CatalogConfigError(
+            f"No catalog named {name!r}: the configuration ({_config_path()}) "
+            + ("names no catalogs" if _config_path().is_file() else "does not exist")
+            + "; give its uri, warehouse or type, or configure it"
+        )
     for env, key in ((ENV_URI, "uri"), (ENV_WAREHOUSE, "warehouse"), (ENV_TYPE, "type")):
         if os.environ.get(env):
             props[key] = os.environ[env]
-    props.update({k: str(v) for k, v in overrides.items() if v is not None})
+    props.update(given)
     for env, key in ((ENV_CREDENTIAL, "credential"), (ENV_TOKEN, "token")):
         if os.environ.get(env) and key not in overrides:
             props[key] = os.environ[env]

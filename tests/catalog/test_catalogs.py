@@ -12,6 +12,7 @@ import pytest
 
 from icepark.catalog import Catalog, FileSystemCatalog, SqlCatalog, load_catalog
 from icepark.errors import (
+    CatalogConfigError,
     CommitFailedError,
     NamespaceAlreadyExistsError,
     NamespaceNotEmptyError,
@@ -275,6 +276,10 @@ def test_load_catalog_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert catalog.properties["warehouse"] == f"{tmp_path}/warehouse"
     catalog.create_namespace("db")
     assert (tmp_path / "warehouse" / "catalog.db").is_file()
+    # a name nothing configures is an error, not a new empty catalog of that name
+    with pytest.raises(CatalogConfigError, match=r"No catalog named 'prod': .*none.yaml\) does not"):
+        load_catalog("prod")
+    assert load_catalog("prod", warehouse=str(tmp_path / "warehouse")).name == "prod"
     monkeypatch.setenv("ICEPARK_WAREHOUSE", str(tmp_path / "elsewhere"))
     monkeypatch.setenv("ICEPARK_CATALOG_TYPE", "filesystem")
     assert isinstance(load_catalog(), FileSystemCatalog)
@@ -289,6 +294,8 @@ def test_load_catalog_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("ICEPARK_CATALOG_TYPE")
     lake = load_catalog()
     assert lake.name == "lake" and lake.properties["warehouse"] == str(tmp_path / "lake")
+    with pytest.raises(CatalogConfigError, match=r"No catalog named 'prod' .*\['lake'\]"):
+        load_catalog("prod")
     explicit = load_catalog(uri=f"sqlite:///{tmp_path}/x.db", warehouse=str(tmp_path / "x"))
     assert explicit.properties["uri"].endswith("/x.db")
 

@@ -165,6 +165,18 @@ def test_missing_namespace_and_table_are_clean_errors(
     assert "nope" in result.stderr
 
 
+def test_unknown_catalog_name_is_a_clean_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --catalog names a catalog of ~/.icepark.yaml: one it lacks is refused, not opened as a
+    # new empty catalog in ./warehouse (where "describe" then found no table)
+    monkeypatch.chdir(tmp_path)
+    result = _run(["--catalog", "prod", "tables"])
+    assert result.exit_code == 1
+    assert "No catalog named 'prod'" in result.stderr and "does not exist" in result.stderr
+    assert not (tmp_path / "warehouse").exists()
+
+
 def test_usage_error_is_status_2() -> None:
     result = _run(["describe"])
     assert result.exit_code == 2
