@@ -38,6 +38,7 @@ from typing import Any
 from bench import huge
 
 ROOT = Path(__file__).resolve().parents[1]
+WHATS = ("plan-point", "plan")
 
 
 def _jvm_peak_mb(spark: Any) -> float:
@@ -67,7 +68,9 @@ def _plan(spark: Any, table: Any, filter: str | None) -> dict[str, Any]:
     return {"seconds": time.perf_counter() - started, "tasks": tasks, "bytes": size, "first": first}
 
 
-def measure(metadata: str, executors: int, rounds: int, point: int) -> dict[str, Any]:
+def measure(
+    metadata: str, executors: int, rounds: int, point: int, whats: tuple[str, ...] = WHATS
+) -> dict[str, Any]:
     """In this process: a local-cluster application of ``executors`` executors planning the
     table ``rounds`` times each way (see the module docstring)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -89,10 +92,12 @@ def measure(metadata: str, executors: int, rounds: int, point: int) -> dict[str,
         table = Table.from_metadata(metadata)
         point_filter = f"id = {point}"
         first = _plan(spark, table, point_filter)
-        timed: dict[str, list[dict[str, Any]]] = {"plan-point": [], "plan": []}
+        timed: dict[str, list[dict[str, Any]]] = {what: [] for what in whats}
         for _ in range(rounds):
-            timed["plan-point"].append(_plan(spark, table, point_filter))
-            timed["plan"].append(_plan(spark, table, None))
+            for what in whats:
+                timed[what].append(
+                    _plan(spark, table, point_filter if what == "plan-point" else None)
+                )
         return {
             "executors": executors,
             "first_s": first["seconds"],
@@ -112,7 +117,9 @@ def measure(metadata: str, executors: int, rounds: int, point: int) -> dict[str,
         spark.stop()
 
 
-def _fresh(metadata: Path, executors: int, rounds: int, point: int) -> dict[str, Any]:
+def _fresh(
+    metadata: Path, executors: int, rounds: int, point: int, whats: tuple[str, ...]
+) -> dict[str, Any]:
     done = subprocess.run(
         [
             sys.executable,
@@ -123,6 +130,7 @@ def _fresh(metadata: Path, executors: int, rounds: int, point: int) -> dict[str,
             str(executors),
             str(rounds),
             str(point),
+            ",".join(whats),
         ],
         cwd=ROOT,
         capture_output=True,
@@ -156,13 +164,18 @@ def _java(metadata: Path, what: str, point: int, rounds: int) -> dict[str, Any]:
 
 
 def compare(
-    files: int, per_manifest: int, executors: list[int], rounds: int, java: bool
+    files: int,
+    per_manifest: int,
+    executors: list[int],
+    rounds: int,
+    java: bool,
+    whats: tuple[str, ...] = WHATS,
 ) -> list[dict[str, Any]]:
     metadata = huge.table(files, per_manifest)
     point = (files // 3) * 1000 + 17  # inside the id bounds of file files // 3
     rows = []
-    clusters = {n: _fresh(metadata, n, rounds, point) for n in executors}
-    for what in ("plan-point", "plan"):
+    clusters = {n: _fresh(metadata, n, rounds, point, whats) for n in executors}
+    for what in whats:
         local = _local(metadata, what, point, rounds)
         ref = _java(metadata, what, point, rounds) if java else None
         row: dict[str, Any] = {
@@ -218,16 +231,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--executors", type=int, action="append")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-java", action="store_true")
-    parser.add_argument("--measure", nargs=4, metavar=("METADATA", "EXECUTORS", "ROUNDS", "POINT"))
+    parser.add_argument(
+        "--what", choices=WHATS, action="append", help="the plans to time (default: both)"
+    )
+    parser.add_argument(
+        "--measure", nargs=5, metavar=("METADATA", "EXECUTORS", "ROUNDS", "POINT", "WHATS")
+    )
     args = parser.parse_args(argv)
     if args.measure:
-        metadata, executors, rounds, point = args.measure
-        print(json.dumps(measure(metadata, int(executors), int(rounds), int(point))))
+        metadata, executors, rounds, point, whats = args.measure
+        chosen = tuple(whats.split(","))
+        print(json.dumps(measure(metadata, int(executors), int(rounds), int(point), chosen)))
         return 0
     executors = args.executors or [1, 2]
     rows = []
     for files in args.files or [1_000_000]:
-        rows.extend(compare(files, args.per_manifest, executors, args.rounds, not args.no_java))
+        whats = tuple(args.what or WHATS)
+        rows.extend(
+            compare(files, args.per_manifest, executors, args.rounds, not args.no_java, whats)
+        )
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}\n")
     print(_table_text(rows, executors))
     return 0
