@@ -8,11 +8,14 @@ docstring, which the API reference shows, written in the Google style mkdocs.yml
 * a class documents its constructor's parameters in ``Args:`` (or, for a dataclass, its
   fields in ``Attributes:``);
 * every exception a ``Raises:`` section names is a class that exists (a typed icepark error
-  or a builtin), so a misspelt or removed error cannot stay in the docs."""
+  or a builtin), so a misspelt or removed error cannot stay in the docs;
+* the methods and properties the API pages render under a class (mkdocstrings leaves out a
+  member without a docstring) are documented by the same rules."""
 
 from __future__ import annotations
 
 import builtins
+import functools
 import importlib
 import inspect
 import re
@@ -52,6 +55,48 @@ def _public() -> dict[str, object]:
 
 
 PUBLIC = _public()
+
+API_PAGES = ROOT / "docs" / "reference" / "api"
+_DIRECTIVE = re.compile(r"^::: ([\w.]+)\n((?:[ \t]+.*\n)*)", re.M)
+
+
+def _rendered_classes() -> dict[str, type]:
+    """The classes whose members the API pages render: each ``::: name`` directive on a
+    class, and each class a ``::: module`` directive exports, unless ``members: false``."""
+    found: dict[str, type] = {}
+    for page in sorted(API_PAGES.glob("*.md")):
+        for name, options in _DIRECTIVE.findall(page.read_text()):
+            if re.search(r"members:\s*false", options):
+                continue
+            try:
+                module = importlib.import_module(name)
+            except ImportError:
+                module_name, _, attribute = name.rpartition(".")
+                objects = {name: getattr(importlib.import_module(module_name), attribute)}
+            else:
+                objects = {f"{name}.{n}": getattr(module, n) for n in module.__all__}
+            for key, obj in objects.items():
+                if inspect.isclass(obj) and not _is_exception(obj):
+                    found[key] = obj
+    return found
+
+
+def _members() -> dict[str, object]:
+    """The public methods and properties the API pages render under their classes (those
+    defined in icepark, not inherited from other packages), by ``class.member``."""
+    members: dict[str, object] = {}
+    seen: set[type] = set()
+    for key, cls in sorted(_rendered_classes().items()):
+        if cls in seen or key.startswith("icepark.Table"):
+            continue  # one name per class; Table's methods are the page's own rows
+        seen.add(cls)
+        for name, value in vars(cls).items():
+            func = value.func if isinstance(value, functools.cached_property) else _function(value)
+            if name.startswith("_") or not callable(func):
+                continue
+            if getattr(func, "__module__", "").startswith("icepark"):
+                members[f"{key}.{name}"] = value
+    return members
 
 
 def _function(obj: object) -> Any:
@@ -156,6 +201,24 @@ def _problems(obj: object) -> list[str]:
 @pytest.mark.parametrize("name", sorted(PUBLIC))
 def test_docstring_documents_parameters_returns_and_raises(name: str) -> None:
     assert _problems(PUBLIC[name]) == []
+
+
+def test_the_members_the_reference_renders_are_documented() -> None:
+    """mkdocstrings hides a member without a docstring, so an undocumented method of a public
+    class is missing from the reference: each must have one, by the same rules."""
+    members = _members()
+    assert {"icepark.catalog.Catalog.create_table", "icepark.table.DataScan.to_arrow"} <= set(
+        members
+    )
+    assert len(members) > 100
+    problems = {}
+    for name, member in sorted(members.items()):
+        value = member.func if isinstance(member, functools.cached_property) else member
+        if not inspect.getdoc(_function(value)):
+            problems[name] = ["no docstring"]
+        elif found := _problems(member if callable(_function(member)) else value):
+            problems[name] = found
+    assert problems == {}
 
 
 def test_the_check_fails_where_it_should() -> None:

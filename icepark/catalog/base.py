@@ -106,6 +106,9 @@ class Catalog(ViewCatalog, ABC):
 
     @property
     def io(self) -> FileIO:
+        """The FileIO the catalog reads and writes metadata with, made from its properties
+        (``s3.*``, ``io-impl``) on first use.
+        """
         if self._io is None:
             self._io = load_file_io(self.properties, self.properties.get("warehouse"))
         return self._io
@@ -119,19 +122,56 @@ class Catalog(ViewCatalog, ABC):
     def create_namespace(
         self, namespace: str | Sequence[str], properties: Properties | None = None
     ) -> None:
-        """Create a namespace; NamespaceAlreadyExistsError when it exists."""
+        """Create a namespace.
+
+        Args:
+            namespace: ``"db"``, ``"a.b"`` or ``("a", "b")``.
+            properties: its properties (``location``, ``comment``...).
+
+        Raises:
+            NamespaceAlreadyExistsError: it exists.
+            ValidationError: an empty name or part.
+        """
 
     @abstractmethod
     def drop_namespace(self, namespace: str | Sequence[str]) -> None:
-        """Drop an empty namespace; NamespaceNotEmptyError when it holds tables."""
+        """Drop an empty namespace.
+
+        Args:
+            namespace: the namespace.
+
+        Raises:
+            NoSuchNamespaceError: it does not exist.
+            NamespaceNotEmptyError: it holds tables (or views).
+        """
 
     @abstractmethod
     def list_namespaces(self, parent: str | Sequence[str] = ()) -> list[Identifier]:
-        """The namespaces directly below ``parent`` (all top-level ones by default)."""
+        """The namespaces directly below ``parent``.
+
+        Args:
+            parent: the namespace to list under (default: the top level).
+
+        Returns:
+            Their identifiers, as tuples (``("db",)``, ``("a", "b")``).
+
+        Raises:
+            NoSuchNamespaceError: ``parent`` does not exist.
+        """
 
     @abstractmethod
     def load_namespace_properties(self, namespace: str | Sequence[str]) -> Properties:
-        """The namespace's properties; NoSuchNamespaceError when it does not exist."""
+        """The properties of a namespace.
+
+        Args:
+            namespace: the namespace.
+
+        Returns:
+            Its properties (a copy).
+
+        Raises:
+            NoSuchNamespaceError: it does not exist.
+        """
 
     @abstractmethod
     def update_namespace_properties(
@@ -140,9 +180,27 @@ class Catalog(ViewCatalog, ABC):
         removals: Iterable[str] = (),
         updates: Mapping[str, str] | None = None,
     ) -> None:
-        """Remove and set namespace properties."""
+        """Remove and set properties of a namespace, in one change.
+
+        Args:
+            namespace: the namespace.
+            removals: the property names to remove.
+            updates: the properties to set.
+
+        Raises:
+            NoSuchNamespaceError: it does not exist.
+            ValidationError: a property both removed and set.
+        """
 
     def namespace_exists(self, namespace: str | Sequence[str]) -> bool:
+        """Whether a namespace exists.
+
+        Args:
+            namespace: the namespace.
+
+        Returns:
+            True when it exists.
+        """
         try:
             self.load_namespace_properties(namespace)
             return True
@@ -152,6 +210,13 @@ class Catalog(ViewCatalog, ABC):
     def create_namespace_if_not_exists(
         self, namespace: str | Sequence[str], properties: Properties | None = None
     ) -> None:
+        """Create a namespace unless it exists (also when another process creates it
+        meanwhile).
+
+        Args:
+            namespace: the namespace.
+            properties: its properties, when it is created here.
+        """
         if not self.namespace_exists(namespace):
             try:
                 self.create_namespace(namespace, properties)
@@ -162,7 +227,17 @@ class Catalog(ViewCatalog, ABC):
 
     @abstractmethod
     def list_tables(self, namespace: str | Sequence[str]) -> list[Identifier]:
-        """The tables of a namespace."""
+        """The tables of a namespace (not its views, not those of namespaces below it).
+
+        Args:
+            namespace: the namespace.
+
+        Returns:
+            Their identifiers, as tuples (``("db", "events")``).
+
+        Raises:
+            NoSuchNamespaceError: it does not exist.
+        """
 
     @abstractmethod
     def _current_metadata_location(self, identifier: Identifier) -> str:
@@ -192,13 +267,53 @@ class Catalog(ViewCatalog, ABC):
     def rename_table(
         self, from_identifier: str | Sequence[str], new_identifier: str | Sequence[str]
     ) -> Table:
-        """Rename a table (its files stay where they are)."""
+        """Rename a table, or move it to another namespace; its files stay where they are.
+
+        Args:
+            from_identifier: its current name.
+            new_identifier: its new name; the namespace must exist.
+
+        Returns:
+            The table under its new name.
+
+        Raises:
+            NoSuchTableError: no table of the old name.
+            TableAlreadyExistsError: a table of the new name exists.
+            NoSuchNamespaceError: the new namespace does not exist.
+        """
 
     @abstractmethod
     def register_table(self, identifier: str | Sequence[str], metadata_location: str) -> Table:
-        """Add an existing table to the catalog by its metadata file."""
+        """Add an existing table to the catalog by its metadata file (a table another
+        catalog or engine wrote, or one dropped without purging); nothing is copied.
+
+        Args:
+            identifier: the name it gets here; the namespace must exist.
+            metadata_location: its ``*.metadata.json`` file.
+
+        Returns:
+            The table.
+
+        Raises:
+            TableAlreadyExistsError: a table of that name exists.
+            NoSuchNamespaceError: the namespace does not exist.
+            NoSuchFileError: the metadata file does not exist.
+            InvalidMetadataError: the file is not valid table metadata.
+        """
 
     def default_table_location(self, identifier: Identifier) -> str:
+        """Where a new table goes when no location is given:
+        ``<warehouse>/<namespace parts>/<table>``.
+
+        Args:
+            identifier: the table's identifier, as a tuple.
+
+        Returns:
+            The location.
+
+        Raises:
+            ValidationError: the catalog has no ``warehouse``.
+        """
         warehouse = self.properties.get("warehouse")
         if not warehouse:
             raise ValidationError(
@@ -209,16 +324,47 @@ class Catalog(ViewCatalog, ABC):
     # -- tables: shared behaviour ----------------------------------------------------------
 
     def metadata_location(self, identifier: str | Sequence[str]) -> str:
-        """Where the table's current metadata file is (one catalog lookup, no file read)."""
+        """Where the table's current metadata file is (one catalog lookup, no file read):
+        the cheap way to tell whether a table changed.
+
+        Args:
+            identifier: the table's name.
+
+        Returns:
+            The metadata file's location.
+
+        Raises:
+            NoSuchTableError: no such table.
+        """
         return self._current_metadata_location(to_identifier(identifier))
 
     def load_table(self, identifier: str | Sequence[str]) -> Table:
+        """Load a table: its current metadata, read from the file the catalog points at.
+
+        Args:
+            identifier: ``"db.events"`` or ``("db", "events")``.
+
+        Returns:
+            The :class:`~icepark.table.Table`.
+
+        Raises:
+            NoSuchTableError: no such table.
+            InvalidMetadataError: its metadata file is not valid (naming the file).
+        """
         ident = to_identifier(identifier)
         location = self._current_metadata_location(ident)
         metadata = read_table_metadata(self.io, location)
         return Table(ident, metadata, location, self._table_io(metadata), self)
 
     def table_exists(self, identifier: str | Sequence[str]) -> bool:
+        """Whether a table exists (one catalog lookup).
+
+        Args:
+            identifier: the table's name.
+
+        Returns:
+            True when it exists.
+        """
         try:
             self._current_metadata_location(to_identifier(identifier))
             return True
@@ -234,8 +380,28 @@ class Catalog(ViewCatalog, ABC):
         location: str | None = None,
         properties: Mapping[str, str] | None = None,
     ) -> Table:
-        """Create a table; terms like ``day(ts)``, ``bucket(16, id)``; format version 2 unless
-        ``properties`` has ``format-version``."""
+        """Create a table (one commit: of two concurrent creates, one wins).
+
+        Args:
+            identifier: ``"db.events"`` or ``("db", "events")``; the namespace must exist.
+            schema: an icepark :class:`~icepark.types.Schema` (:func:`icepark.schema`) or a
+                pyarrow schema; field ids are assigned afresh.
+            partition_by: partition terms: a column name, ``"day(ts)"``, ``"bucket(16, id)"``,
+                ``"truncate(4, name)"``...; or ``(term, field name)`` pairs.
+            sort_by: the sort order: ``"id"``, ``"ts desc nulls last"``...
+            location: where its files go (default: :meth:`default_table_location`).
+            properties: table properties; ``format-version`` (1, 2 or 3) defaults to 2.
+
+        Returns:
+            The new table, without a snapshot.
+
+        Raises:
+            TableAlreadyExistsError: a table of that name exists.
+            NoSuchNamespaceError: the namespace does not exist.
+            ValidationError: a partition or sort term that does not parse or names no column, a
+                bad property value or location (InvalidTransformError, InvalidSchemaError for
+                the specific cases).
+        """
         ident = to_identifier(identifier)
         metadata = self._new_table_metadata(
             ident, schema, partition_by, sort_by, location, properties
@@ -247,7 +413,19 @@ class Catalog(ViewCatalog, ABC):
     ) -> Table:
         """Create a table whose first metadata is ``metadata`` (as ``new_table_metadata``
         makes it, e.g. from a REST create request): one create commit, so of two creates one
-        wins and the other gets ``TableAlreadyExistsError``."""
+        wins and the other gets ``TableAlreadyExistsError``.
+
+        Args:
+            identifier: the table's name; the namespace must exist.
+            metadata: its first metadata.
+
+        Returns:
+            The new table.
+
+        Raises:
+            TableAlreadyExistsError: a table of that name exists.
+            NoSuchNamespaceError: the namespace does not exist.
+        """
         ident = to_identifier(identifier)
         try:
             result = self.commit_table(
@@ -268,12 +446,29 @@ class Catalog(ViewCatalog, ABC):
         location: str | None = None,
         properties: Mapping[str, str] | None = None,
     ) -> StagedTable:
-        """A table to create and write in one commit (arguments as :meth:`create_table`).
+        """A table to create and write in one commit (Java's ``createTableTransaction``).
 
         Stage changes on the returned :class:`~icepark.table.staged.StagedTable` (``append``,
         ``set_properties``, ``update_schema``, ...); the table appears in the catalog, with
         its first snapshot, only when its ``commit_transaction()`` (or a clean exit of a
-        ``with`` block) succeeds."""
+        ``with`` block) succeeds.
+
+        Args:
+            identifier: the table's name; the namespace must exist.
+            schema: an icepark or pyarrow schema.
+            partition_by: partition terms, as for :meth:`create_table`.
+            sort_by: sort terms, as for :meth:`create_table`.
+            location: where its files go (default: :meth:`default_table_location`).
+            properties: table properties.
+
+        Returns:
+            The staged table.
+
+        Raises:
+            TableAlreadyExistsError: a table of that name exists (checked again on commit).
+            NoSuchNamespaceError: the namespace does not exist.
+            ValidationError: a term, property or location that does not fit.
+        """
         from icepark.table.staged import StagedTable
 
         ident = to_identifier(identifier)
@@ -322,7 +517,15 @@ class Catalog(ViewCatalog, ABC):
             raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ns)}")
 
     def drop_table(self, identifier: str | Sequence[str], purge: bool = False) -> None:
-        """Forget the table; with ``purge`` also delete its data and metadata files."""
+        """Forget a table; with ``purge`` also delete its data and metadata files.
+
+        Args:
+            identifier: the table's name.
+            purge: delete every file the table's metadata references, and its metadata files.
+
+        Raises:
+            NoSuchTableError: no such table.
+        """
         ident = to_identifier(identifier)
         metadata: TableMetadata | None = None
         if purge:
@@ -334,6 +537,14 @@ class Catalog(ViewCatalog, ABC):
             purge_table_files(self.io, metadata, location)
 
     def purge_table(self, identifier: str | Sequence[str]) -> None:
+        """Drop a table and delete its files (:meth:`drop_table` with ``purge=True``).
+
+        Args:
+            identifier: the table's name.
+
+        Raises:
+            NoSuchTableError: no such table.
+        """
         self.drop_table(identifier, purge=True)
 
     def commit_table(
@@ -346,12 +557,30 @@ class Catalog(ViewCatalog, ABC):
     ) -> CommitResult:
         """Check ``requirements`` against the current metadata, apply ``updates``, swap.
 
+        The low-level commit every table change ends in (the REST ``CommitTableRequest``).
         ``base_location`` is the metadata file the caller read; when the table has moved on,
         the requirements decide whether the updates still apply (they are checked against the
         fresh metadata, as a REST catalog does). With an ``AssertCreate`` requirement the
         table must not exist: the updates build its first metadata (``base`` is ignored)
         and a table created meanwhile fails the commit (``RequirementFailedError`` when it
         exists at the check, ``TableAlreadyExistsError`` when it appears before the swap).
+
+        Args:
+            identifier: the table's identifier.
+            base: the metadata the caller read (None: read it here).
+            base_location: the file ``base`` was read from.
+            requirements: REST-shaped requirements, checked first.
+            updates: REST-shaped updates, applied in order.
+
+        Returns:
+            The new metadata and its file (the current ones when nothing changed).
+
+        Raises:
+            RequirementFailedError: a requirement does not hold (a CommitFailedError).
+            CommitFailedError: the pointer moved before the swap; the new file is deleted.
+            CommitStateUnknownError: the outcome cannot be known; nothing is deleted.
+            NoSuchTableError: the table does not exist (without ``AssertCreate``).
+            TableAlreadyExistsError: a table created meanwhile (with ``AssertCreate``).
         """
         ident = to_identifier(identifier)
         if _creates(requirements):
@@ -420,10 +649,23 @@ class Catalog(ViewCatalog, ABC):
         Each change is ``(identifier, requirements, updates)`` (a REST ``CommitTableRequest``;
         ``AssertCreate`` creates the table). Every requirement is checked against its table's
         current metadata first; then each changed table's new metadata is written and every
-        pointer swapped in one atomic step (``_commit_tables``): a pointer that moved fails
-        it all with ``CommitFailedError`` naming the table, and the written files are
-        deleted. A table whose updates change nothing is answered with its current metadata.
-        Catalogs that cannot do it raise ``UnsupportedOperationError`` before any read."""
+        pointer swapped in one atomic step: a pointer that moved fails it all and the written
+        files are deleted. A table whose updates change nothing is answered with its current
+        metadata.
+
+        Args:
+            changes: ``(identifier, requirements, updates)`` per table, each table once.
+
+        Returns:
+            Each table's new metadata and file, in the order given.
+
+        Raises:
+            UnsupportedOperationError: this catalog cannot commit several tables atomically
+                (before anything is read).
+            CommitFailedError: a table's pointer moved or a requirement failed, naming it.
+            CommitStateUnknownError: the outcome cannot be known; nothing is deleted.
+            ValidationError: a table given twice.
+        """
         self._check_multi_table()
         plans: list[tuple[Identifier, str | None, TableMetadata | None, TableMetadata]] = []
         for identifier, requirements, updates in changes:
@@ -493,10 +735,22 @@ class Catalog(ViewCatalog, ABC):
         """Commit several tables' transactions (``table.transaction()`` with changes staged,
         not committed) atomically: all land or none does, in one attempt (no retry).
 
-        On failure every file written for them is deleted and the error names the table
-        (``CommitFailedError``: reload the tables and run the transactions again); on success
-        each transaction's table holds its new metadata. Catalogs that cannot commit several
-        tables atomically raise ``UnsupportedOperationError`` before anything is staged."""
+        On failure every file written for them is deleted (reload the tables and run the
+        transactions again); on success each transaction's table holds its new metadata.
+
+        Args:
+            transactions: the transactions, on tables loaded from this catalog.
+
+        Returns:
+            Each table's new metadata and file, in the order given.
+
+        Raises:
+            UnsupportedOperationError: this catalog cannot commit several tables atomically
+                (before anything is staged).
+            ValidationError: a transaction's table was not loaded from this catalog.
+            CommitFailedError: a table changed meanwhile, naming it.
+            CommitStateUnknownError: the outcome cannot be known; nothing is deleted.
+        """
         self._check_multi_table()
         for tx in transactions:
             if not isinstance(tx.table, Table) or tx.table.catalog is not self:

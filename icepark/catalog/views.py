@@ -387,28 +387,42 @@ class View:
 
     @property
     def name(self) -> str:
+        """The view's identifier as text, ``"db.v"``."""
         return ".".join(self.identifier)
 
     @property
     def schema(self) -> Schema:
+        """The schema of the current version's query result."""
         return self.metadata.schema
 
     @property
     def properties(self) -> Mapping[str, str]:
+        """The view's properties."""
         return self.metadata.properties
 
     @property
     def current_version(self) -> ViewVersion:
+        """The current version: its query per dialect, schema id, default namespace and catalog."""
         return self.metadata.current_version
 
     @property
     def versions(self) -> tuple[ViewVersion, ...]:
+        """Every version the metadata keeps, oldest first."""
         return self.metadata.versions
 
     def sql(self, dialect: str = DEFAULT_DIALECT) -> str:
-        """The current version's query in ``dialect``; a :class:`ValidationError` names the
-        dialects there are when it has none in that one (the view exists: it is not a
-        missing view)."""
+        """The current version's query in a dialect.
+
+        Args:
+            dialect: the SQL dialect (default ``spark``).
+
+        Returns:
+            The query text.
+
+        Raises:
+            ValidationError: the version has no query in that dialect (naming the dialects it
+                has; the view exists, so it is not a missing view).
+        """
         text = self.current_version.sql_for(dialect)
         if text is None:
             raise ValidationError(
@@ -418,6 +432,14 @@ class View:
         return text
 
     def refresh(self) -> View:
+        """Reload the view's current metadata from the catalog.
+
+        Returns:
+            This view, with its current metadata.
+
+        Raises:
+            NoSuchViewError: the view was dropped.
+        """
         fresh = self.catalog.load_view(self.identifier)
         self.metadata, self.metadata_location = fresh.metadata, fresh.metadata_location
         return self
@@ -439,7 +461,27 @@ class View:
         default_catalog: str | None = None,
         other_dialects: Mapping[str, str] | None = None,
     ) -> View:
-        """A new current version of the view (Java's ``replaceVersion``)."""
+        """Make a new current version of the view (Java's ``replaceVersion``), committed
+        at once; the earlier versions stay in its history.
+
+        Args:
+            sql: the new query.
+            schema: its result's schema (an icepark or pyarrow schema).
+            dialect: the query's dialect (default ``spark``).
+            default_namespace: where its unqualified names resolve (default: the current
+                version's).
+            default_catalog: the catalog its unqualified names resolve in (default: the
+                current version's).
+            other_dialects: the same query in other dialects, by dialect.
+
+        Returns:
+            This view, with its new metadata.
+
+        Raises:
+            ValidationError: two queries for one dialect (naming it), or a schema that does
+                not convert.
+            CommitFailedError: the view changed meanwhile.
+        """
         current = self.current_version
         version = new_view_version(
             sql,
@@ -453,9 +495,32 @@ class View:
         return self._commit(builder.changes)
 
     def set_properties(self, properties: Mapping[str, str] | None = None, **kw: str) -> View:
+        """Set view properties, committed at once.
+
+        Args:
+            properties: the properties to set, as strings.
+            **kw: more properties, for names that are identifiers.
+
+        Returns:
+            This view, with its new metadata.
+
+        Raises:
+            CommitFailedError: the view changed meanwhile.
+        """
         return self._commit([SetPropertiesUpdate({**(properties or {}), **kw})])
 
     def remove_properties(self, *keys: str | Iterable[str]) -> View:
+        """Remove view properties, committed at once.
+
+        Args:
+            *keys: property names, or iterables of them.
+
+        Returns:
+            This view, with its new metadata.
+
+        Raises:
+            CommitFailedError: the view changed meanwhile.
+        """
         flat = [k for key in keys for k in ([key] if isinstance(key, str) else key)]
         return self._commit([RemovePropertiesUpdate(tuple(flat))])
 

@@ -234,9 +234,24 @@ class IcebergDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """The format name Spark knows the source by: ``"icepark"``.
+
+        Returns:
+            ``"icepark"``.
+        """
         return SOURCE_NAME
 
     def schema(self) -> SparkStructType:
+        """The table's (or metadata table's) columns as Spark sees them (Spark calls this
+        when a read gives no schema).
+
+        Returns:
+            The Spark schema.
+
+        Raises:
+            NoSuchTableError: the table the options name does not exist.
+            ValidationError: an option that does not parse.
+        """
         from icepark.spark.read.metadata_tables import metadata_source, metadata_spark_schema
 
         meta = metadata_source(self.options)  # "db.t.files": a metadata table
@@ -245,6 +260,14 @@ class IcebergDataSource(DataSource):
         return to_spark_schema(_scan(self.options).schema, with_ids=False)
 
     def reader(self, schema: SparkStructType) -> DataSourceReader:
+        """The batch reader Spark runs a read with (Spark calls it).
+
+        Args:
+            schema: the schema Spark reads with.
+
+        Returns:
+            The reader: the table's files read by icepark's Arrow reader in Python tasks.
+        """
         from icepark.spark.read.metadata_tables import MetadataTableReader, metadata_source
 
         if metadata_source(self.options) is not None:
@@ -254,14 +277,49 @@ class IcebergDataSource(DataSource):
         return _Reader(self.options, schema)
 
     def writer(self, schema: SparkStructType, overwrite: bool) -> DataSourceWriter:
+        """The batch writer Spark runs a write with (Spark calls it).
+
+        Args:
+            schema: the rows' schema.
+            overwrite: ``mode("overwrite")``: replace the table's rows (or, with
+                ``overwrite-mode=dynamic``, the partitions written).
+
+        Returns:
+            The writer: each task writes its rows with icepark's writer, the driver commits.
+        """
         return _Writer(self.options, overwrite)
 
     def streamReader(self, schema: SparkStructType) -> DataSourceStreamReader:
+        """The streaming reader of a ``readStream`` query (Spark calls it); see
+        :mod:`icepark.spark.streaming.source`.
+
+        Args:
+            schema: the schema Spark reads with.
+
+        Returns:
+            The stream reader.
+
+        Raises:
+            ValidationError: an unknown option or a bad value, naming it.
+        """
         from icepark.spark.streaming.source import IcebergStreamReader
 
         return IcebergStreamReader(self.options, schema)
 
     def streamWriter(self, schema: SparkStructType, overwrite: bool) -> DataSourceStreamWriter:
+        """The streaming writer of a ``writeStream`` query (Spark calls it): one exactly-once
+        commit per micro-batch; see :mod:`icepark.spark.streaming.sink`.
+
+        Args:
+            schema: the rows' schema.
+            overwrite: ``outputMode("complete")``: each batch replaces the table's rows.
+
+        Returns:
+            The stream writer.
+
+        Raises:
+            ValidationError: an unknown option or a bad value, naming it.
+        """
         from icepark.spark.streaming.sink import IcebergStreamWriter
 
         return IcebergStreamWriter(self.options, overwrite)

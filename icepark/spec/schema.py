@@ -73,23 +73,61 @@ class Schema:
         schema_id: int = DEFAULT_SCHEMA_ID,
         identifier_field_ids: Iterable[int] = (),
     ) -> Schema:
+        """A schema of a struct type's fields.
+
+        Args:
+            struct: the top-level struct.
+            schema_id: the schema's id.
+            identifier_field_ids: ids of the fields that identify a row.
+
+        Returns:
+            The schema.
+
+        Raises:
+            InvalidSchemaError: duplicate ids or names, or a bad identifier field.
+        """
         return cls(*struct.fields, schema_id=schema_id, identifier_field_ids=identifier_field_ids)
 
     def with_schema_id(self, schema_id: int) -> Schema:
+        """This schema under another schema id.
+
+        Args:
+            schema_id: the new id.
+
+        Returns:
+            A new schema; this one is unchanged.
+        """
         return Schema(
             *self.fields, schema_id=schema_id, identifier_field_ids=self.identifier_field_ids
         )
 
     def with_identifier_fields(self, field_ids: Iterable[int]) -> Schema:
+        """This schema with other identifier fields.
+
+        Args:
+            field_ids: the ids of the fields that identify a row.
+
+        Returns:
+            A new schema; this one is unchanged.
+
+        Raises:
+            InvalidSchemaError: an id that is not a required primitive field.
+        """
         return Schema(*self.fields, schema_id=self.schema_id, identifier_field_ids=field_ids)
 
     # -- basic accessors -------------------------------------------------------------------
 
     @property
     def fields(self) -> tuple[NestedField, ...]:
+        """The top-level fields, in order."""
         return self._struct.fields
 
     def as_struct(self) -> StructType:
+        """The schema as a struct type of its top-level fields.
+
+        Returns:
+            The struct type.
+        """
         return self._struct
 
     def __len__(self) -> int:
@@ -110,7 +148,15 @@ class Schema:
         return hash((self._struct, self.schema_id))
 
     def same_structure(self, other: Schema) -> bool:
-        """Equal fields and identifier fields, ignoring the schema id (Java's sameSchema)."""
+        """Whether two schemas have equal fields and identifier fields, ignoring the schema
+        id (Java's ``sameSchema``).
+
+        Args:
+            other: the other schema.
+
+        Returns:
+            True when they match.
+        """
         return self._struct == other._struct and set(self.identifier_field_ids) == set(
             other.identifier_field_ids
         )
@@ -147,13 +193,30 @@ class Schema:
 
     @cached_property
     def highest_field_id(self) -> int:
+        """The highest field id in the schema (0 when it has no field)."""
         return max(self._by_id, default=0)
 
     def field_ids(self) -> set[int]:
+        """The ids of every field, nested ones included.
+
+        Returns:
+            The ids.
+        """
         return set(self._by_id)
 
     def find_field(self, name_or_id: str | int, case_sensitive: bool = True) -> NestedField:
-        """The field with this id or full dotted name (``location.lat``, ``tags.element``)."""
+        """The field with this id or full dotted name (``location.lat``, ``tags.element``).
+
+        Args:
+            name_or_id: a field id, or a full dotted name.
+            case_sensitive: whether the name matches case-sensitively.
+
+        Returns:
+            The field.
+
+        Raises:
+            InvalidSchemaError: no such field (naming it and the schema's columns).
+        """
         if isinstance(name_or_id, int):
             found = self._by_id.get(name_or_id)
             if found is None:
@@ -163,6 +226,18 @@ class Schema:
         return self._by_id[field_id]
 
     def find_field_id(self, name: str, case_sensitive: bool = True) -> int:
+        """The id of the field with this full dotted name.
+
+        Args:
+            name: a full dotted name (``location.lat``).
+            case_sensitive: whether the name matches case-sensitively.
+
+        Returns:
+            The field id.
+
+        Raises:
+            InvalidSchemaError: no such field (naming it and the schema's columns).
+        """
         index = self._by_name if case_sensitive else self._by_lower_name
         key = name if case_sensitive else name.lower()
         if key not in index:
@@ -170,13 +245,40 @@ class Schema:
         return index[key]
 
     def field_or_none(self, field_id: int) -> NestedField | None:
+        """The field with this id, or None.
+
+        Args:
+            field_id: the field id.
+
+        Returns:
+            The field, or None when the schema has none of that id.
+        """
         return self._by_id.get(field_id)
 
     def find_type(self, name_or_id: str | int, case_sensitive: bool = True) -> IcebergType:
+        """The type of the field with this id or full dotted name.
+
+        Args:
+            name_or_id: a field id, or a full dotted name.
+            case_sensitive: whether the name matches case-sensitively.
+
+        Returns:
+            The field's type.
+
+        Raises:
+            InvalidSchemaError: no such field (naming it and the schema's columns).
+        """
         return self.find_field(name_or_id, case_sensitive).field_type
 
     def find_column_name(self, field_id: int) -> str | None:
-        """The full dotted name of a field id, or None."""
+        """The full dotted name of a field id.
+
+        Args:
+            field_id: the field id.
+
+        Returns:
+            The name (``location.lat``), or None when the schema has no such field.
+        """
         return self._names_by_id.get(field_id)
 
     @cached_property
@@ -184,17 +286,42 @@ class Schema:
         return {fid: name for name, fid in self._by_name.items()}
 
     def column_names(self) -> list[str]:
+        """The full dotted name of every field, nested ones included.
+
+        Returns:
+            The names, parents before their children.
+        """
         return list(self._by_name)
 
     def parent_id(self, field_id: int) -> int | None:
+        """The id of the struct, list or map a nested field is in.
+
+        Args:
+            field_id: the field id.
+
+        Returns:
+            The parent's id, or None for a top-level field.
+        """
         return self._parents.get(field_id)
 
     @property
     def identifier_field_names(self) -> list[str]:
+        """The full dotted names of the identifier fields."""
         return [self._names_by_id[i] for i in self.identifier_field_ids]
 
     def select(self, names: Iterable[str], case_sensitive: bool = True) -> Schema:
-        """A schema with only the named columns (and the structs on their paths)."""
+        """A schema with only the named columns (and the structs on their paths).
+
+        Args:
+            names: full dotted names of the columns to keep (a struct keeps all its fields).
+            case_sensitive: whether the names match case-sensitively.
+
+        Returns:
+            The pruned schema, with the same field ids.
+
+        Raises:
+            InvalidSchemaError: no such field (naming it and the schema's columns).
+        """
         ids = {self.find_field_id(n, case_sensitive) for n in names}
         return prune_columns(self, ids)
 
@@ -251,6 +378,12 @@ class Schema:
             parent = self._parents.get(parent)
 
     def required_format_version(self) -> int:
+        """The lowest table format version that may hold this schema's types (3 for
+        ``timestamp_ns``, ``unknown``...; nested types included).
+
+        Returns:
+            1, 2 or 3.
+        """
         return required_format_version(self._struct)
 
 

@@ -60,14 +60,17 @@ class IcebergType:
 
     @property
     def is_primitive(self) -> bool:
+        """Whether this is a primitive type (not a struct, list or map)."""
         return isinstance(self, PrimitiveType)
 
     @property
     def is_nested(self) -> bool:
+        """Whether this is a struct, list or map."""
         return isinstance(self, NestedType)
 
     @property
     def is_struct(self) -> bool:
+        """Whether this is a struct."""
         return isinstance(self, StructType)
 
 
@@ -316,6 +319,7 @@ class NestedField:
 
     @property
     def optional(self) -> bool:
+        """Whether the field may be null (not ``required``)."""
         return not self.required
 
     def __str__(self) -> str:
@@ -339,15 +343,33 @@ class StructType(NestedType):
 
     @property
     def fields(self) -> tuple[NestedField, ...]:
+        """The fields, in order."""
         return self._fields
 
     def field(self, field_id: int) -> NestedField | None:
+        """The field of this struct (not of structs nested in it) with an id.
+
+        Args:
+            field_id: the field id.
+
+        Returns:
+            The field, or None.
+        """
         for f in self._fields:
             if f.field_id == field_id:
                 return f
         return None
 
     def field_by_name(self, name: str, case_sensitive: bool = True) -> NestedField | None:
+        """The field of this struct (not of structs nested in it) with a name.
+
+        Args:
+            name: the field's name.
+            case_sensitive: whether the name matches case-sensitively.
+
+        Returns:
+            The field, or None.
+        """
         if case_sensitive:
             return next((f for f in self._fields if f.name == name), None)
         lowered = name.lower()
@@ -379,10 +401,12 @@ class ListType(NestedType):
 
     @property
     def element_field(self) -> NestedField:
+        """The element as a field named ``element``, with its id and nullability."""
         return NestedField(self.element_id, "element", self.element_type, self.element_required)
 
     @property
     def fields(self) -> tuple[NestedField, ...]:
+        """The element field, as a one-field tuple (for walking nested types alike)."""
         return (self.element_field,)
 
     def __str__(self) -> str:
@@ -409,14 +433,17 @@ class MapType(NestedType):
 
     @property
     def key_field(self) -> NestedField:
+        """The key as a required field named ``key``, with its id."""
         return NestedField(self.key_id, "key", self.key_type, True)
 
     @property
     def value_field(self) -> NestedField:
+        """The value as a field named ``value``, with its id and nullability."""
         return NestedField(self.value_id, "value", self.value_type, self.value_required)
 
     @property
     def fields(self) -> tuple[NestedField, ...]:
+        """The key and value fields (for walking nested types alike)."""
         return (self.key_field, self.value_field)
 
     def __str__(self) -> str:

@@ -150,17 +150,41 @@ class DataScan:
     # -- refinement ------------------------------------------------------------------------
 
     def filter(self, expr: str | BooleanExpression) -> DataScan:
+        """This scan with one more filter (and-ed with the one it has).
+
+        Args:
+            expr: an icepark filter string or expression.
+
+        Returns:
+            A new scan; this one is unchanged.
+
+        Raises:
+            ValidationError: the filter string does not parse.
+        """
         extra = as_filter(expr)
         combined = extra if isinstance(self.row_filter, AlwaysTrue) else self.row_filter & extra
         return replace(self, row_filter=combined)
 
     def select(self, *columns: str) -> DataScan:
+        """This scan reading only some columns.
+
+        Args:
+            *columns: column names (dotted for nested fields; metadata columns such as
+                ``_file`` and ``_pos`` too); ``"*"`` is all.
+
+        Returns:
+            A new scan; this one is unchanged.
+        """
         return replace(self, selected=tuple(columns))
 
     # -- resolution ------------------------------------------------------------------------
 
     @cached_property
     def snapshot(self) -> Snapshot | None:
+        """The snapshot the scan reads (by id, time or ref, else the current one); None for a
+        table never written. A ValidationError names a snapshot id, time or ref that matches
+        none.
+        """
         return resolve_snapshot(self.metadata, self.snapshot_id, self.as_of, self.ref)
 
     @cached_property
@@ -226,14 +250,33 @@ class DataScan:
         """The file scan tasks: data files (or byte ranges) that may hold matching rows, with
         the delete files that apply and the residual filter. Produced as they are iterated
         (a plan of a million files streams; each iteration plans anew); ``len()``, indexing
-        and slicing plan once and keep the list (:class:`PlannedFiles`). With ``remote``,
-        manifests are read where its modes say (:mod:`icepark.planning.distributed`: Spark
-        tasks), the same tasks either way."""
+        and slicing plan once and keep the list (:class:`PlannedFiles`).
+
+        Args:
+            remote: read the manifests where its modes say
+                (:mod:`icepark.planning.distributed`: Spark tasks); the same tasks either way.
+
+        Returns:
+            The planned tasks.
+
+        Raises:
+            ValidationError: the filter names an unknown column, or no snapshot matches.
+        """
         return PlannedFiles(lambda: self.iter_plan_files(remote), self.iter_plan_files(remote))
 
     def iter_plan_files(self, remote: RemotePlanning | None = None) -> Iterator[FileScanTask]:
         """:meth:`plan_files` as a stream, manifest by manifest (reading can start early);
-        through the table's ``planner`` when it has one (server-side planning)."""
+        through the table's ``planner`` when it has one (server-side planning).
+
+        Args:
+            remote: read the manifests where its modes say (Spark tasks).
+
+        Returns:
+            An iterator of file scan tasks.
+
+        Raises:
+            ValidationError: the filter names an unknown column, or no snapshot matches.
+        """
         bind(self.schema, self.row_filter, self.case_sensitive)  # fail early on bad columns
         if self.planner is not None:
             return self.planner(self)
@@ -263,8 +306,18 @@ class DataScan:
     def explain(self, table_name: str = "", *, time_planning: bool = True) -> ScanExplanation:
         """The pruning funnel of this scan: manifests and files kept by each step, delete
         files attached, residuals per spec, what is left to read, and each step's time (see
-        :mod:`icepark.planning.explain`; ``time_planning=False`` skips timing a real
-        planning run)."""
+        :mod:`icepark.planning.explain`); ``print()`` it, or ``.to_dict()`` for JSON.
+
+        Args:
+            table_name: the name to show in it.
+            time_planning: also time a real planning run (as long again); False skips it.
+
+        Returns:
+            The explanation.
+
+        Raises:
+            ValidationError: the filter names an unknown column, or no snapshot matches.
+        """
         bind(self.schema, self.row_filter, self.case_sensitive)
         return explain_scan(
             self.io,
@@ -278,6 +331,15 @@ class DataScan:
         )
 
     def plan_tasks(self) -> list[CombinedScanTask]:
+        """The planned files combined into read tasks of about ``read.split.target-size``
+        bytes (files split at row groups, small ones packed together, as Java's planning).
+
+        Returns:
+            The combined tasks.
+
+        Raises:
+            ValidationError: the filter names an unknown column, or no snapshot matches.
+        """
         props = {**self.metadata.properties, **self.options}
         return plan_tasks(self.plan_files(), SplitOptions.from_properties(props))
 
@@ -285,6 +347,7 @@ class DataScan:
 
     @cached_property
     def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema of the rows the scan gives (its projected columns, with field ids)."""
         from icepark.arrow.schema import schema_to_arrow
 
         return schema_to_arrow(self.projected_schema)
@@ -298,8 +361,19 @@ class DataScan:
     def read_task(
         self, task: FileScanTask, batch_size: int | None = None
     ) -> Iterator[pa.RecordBatch]:
-        """The rows of one planned task, its deletes and residual applied (batches of at
-        most ``batch_size`` rows, by default the reader's)."""
+        """The rows of one planned task, its deletes and residual applied.
+
+        Args:
+            task: a task of :meth:`plan_files`.
+            batch_size: at most this many rows per batch (default: the reader's).
+
+        Returns:
+            An iterator of Arrow record batches of the projected columns.
+
+        Raises:
+            NoSuchFileError: the task's file or a delete file is missing.
+            StorageError: storage refused a read (naming the file).
+        """
         from icepark.arrow.deletes import read_task
         from icepark.arrow.reader import DEFAULT_BATCH_SIZE
 
@@ -327,7 +401,20 @@ class DataScan:
         """Stream the matching rows batch by batch, in planned-file order.
 
         ``read_ahead`` files (default ``read.read-ahead.files``, 2) are read at once; memory
-        stays bounded by a few batches per file being read, not by the table."""
+        stays bounded by a few batches per file being read, not by the table.
+
+        Args:
+            read_ahead: how many files are read at once.
+
+        Returns:
+            An iterator of Arrow record batches of the projected columns.
+
+        Raises:
+            ValidationError: the filter names an unknown column or a value does not fit its
+                type, or no snapshot matches the scan's snapshot id, time or ref.
+            NoSuchFileError: a file the metadata references is missing.
+            StorageError: storage refused a read (naming the file).
+        """
         yield from self._read(read_ahead, None)
 
     def _read(self, read_ahead: int | None, batch_size: int | None) -> Iterator[pa.RecordBatch]:
@@ -341,7 +428,21 @@ class DataScan:
     def to_arrow(self, read_ahead: int | None = None) -> pa.Table:
         """All matching rows as one Arrow table. The whole result is held anyway, so files
         are read in batches of up to a row group (Parquet decodes fewer, larger batches
-        faster) and at least 4 at once (``read_ahead``, default ``read.read-ahead.files``)."""
+        faster) and at least 4 at once.
+
+        Args:
+            read_ahead: how many files are read at once (default: at least 4, or
+                ``read.read-ahead.files``).
+
+        Returns:
+            A ``pyarrow.Table`` of the projected columns.
+
+        Raises:
+            ValidationError: the filter names an unknown column or a value does not fit its
+                type, or no snapshot matches the scan's snapshot id, time or ref.
+            NoSuchFileError: a file the metadata references is missing.
+            StorageError: storage refused a read (naming the file).
+        """
         import pyarrow as pa
 
         files = read_ahead if read_ahead is not None else max(4, self._files_at_once(None))
@@ -350,7 +451,20 @@ class DataScan:
 
     def count(self, read_ahead: int | None = None) -> int:
         """The number of matching rows; from metadata alone when no residual or delete
-        applies to a file, else by reading the files (``read_ahead`` at once)."""
+        applies to a file, else by reading the files.
+
+        Args:
+            read_ahead: how many files are read at once when files must be read.
+
+        Returns:
+            The count.
+
+        Raises:
+            ValidationError: the filter names an unknown column or a value does not fit its
+                type, or no snapshot matches the scan's snapshot id, time or ref.
+            NoSuchFileError: a file the metadata references is missing.
+            StorageError: storage refused a read (naming the file).
+        """
         from icepark.arrow.deletes import live_row_count
 
         total = 0
@@ -376,6 +490,11 @@ class DataScan:
         return total + sum(parallel_map(rows, to_read, self._files_at_once(read_ahead)))
 
     def columns(self) -> Sequence[str]:
+        """The names of the columns the scan reads, in order.
+
+        Returns:
+            The top-level column names (metadata columns included).
+        """
         return [f.name for f in self.projected_schema.fields]
 
 

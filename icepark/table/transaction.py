@@ -130,28 +130,76 @@ class Transaction:
 
     @property
     def table(self) -> TableLike:
+        """The table the transaction changes."""
         return self._table
 
     @property
     def start_metadata(self) -> TableMetadata:
+        """The table's metadata when the transaction began (what staged writes are based on)."""
         return self._start
 
     # -- staging ---------------------------------------------------------------------------
 
     def add_action(self, action: Action) -> Transaction:
+        """Stage a change (an :class:`~icepark.table.write.operations.Action`: what the
+        writers, updates and upkeep operations stage); for extensions, not everyday use.
+
+        Args:
+            action: the change, staged on each commit attempt's metadata.
+
+        Returns:
+            This transaction.
+
+        Raises:
+            ValidationError: the transaction is finished.
+        """
         if self._done:
             raise ValidationError(f"Transaction on {self._table.name} is already finished")
         self._actions.append(action)
         return self
 
     def set_properties(self, properties: Mapping[str, str] | None = None, **kw: str) -> Transaction:
+        """Stage setting table properties.
+
+        Args:
+            properties: the properties to set, as strings.
+            **kw: more properties, for names that are identifiers.
+
+        Returns:
+            This transaction.
+
+        Raises:
+            ValidationError: the transaction is finished.
+        """
         updates = {**(properties or {}), **kw}
         return self.add_action(MetadataAction([SetPropertiesUpdate(updates)]))
 
     def remove_properties(self, *keys: str) -> Transaction:
+        """Stage removing table properties.
+
+        Args:
+            *keys: the property names.
+
+        Returns:
+            This transaction.
+
+        Raises:
+            ValidationError: the transaction is finished.
+        """
         return self.add_action(MetadataAction([RemovePropertiesUpdate(tuple(keys))]))
 
     def update(self, *updates: TableUpdate) -> Transaction:
+        """Stage REST-shaped metadata updates (:mod:`icepark.spec.updates`) as they are.
+
+        Args:
+            *updates: the updates, applied in order.
+
+        Returns:
+            This transaction.
+
+        Raises:
+            ValidationError: the transaction is finished.
+        """
         return self.add_action(MetadataAction(list(updates)))
 
     # -- data ------------------------------------------------------------------------------
@@ -169,14 +217,28 @@ class Transaction:
         wap_id: str | None = None,
         file_format: str | None = None,
     ) -> Transaction:
-        """Append ``data`` (a pyarrow Table, RecordBatchReader or batches) as new files, in
-        ``file_format`` (``"parquet"`` or ``"avro"``; default ``write.format.default``).
+        """Stage an append of ``data``: its files are written now, the snapshot is made at
+        commit. A merge append (as Java's default) unless ``merge=False`` or the table's
+        ``commit.manifest-merge.enabled`` is false.
 
-        A merge append (as Java's default) unless ``merge=False`` or the table's
-        ``commit.manifest-merge.enabled`` is false. With ``wap_id`` (and
-        ``write.wap.enabled=true``) the snapshot is staged, not made current
-        (:mod:`icepark.table.update.wap`). ``file_format`` (parquet, avro or orc) overrides
-        ``write.format.default`` for this write."""
+        Args:
+            data: a pyarrow Table, RecordBatch, RecordBatchReader or iterable of batches whose
+                columns match the table's by name.
+            branch: the branch written (``main`` by default); created when it does not exist.
+            snapshot_properties: extra entries for the new snapshot's summary.
+            merge: let the commit merge small manifests.
+            wap_id: with ``write.wap.enabled=true``, stage the snapshot under this
+                write-audit-publish id instead of making it current.
+            file_format: ``parquet``, ``avro`` or ``orc`` for this write (default:
+                ``write.format.default``).
+
+        Returns:
+            This transaction (calls chain).
+
+        Raises:
+            ValidationError: the data does not fit the table's schema (naming the column), a
+                filter does not parse or bind, or the transaction is finished.
+        """
         props = with_wap_id(self._start, snapshot_properties, wap_id, self._table.name)
         files = self._write(data, file_format)
         return self.add_action(
@@ -184,7 +246,19 @@ class Transaction:
         )
 
     def append_files(self, files: list[DataFile], *, branch: str = MAIN_BRANCH) -> Transaction:
-        """Commit data files written elsewhere (e.g. by Spark executors)."""
+        """Stage an append of data files written elsewhere (e.g. by Spark executors); their
+        entries must describe files of this table's schema and spec.
+
+        Args:
+            files: the data files.
+            branch: the branch written (``main`` by default).
+
+        Returns:
+            This transaction.
+
+        Raises:
+            ValidationError: the transaction is finished.
+        """
         return self.add_action(AppendAction(self._table.io, files, branch, merge=True))
 
     def overwrite(
@@ -197,8 +271,25 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
         wap_id: str | None = None,
     ) -> Transaction:
-        """Replace the rows matching ``filter`` (all rows when None) with ``data`` (staged
-        only, with ``wap_id``)."""
+        """Stage replacing the rows matching ``filter`` (all rows when None) with ``data``:
+        the new files are written now, the rows to replace are found at commit.
+
+        Args:
+            data: the new rows (as for :meth:`append`), or None to only delete.
+            filter: an icepark filter string or expression.
+            branch: the branch written (``main`` by default); created when it does not exist.
+            case_sensitive: whether column names in ``filter`` match case-sensitively.
+            snapshot_properties: extra entries for the new snapshot's summary.
+            wap_id: with ``write.wap.enabled=true``, stage the snapshot under this
+                write-audit-publish id instead of making it current.
+
+        Returns:
+            This transaction (calls chain).
+
+        Raises:
+            ValidationError: the data does not fit the table's schema (naming the column), a
+                filter does not parse or bind, or the transaction is finished.
+        """
         props = with_wap_id(self._start, snapshot_properties, wap_id, self._table.name)
         row_filter = as_filter(filter)
         io = self._table.io
@@ -230,8 +321,22 @@ class Transaction:
         snapshot_properties: Mapping[str, str] | None = None,
         wap_id: str | None = None,
     ) -> Transaction:
-        """Dynamic overwrite: replace the partitions ``data`` touches (staged only, with
-        ``wap_id``)."""
+        """Stage a dynamic overwrite: replace the partitions ``data`` touches.
+
+        Args:
+            data: the new rows (as for :meth:`append`).
+            branch: the branch written (``main`` by default); created when it does not exist.
+            snapshot_properties: extra entries for the new snapshot's summary.
+            wap_id: with ``write.wap.enabled=true``, stage the snapshot under this
+                write-audit-publish id instead of making it current.
+
+        Returns:
+            This transaction (calls chain).
+
+        Raises:
+            ValidationError: the data does not fit the table's schema (naming the column), a
+                filter does not parse or bind, or the transaction is finished.
+        """
         props = with_wap_id(self._start, snapshot_properties, wap_id, self._table.name)
         files = self._write(data)
         isolation = P.DELETE_ISOLATION_LEVEL.get(self._start.properties)
@@ -248,7 +353,22 @@ class Transaction:
         case_sensitive: bool = True,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
-        """Delete the rows matching ``filter``, per ``write.delete.mode``."""
+        """Stage deleting the rows matching ``filter``, per ``write.delete.mode``
+        (copy-on-write or merge-on-read).
+
+        Args:
+            filter: an icepark filter string or expression.
+            branch: the branch written (``main`` by default); created when it does not exist.
+            case_sensitive: whether column names in ``filter`` match case-sensitively.
+            snapshot_properties: extra entries for the new snapshot's summary.
+
+        Returns:
+            This transaction (calls chain).
+
+        Raises:
+            ValidationError: the data does not fit the table's schema (naming the column), a
+                filter does not parse or bind, or the transaction is finished.
+        """
         return self.add_action(
             delete_action(
                 self._table.io,
@@ -268,8 +388,22 @@ class Transaction:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
-        """Update the rows whose key (``on``, else the identifier fields) matches a row of
-        ``data`` and insert the rest, per ``write.merge.mode``."""
+        """Stage an upsert: update the rows whose key matches a row of ``data`` and insert
+        the rest, per ``write.merge.mode``.
+
+        Args:
+            data: the rows (as for :meth:`append`).
+            on: the key columns (default: the schema's identifier fields).
+            branch: the branch written (``main`` by default); created when it does not exist.
+            snapshot_properties: extra entries for the new snapshot's summary.
+
+        Returns:
+            This transaction (calls chain).
+
+        Raises:
+            ValidationError: the data does not fit the table's schema (naming the column), a
+                filter does not parse or bind, or the transaction is finished.
+        """
         return self.add_action(
             upsert_action(
                 self._table.io,
@@ -290,8 +424,23 @@ class Transaction:
         branch: str = MAIN_BRANCH,
         snapshot_properties: Mapping[str, str] | None = None,
     ) -> Transaction:
-        """Change data capture: ``I``/``U``/``D`` rows as data files plus an equality delete
-        file on ``on`` (see :mod:`icepark.table.write.changes`)."""
+        """Stage change data capture: ``I``/``U``/``D`` rows as data files plus an equality
+        delete file on ``on`` (see :mod:`icepark.table.write.changes`).
+
+        Args:
+            data: the change rows, with the operation in ``op_column``.
+            on: the key columns (default: the schema's identifier fields).
+            op_column: the column holding ``I``, ``U`` or ``D`` (not written).
+            branch: the branch written (``main`` by default); created when it does not exist.
+            snapshot_properties: extra entries for the new snapshot's summary.
+
+        Returns:
+            This transaction (calls chain).
+
+        Raises:
+            ValidationError: the data does not fit the table's schema (naming the column), a
+                filter does not parse or bind, or the transaction is finished.
+        """
         return self.add_action(
             apply_changes_action(
                 self._table.io,
@@ -341,7 +490,18 @@ class Transaction:
             action.abort(self._table.io)
 
     def commit_transaction(self) -> TableLike:
-        """Commit every staged change at once; retry conflicts on fresh metadata."""
+        """Commit every staged change at once, as one new metadata; a conflict is retried on
+        fresh metadata (each change checked again) until ``commit.retry.*`` runs out.
+
+        Returns:
+            The table, with its new metadata.
+
+        Raises:
+            ValidationError: the transaction is finished, or a change no longer applies.
+            CommitFailedError: concurrent commits kept it from committing; every file written
+                for it is deleted.
+            CommitStateUnknownError: the catalog's answer was lost; nothing is deleted.
+        """
         if self._done:
             raise ValidationError(f"Transaction on {self._table.name} is already finished")
         self._done = True
@@ -401,9 +561,18 @@ class Transaction:
 
     def prepare_commit(self) -> PreparedCommit:
         """Stage every action on the table's current metadata and return the identifier,
-        requirements and updates to commit, without committing; the transaction is then
-        finished. Files written to stage it (manifests) are kept until :meth:`finish_commit`
-        or :meth:`discard_commit`; a failure while staging deletes them and raises."""
+        requirements and updates to commit, without committing (for
+        :meth:`~icepark.catalog.Catalog.commit_transaction`); the
+        transaction is then finished. Files written to stage it (manifests) are kept until
+        :meth:`finish_commit` or :meth:`discard_commit`; a failure while staging deletes them
+        and raises.
+
+        Returns:
+            The prepared commit.
+
+        Raises:
+            ValidationError: the transaction is finished, or a change does not apply.
+        """
         if self._done:
             raise ValidationError(f"Transaction on {self._table.name} is already finished")
         self._done = True
@@ -417,7 +586,15 @@ class Transaction:
         return PreparedCommit(self._table.identifier, requirements, updates)
 
     def finish_commit(self, metadata: TableMetadata, metadata_location: str) -> TableLike:
-        """The prepared commit landed as ``metadata`` at ``metadata_location``."""
+        """Record that the prepared commit landed: the table takes the new metadata.
+
+        Args:
+            metadata: the metadata the commit made.
+            metadata_location: its file.
+
+        Returns:
+            The table, with its new metadata.
+        """
         self._table.metadata, self._table.metadata_location = metadata, metadata_location
         self._prepared_files = []
         for action in self._actions:

@@ -158,11 +158,27 @@ class Principals:
         return len(self._by_id)
 
     def get(self, client_id: str) -> Principal | None:
+        """The principal of a client id.
+
+        Args:
+            client_id: the client's id.
+
+        Returns:
+            The principal, or None when there is none of that id.
+        """
         return self._by_id.get(client_id)
 
     def authenticate(self, client_id: str, client_secret: str) -> Principal | None:
         """The principal when the secret matches, else None (an unknown id costs a hash too,
-        so timing does not tell which ids exist)."""
+        so timing does not tell which ids exist); secrets are compared in constant time.
+
+        Args:
+            client_id: the client's id.
+            client_secret: the secret it sent.
+
+        Returns:
+            The principal, or None.
+        """
         principal = self._by_id.get(client_id)
         if principal is None:
             verify_secret(client_secret, _dummy_hash())
@@ -171,7 +187,20 @@ class Principals:
 
     @classmethod
     def from_dict(cls, obj: Any) -> Principals:
-        """From the parsed file: ``{"principals": [{"client-id", "client-secret", "grants"}]}``."""
+        """Principals from a parsed principals file:
+        ``{"principals": [{"client-id", "client-secret", "grants"}]}``.
+
+        Args:
+            obj: the parsed file.
+
+        Returns:
+            The principals.
+
+        Raises:
+            CatalogConfigError: the file's shape is wrong, naming the entry: no ``principals``
+                list, an empty id or secret, a grant level other than read, write or admin, or
+                an id given twice.
+        """
         if not isinstance(obj, Mapping) or not isinstance(obj.get("principals"), list):
             raise CatalogConfigError("Principals file: expected a top-level 'principals' list")
         out = []
@@ -202,7 +231,17 @@ class Principals:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Principals:
-        """Read a principals YAML file."""
+        """Read a principals YAML file (see the module docstring for its form).
+
+        Args:
+            path: the file.
+
+        Returns:
+            The principals.
+
+        Raises:
+            CatalogConfigError: the file cannot be read, is not YAML, or its shape is wrong.
+        """
         import yaml
 
         try:
