@@ -15,6 +15,10 @@ encoded) and writes what it finds into slot arrays:
   ``item_rows[slot, k]``, where ``k = item_counts[slot]`` counts up (each item slot's values
   in encoding order, ready to use as a column).
 
+A :data:`MARK` op stores no value: it puts the position the next value starts at into
+``vals[row, slot]`` (length -1), so that a caller can find a value's encoded bytes (a
+manifest rewrite copies each entry's ``data_file`` record as it is stored).
+
 A slot of -1 is stepped over without being stored. An int key of an array item with
 ``in_item == 2`` is looked up in ``wanted``: when it is not there, nothing more of that item is
 stored (a planner keeps the metrics of the columns its filter reads, not of every column).
@@ -35,7 +39,7 @@ from numba import njit
 __all__ = ["run"]
 
 # opcodes (kept in step with icepark.avro.compiled)
-LONG, FLOAT, DOUBLE, BOOLEAN, BYTES, FIXED, NULLABLE, ARRAY, END = 1, 2, 3, 4, 5, 6, 7, 8, 9
+LONG, FLOAT, DOUBLE, BOOLEAN, BYTES, FIXED, NULLABLE, ARRAY, END, MARK = range(1, 11)
 FULL, CORRUPT = 1, 2
 
 
@@ -114,6 +118,11 @@ def run(
             slot = ops[pc, 1]
             arg = ops[pc, 2]
             in_item = ops[pc, 3]
+            if code == MARK:  # where the next value starts
+                vals[row, slot] = pos
+                lens[row, slot] = -1
+                pc += 1
+                continue
             if code == NULLABLE:
                 branch, pos, ok = _varint(buf, pos, end)
                 if not ok or branch < 0 or branch > 1:

@@ -37,6 +37,7 @@ from icepark.errors import InvalidAvroFileError
 
 __all__ = [
     "COMPILED_MIN_RECORDS",
+    "MARK",
     "Program",
     "Slots",
     "compile_program",
@@ -46,7 +47,7 @@ __all__ = [
 ]
 
 # opcodes (kept in step with icepark.avro._kernel)
-_LONG, _FLOAT, _DOUBLE, _BOOLEAN, _BYTES, _FIXED, _NULLABLE, _ARRAY, _END = range(1, 10)
+_LONG, _FLOAT, _DOUBLE, _BOOLEAN, _BYTES, _FIXED, _NULLABLE, _ARRAY, _END, _MARK = range(1, 11)
 _FULL, _CORRUPT = 1, 2
 
 _PRIMITIVE_OPS = {
@@ -64,6 +65,10 @@ Path = tuple[str, ...]
 """A value's place in the schema: the field names from the top record; ``"[]"`` for an
 array's items and ``"{}"``/``"{key}"`` for a map's values and keys."""
 
+MARK = "@"
+"""The last name of the path under which :attr:`Program.slots` holds where a marked value
+starts (``(*path, MARK)``; see :func:`compile_program`)."""
+
 COMPILED_MIN_RECORDS = 100_000
 """Reads of at least this many records take the compiled path; smaller ones the
 Python decoders, which start faster (numba's first use in a process costs about half a
@@ -79,7 +84,9 @@ class Program:
 
     ``slots`` maps the path of each value stored per record to its column in
     :attr:`Slots.vals`, ``item_slots`` the path of each value stored in the item table to
-    its number there, ``kinds`` every stored path to its Avro primitive type.
+    its number there, ``kinds`` every stored path to its Avro primitive type (``"position"``
+    for the marks, ``(*path, MARK)``: where each record's value at ``path`` starts in the
+    buffer).
     """
 
     ops: np.ndarray
@@ -94,10 +101,12 @@ class _Compiler:
         named: Mapping[str, Any],
         keep: Callable[[Path], bool],
         keyed: Callable[[Path], bool],
+        marked: Callable[[Path], bool],
     ) -> None:
         self.named = named
         self.keep = keep
         self.keyed = keyed
+        self.marked = marked
         self.ops: list[list[int]] = []
         self.slots: dict[Path, int] = {}
         self.item_slots: dict[Path, int] = {}
@@ -111,6 +120,13 @@ class _Compiler:
         return table.setdefault(path, len(table))
 
     def emit(self, avro: Any, path: Path, in_item: int) -> None:
+        if not in_item and path and self.marked(path):
+            mark = (*path, MARK)
+            self.kinds[mark] = "position"
+            self.ops.append([_MARK, self.slots.setdefault(mark, len(self.slots)), 0, 0])
+        self._value(avro, path, in_item)
+
+    def _value(self, avro: Any, path: Path, in_item: int) -> None:
         avro = resolve_named(avro, self.named)
         if isinstance(avro, list):
             self._union(avro, path, in_item)
@@ -154,7 +170,7 @@ class _Compiler:
         at = len(self.ops)
         self.ops.append([_NULLABLE, 0, nulls[0], in_item])
         before = len(self.ops)
-        self.emit(branches[1 - nulls[0]], path, in_item)
+        self._value(branches[1 - nulls[0]], path, in_item)
         if len(self.ops) == before:
             raise UnsupportedAvroError(f"union of null and nothing at {'.'.join(path)}")
         self.ops[at][1] = len(self.ops) - before  # how many ops the null branch skips
@@ -165,12 +181,15 @@ def compile_program(
     named: Mapping[str, Any],
     keep: Callable[[Path], bool] = lambda p: True,
     keyed: Callable[[Path], bool] = lambda p: False,
+    marked: Callable[[Path], bool] = lambda p: False,
 ) -> Program:
     """The program decoding records of ``writer_schema``, storing the values whose path
     ``keep`` accepts (every value by default; the others are stepped over). An int at a path
     ``keyed`` accepts, the first value of an array item, is a key: an item whose key is not
-    among the wanted keys given to :func:`decode_records` is not stored."""
-    compiler = _Compiler(named, keep, keyed)
+    among the wanted keys given to :func:`decode_records` is not stored. For each value
+    outside arrays at a path ``marked`` accepts, where it starts in the buffer is stored too
+    (under ``(*path, MARK)``), whether the value itself is kept or not."""
+    compiler = _Compiler(named, keep, keyed, marked)
     compiler.emit(writer_schema, (), 0)
     if not compiler.ops:
         raise UnsupportedAvroError("empty record")

@@ -122,6 +122,15 @@ class _CountingStream(io.RawIOBase):
 _BLOCK_BYTES = 64_000  # Avro's default sync interval
 
 
+@dataclass(frozen=True)
+class _EncodedBlock:
+    """Records already encoded, in the shape ``fastavro``'s ``Writer.write_block`` takes
+    (that of its ``block_reader``'s blocks)."""
+
+    num_records: int
+    bytes_: io.BytesIO
+
+
 class AvroFileWriter:
     """Writes records to a new Avro file; ``close()`` publishes it and returns its length.
 
@@ -143,6 +152,9 @@ class AvroFileWriter:
         self._closed = False
         self.length: int | None = None
         self._blocks: AvroBlockWriter | None = None
+        self._encoded: list[bytes] = []  # records given encoded, not yet in a block
+        self._encoded_count = 0
+        self._encoded_size = 0
         if codec_name not in FASTAVRO_CODECS:  # records encoded by fastavro, blocks by us
             self._parsed = parsed
             self._buffer = io.BytesIO()
@@ -168,12 +180,46 @@ class AvroFileWriter:
         self._buffer = io.BytesIO()
         self._count = 0
 
+    def write_encoded(self, count: int, data: bytes) -> None:
+        """Append ``count`` records already encoded in the file's schema (``data``: their
+        bytes one after another, as a block holds them), e.g. copied from a file of the same
+        schema; they go into blocks of about Avro's usual size with the records around
+        them, in order. Nothing checks that the bytes decode: that is the caller's part."""
+        if self._closed:
+            raise ValidationError(f"Cannot write to a closed Avro file: {self.location}")
+        try:
+            if self._blocks is not None:
+                self._buffer.write(data)
+                self._count += count
+                if self._buffer.tell() >= _BLOCK_BYTES:
+                    self._write_block()
+                return
+            self._encoded.append(data)
+            self._encoded_count += count
+            self._encoded_size += len(data)
+            if self._encoded_size >= _BLOCK_BYTES:
+                self._write_encoded()
+        except BaseException:
+            self.abort()
+            raise
+
+    def _write_encoded(self) -> None:
+        """The records given encoded as a block of their own (after fastavro's pending
+        records, which ``write_block`` writes first)."""
+        if self._encoded_count:
+            block = _EncodedBlock(self._encoded_count, io.BytesIO(b"".join(self._encoded)))
+            self._writer.write_block(block)
+        self._encoded = []
+        self._encoded_count = self._encoded_size = 0
+
     def write(self, record: dict[str, Any]) -> None:
         """Append one record. A record that cannot be encoded aborts the whole file (a
         half-encoded record would corrupt it), so the writer cannot be used after that."""
         if self._closed:
             raise ValidationError(f"Cannot write to a closed Avro file: {self.location}")
         try:
+            if self._encoded:
+                self._write_encoded()
             if self._blocks is not None:
                 fastavro.schemaless_writer(self._buffer, self._parsed, record)
                 self._count += 1
@@ -204,6 +250,7 @@ class AvroFileWriter:
             self._closed = True
             return self.length
         try:
+            self._write_encoded()
             self._writer.flush()
         except BaseException:
             self.abort()

@@ -71,6 +71,7 @@ __all__ = [
     "avro_to_type",
     "avro_to_schema",
     "named_avro_types",
+    "expanded_avro",
     "strip_logical_types",
     "to_avro_value",
     "from_avro_value",
@@ -445,6 +446,55 @@ def named_avro_types(avro: Any) -> dict[str, Any]:
 
     visit(avro)
     return found
+
+
+_NOT_ENCODED = frozenset(("doc", "default", "aliases", "namespace"))
+_NAMED_KINDS = frozenset(("record", "enum", "fixed"))
+_COMPLEX_KINDS = frozenset((*_NAMED_KINDS, "array", "map"))
+_AVRO_PRIMITIVES = frozenset(
+    ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
+)
+
+
+def expanded_avro(avro: Any, named_types: Mapping[str, Any] | None = None) -> Any:
+    """``avro`` with each named type written out where it is used and what changes neither
+    the encoding nor what the values mean left out (docs, defaults, aliases, namespaces and
+    the names of records, enums and fixed types). Values encoded in one schema read the same
+    in another whose expanded form is equal (field names, field ids, logical types and the
+    order of union branches all count), so such bytes may be copied from file to file."""
+    named = named_avro_types(avro) if named_types is None else named_types
+
+    def walk(node: Any, seen: frozenset[str]) -> Any:
+        if isinstance(node, str):
+            if node in _AVRO_PRIMITIVES:
+                return node
+            name = node if node in named else node.rsplit(".", 1)[-1]
+            if name not in named:
+                raise InvalidSchemaError(f"Unknown Avro type {node!r}")
+            if name in seen:
+                raise InvalidSchemaError(f"Recursive Avro type {node!r}")
+            return walk(named[name], seen | {name})
+        if isinstance(node, list):
+            return [walk(branch, seen) for branch in node]
+        if not isinstance(node, dict):
+            return node
+        kind = node.get("type")
+        kind = kind if isinstance(kind, str) else None
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in _NOT_ENCODED or (key == "name" and kind in _NAMED_KINDS):
+                continue
+            if key == "type" and kind in _COMPLEX_KINDS:
+                out[key] = value
+            elif key in ("type", "items", "values"):
+                out[key] = walk(value, seen)
+            elif key == "fields" and isinstance(value, list):
+                out[key] = [walk(f, seen) for f in value]
+            else:
+                out[key] = value
+        return out
+
+    return walk(avro, frozenset())
 
 
 def avro_to_schema(avro: Any) -> Schema:

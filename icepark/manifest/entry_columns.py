@@ -35,10 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from icepark.avro.blocks import parse_schema_text, read_avro_blocks
-from icepark.avro.compiled import ABSENT, NULL, Path, Program, Slots, compile_program
+from icepark.avro.blocks import parse_schema_text, read_avro_blocks, resolve_named
+from icepark.avro.compiled import ABSENT, MARK, NULL, Path, Program, Slots, compile_program
 from icepark.avro.compiled import decode_records as _decode_records
-from icepark.avro.schema import from_avro_value
+from icepark.avro.schema import expanded_avro, from_avro_value
 from icepark.errors import InvalidAvroFileError
 from icepark.lru import LruCache
 from icepark.manifest.reader import MALFORMED, EntryDecoder
@@ -235,12 +235,29 @@ def _program(
     key = (text, metrics)
 
     def build() -> Program:
+        marked = _marked_paths(writer_schema, named, decoder)
         if metrics is None:
-            return compile_program(writer_schema, named)
+            return compile_program(writer_schema, named, marked=marked)
         keep, keyed = _planning_paths(decoder, metrics)
-        return compile_program(writer_schema, named, keep, keyed)
+        return compile_program(writer_schema, named, keep, keyed, marked)
 
     return _PROGRAMS.get_or_compute(key, build)
+
+
+def _marked_paths(
+    writer_schema: Any, named: dict[str, Any], decoder: EntryDecoder
+) -> Callable[[Path], bool]:
+    """Where the program marks each record's values (:data:`~icepark.avro.compiled.MARK`):
+    the ``data_file`` record, the top-level field after it (where the record ends) and its
+    ``first_row_id``, so that a rewrite can copy a data file's record as it is stored
+    (:meth:`EntryColumns.data_file_records`)."""
+    df = decoder.top_names[2]
+    top = [f.get("name") for f in resolve_named(writer_schema, named).get("fields", [])]
+    after = top[top.index(df) + 1 :] if df in top else []
+    marks = {(df,), *(((after[0],),) if after else ())}
+    if _ROW_ID in decoder.file_names:
+        marks.add((df, decoder.file_names[_ROW_ID]))
+    return marks.__contains__
 
 
 def _planning_paths(
@@ -704,6 +721,42 @@ class EntryColumns:
     def raw(self) -> bytes:
         """The decompressed records, which :meth:`metric_bounds` points into."""
         return self._raw
+
+    def _mark(self, path: Path) -> np.ndarray | None:
+        slot = self.program.slots.get((*path, MARK))
+        return None if slot is None else self.slots.vals[:, slot]
+
+    def data_file_records(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where each entry's ``data_file`` record is in :attr:`raw`, as stored: (starts,
+        ends), so that it can be copied into a manifest of the same ``data_file`` schema."""
+        starts = self._mark((self._data_file,))
+        assert starts is not None  # every program marks it (_marked_paths)
+        ends = self._after_data_file
+        return starts, (self.slots.starts[1:] if ends is None else ends)
+
+    @cached_property
+    def _after_data_file(self) -> np.ndarray | None:
+        for path, slot in self.program.slots.items():
+            if len(path) == 2 and path[1] == MARK and path[0] != self._data_file:
+                return self.slots.vals[:, slot]
+        return None
+
+    def stored_first_row_ids(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Where each entry's ``first_row_id`` starts in :attr:`raw` (the union's branch),
+        and which entries have it stored as null (before inheritance); None when the data
+        files have no such field."""
+        path = self._file(_ROW_ID)
+        starts = None if path is None else self._mark(path)
+        if starts is None:
+            return None
+        return starts, self._ints(path)[1]
+
+    @cached_property
+    def data_file_avro(self) -> Any:
+        """The writer's Avro schema of the ``data_file`` record, expanded
+        (:func:`~icepark.avro.schema.expanded_avro`): records stored in it may be copied into
+        a manifest whose ``data_file`` schema expands to the same."""
+        return expanded_avro(self.decoder.top_fields[2]["type"], self.decoder.named)
 
     # -- entries --------------------------------------------------------------------------------
 

@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from types import TracebackType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import fastavro
+import numpy as np
 
-from icepark.avro.file import AvroFileWriter
+from icepark.avro.file import AvroFileWriter, write_long
 from icepark.avro.schema import (
+    expanded_avro,
     schema_to_avro,
     to_avro_value,
 )
@@ -63,6 +66,9 @@ from icepark.spec.types import (
     StructType,
     UUIDType,
 )
+
+if TYPE_CHECKING:
+    from icepark.manifest.entry_columns import EntryColumns
 
 __all__ = [
     "ManifestWriter",
@@ -118,6 +124,9 @@ class _FieldSummary:
 
 # -- writing ---------------------------------------------------------------------------------
 
+_COPY_BLOCK = 64_000
+"""About the bytes of copied records handed to the Avro writer at once."""
+
 
 @lru_cache(maxsize=256)
 def _entry_schemas(
@@ -128,6 +137,36 @@ def _entry_schemas(
     entry_schema = manifest_entry_schema(format_version, partition_type)
     avro = fastavro.parse_schema(schema_to_avro(entry_schema, "manifest_entry"))
     return iceberg_schema_json(entry_schema), cast(dict[str, Any], avro)
+
+
+@lru_cache(maxsize=256)
+def _data_file_avro(format_version: int, partition_type: StructType) -> Any:
+    """The ``data_file`` record of the manifest entry schema, expanded
+    (:func:`~icepark.avro.schema.expanded_avro`): what a copied record must be stored in."""
+    entry = schema_to_avro(manifest_entry_schema(format_version, partition_type), "manifest_entry")
+    field = next(f for f in entry["fields"] if f.get("field-id") == 2)
+    return expanded_avro(field["type"])
+
+
+def _optional_long(value: int) -> bytes:
+    """A ``["null", "long"]`` union's encoding of ``value`` (-1: null)."""
+    return b"\x00" if value == -1 else b"\x02" + write_long(value)
+
+
+@dataclass
+class _Copies:
+    """How some entries of one manifest decoded into arrays are copied: where each one's
+    data file record is in the manifest's bytes, which of the distinct encoded ``heads``
+    (status EXISTING, snapshot id, sequence numbers) each new record starts with, and the
+    records of entries whose inherited first row id is written in (by their index among
+    the entries)."""
+
+    raw: bytes
+    starts: np.ndarray
+    ends: np.ndarray
+    head_of: np.ndarray
+    heads: list[bytes]
+    patched: dict[int, bytes]
 
 
 def _json(obj: Any) -> str:
@@ -211,6 +250,127 @@ class ManifestWriter:
         self.write_entry(
             entry.replace(status=ManifestEntryStatus.DELETED, snapshot_id=self.snapshot_id)
         )
+
+    def existing_rows(
+        self, sources: Sequence[EntryColumns], which: np.ndarray, rows: np.ndarray
+    ) -> None:
+        """Carry over entry ``rows[i]`` of the manifest ``sources[which[i]]`` (decoded into
+        arrays) for each ``i`` in order, as :meth:`existing` carries an entry: status
+        EXISTING, its snapshot id, sequence numbers and (v3) first row id kept.
+
+        A manifest whose ``data_file`` schema is the one this writer writes (the same format
+        version and partition type, which Java's manifests share with icepark's) has each
+        entry's data file record copied as it is stored: only the entry's status, snapshot
+        id and sequence numbers are encoded here, and a first row id the file inherits is
+        written into its record. The entries of other manifests are made objects and
+        written one at a time."""
+        if self._manifest_file is not None:
+            raise ValidationError(f"Cannot add to a closed manifest writer: {self.location}")
+        n = len(rows)
+        starts = np.zeros(n, dtype=np.int64)
+        ends = np.zeros(n, dtype=np.int64)
+        head_of = np.full(n, -1, dtype=np.int64)  # -1: written as an object
+        heads: list[bytes] = []
+        raws: dict[int, bytes] = {}
+        patched: dict[int, bytes] = {}
+        for w in np.unique(which).tolist():
+            at = np.flatnonzero(which == w)
+            c = self._copies(sources[w], rows[at])
+            if c is None:
+                continue
+            raws[w] = c.raw
+            starts[at], ends[at] = c.starts, c.ends
+            head_of[at] = c.head_of + len(heads)
+            heads += c.heads
+            patched.update((int(at[k]), body) for k, body in c.patched.items())
+        parts: list[bytes] = []
+        size = count = 0
+        entries = zip(which.tolist(), starts.tolist(), ends.tolist(), head_of.tolist(), strict=True)
+        for i, (w, start, end, h) in enumerate(entries):
+            if h < 0:
+                if count:
+                    self._writer.write_encoded(count, b"".join(parts))
+                    parts, size, count = [], 0, 0
+                self.existing(sources[w].entry(int(rows[i])))
+                continue
+            body = patched.get(i) if patched else None
+            if body is None:
+                body = raws[w][start:end]
+            parts.append(heads[h])
+            parts.append(body)
+            size += len(body)
+            count += 1
+            if size >= _COPY_BLOCK:
+                self._writer.write_encoded(count, b"".join(parts))
+                parts, size, count = [], 0, 0
+        if count:
+            self._writer.write_encoded(count, b"".join(parts))
+
+    def can_copy(self, columns: EntryColumns) -> bool:
+        """Does :meth:`existing_rows` copy the data file records of ``columns`` as they are
+        stored? When the manifest's ``data_file`` schema is the one this writer writes
+        (compared expanded: :func:`~icepark.avro.schema.expanded_avro`)."""
+        return bool(
+            columns.data_file_avro == _data_file_avro(self.format_version, self._partition_type)
+        )
+
+    def _copies(self, columns: EntryColumns, rows: np.ndarray) -> _Copies | None:
+        """How entries ``rows`` of ``columns`` are copied (None when their records cannot
+        be), after the checks :meth:`write_entry` makes, with the counts, partition
+        summaries and lowest sequence number it keeps updated for all of them at once."""
+        if not self.can_copy(columns):
+            return None
+        snapshot, seq, file_seq, row_ids = (a[rows] for a in columns.inherited)
+        content = columns.content[rows]
+        is_data = content == int(FileContent.DATA)
+        wrong = np.flatnonzero(is_data != (self.content == ManifestContent.DATA))
+        if len(wrong):
+            kind = "data" if self.content == ManifestContent.DATA else "delete"
+            raise ValidationError(
+                f"Cannot add {FileContent(int(content[wrong[0]])).name} file to a {kind} "
+                f"manifest: {columns.file_field('file_path', int(rows[wrong[0]]))}"
+            )
+        if self.format_version >= 2 and (seq == -1).any():
+            r = int(rows[np.flatnonzero(seq == -1)[0]])
+            raise ValidationError(
+                f"Only entries with status ADDED can have null sequence number: "
+                f"{columns.file_field('file_path', r)}"
+            )
+        raw = columns.raw
+        all_starts, all_ends = columns.data_file_records()
+        starts, ends = all_starts[rows], all_ends[rows]
+        patched: dict[int, bytes] = {}
+        stored = columns.stored_first_row_ids() if self.format_version >= 3 else None
+        if stored is not None:  # v3: a first row id the file inherits is written in
+            at, stored_null = stored
+            inherits = np.flatnonzero(stored_null[rows] & is_data & (row_ids != -1))
+            for k, p in zip(inherits.tolist(), at[rows[inherits]].tolist(), strict=True):
+                if raw[p] != 0:  # not the one-byte null branch this schema writes
+                    return None
+                row_id = _optional_long(int(row_ids[k]))
+                patched[k] = raw[int(starts[k]) : p] + row_id + raw[p + 1 : int(ends[k])]
+        keys = np.stack([snapshot, seq, file_seq], axis=1)
+        distinct, head_of = np.unique(keys, axis=0, return_inverse=True)
+        heads = []
+        for snap, data_seq, file_seq_number in distinct.tolist():
+            head = b"\x00" + _optional_long(snap)  # status EXISTING
+            if self.format_version >= 2:
+                head += _optional_long(data_seq) + _optional_long(file_seq_number)
+            heads.append(head)
+        # what write_entry keeps, for all the rows at once
+        existing = ManifestEntryStatus.EXISTING
+        self._files[existing] += len(rows)
+        self._rows[existing] += int(columns.record_count[rows].sum())
+        tuples, partition_of = columns.partitions()
+        for k in np.unique(partition_of[rows]).tolist():
+            for summary, value in zip(self._summaries, tuples[k], strict=True):
+                summary.update(value)
+        known = seq[seq != -1]
+        if len(known):
+            low = int(known.min())
+            if self._min_sequence_number is None or low < self._min_sequence_number:
+                self._min_sequence_number = low
+        return _Copies(raw, starts, ends, head_of.reshape(-1), heads, patched)
 
     def write_entry(self, entry: ManifestEntry) -> None:
         """Write an entry as it is (status, snapshot id and sequence numbers unchanged)."""

@@ -161,8 +161,9 @@ class _ManifestRewriter(SnapshotProducer):
     ) -> list[ManifestFile] | None:
         """:meth:`_regroup` for a huge table: the manifests decoded into arrays
         (:func:`~icepark.planning.walk.scan_columns`), sorted and cut by partition keys held
-        as integers, each entry made an object only while it is written (None when a
-        manifest cannot be read so: the caller reads them entry by entry)."""
+        as integers, each entry's data file record copied as it is stored where the
+        manifests' schemas allow (:meth:`~icepark.manifest.ManifestWriter.existing_rows`;
+        None when a manifest cannot be read so: the caller reads them entry by entry)."""
         scanned = list(scan_columns(self.io, manifests))
         if any(len(found) == 2 for found in scanned):
             return None
@@ -193,13 +194,13 @@ class _ManifestRewriter(SnapshotProducer):
                 cuts.append(start)
         cuts.append(total)
         out = []
+        sources = [columns for columns, _, _ in held]
         for lo, hi in itertools.pairwise(cuts):
             if lo == hi:
                 continue
 
             def fill(writer: ManifestWriter, part: np.ndarray = order[lo:hi]) -> None:
-                for i, r in zip(source[part].tolist(), rows[part].tolist(), strict=True):
-                    writer.existing(held[i][0].entry(r))
+                writer.existing_rows(sources, source[part], rows[part])
 
             out.append(self._new_manifest(base, self.spec_id, snapshot_id, content, fill))
         return _checked(out, total)

@@ -10,7 +10,7 @@ import pytest
 
 from icepark.catalog import Catalog, SqlCatalog
 from icepark.errors import ValidationError
-from icepark.manifest import ManifestContent
+from icepark.manifest import ManifestContent, ManifestFile
 from icepark.planning.walk import manifests_of, read_entries
 from icepark.spec import properties as P
 from icepark.table import Table
@@ -292,3 +292,84 @@ def test_rewrite_manifests_by_arrays_writes_what_entry_by_entry_writes(
         by_columns = rewritten(f"db.c{len(options)}", **options)
         monkeypatch.undo()
         assert by_columns == by_entries
+
+
+def _records(table: Table, m: ManifestFile) -> bytes:
+    """A manifest's records, decompressed, one after another."""
+    from icepark.avro.blocks import read_avro_blocks
+
+    data = table.io.new_input(m.manifest_path).read_bytes()
+    return bytes(read_avro_blocks(m.manifest_path, data).records()[0])
+
+
+def _facts(m: ManifestFile) -> ManifestFile:
+    """What a manifest list says of a manifest, less where it is and what the commit that
+    made it gives it (snapshot id, sequence number, v3 first row id)."""
+    return m.replace(
+        manifest_path="",
+        manifest_length=0,
+        added_snapshot_id=0,
+        sequence_number=0,
+        first_row_id=None,
+    )
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_rewrite_manifests_copying_records_writes_what_objects_write(
+    catalog: Catalog, monkeypatch: pytest.MonkeyPatch, version: int
+) -> None:
+    """A huge table's rewrite copies each entry's data file record as stored
+    (ManifestWriter.existing_rows); on two branches of one table, rewritten once so and once
+    with every entry made an object, the new manifests hold the same bytes (decompressed),
+    counts and summaries, for each of two partition specs; the plans are unchanged."""
+    from icepark.avro.compiled import kernel_available
+    from icepark.manifest import ManifestWriter
+    from icepark.table.maintenance.rewrite_manifests import rewrite_manifests
+
+    if not kernel_available():
+        pytest.skip("numba is not importable")
+    import icepark.planning.walk as walk
+
+    props = {"commit.manifest-merge.enabled": "false", "format-version": str(version)}
+    if version >= 2:
+        props["write.delete.mode"] = "merge-on-read"
+    table = catalog.create_table("db.t", SCHEMA, partition_by=["category"], properties=props)
+    for i in range(4):
+        table.append(_rows(range(i * 9, i * 9 + 9)))
+    with table.update_spec() as u:
+        u.add_field("day")
+    for i in range(4, 8):
+        table.append(_rows(range(i * 9, i * 9 + 9)))
+    table.delete("id = 4 or id = 50")
+    head = table.current_snapshot()
+    assert head is not None
+    plan = sorted(t.file.file_path for t in table.scan().plan_files())
+    copying: list[bool] = []
+    can_copy = ManifestWriter.can_copy
+
+    def spy(self: ManifestWriter, columns: object) -> bool:
+        copying.append(can_copy(self, columns))  # type: ignore[arg-type]
+        return copying[-1]
+
+    monkeypatch.setattr(walk, "COLUMNS_MIN_ENTRIES", 0)
+    written: dict[str, list[tuple[bytes, ManifestFile]]] = {}
+    for spec_id in (0, 1):
+        for way in ("copied", "objects"):
+            branch = f"{way}{spec_id}"
+            table.create_branch(branch, head.snapshot_id)
+            if way == "objects":
+                monkeypatch.setattr(ManifestWriter, "can_copy", lambda self, columns: False)
+            else:
+                monkeypatch.setattr(ManifestWriter, "can_copy", spy)
+            result = rewrite_manifests(table, spec_id=spec_id, branch=branch)
+            assert result.rewritten_manifests_count >= 4
+            snap = table.metadata.snapshot_by_name(branch)
+            new = [
+                m for m in manifests_of(table.io, snap) if m.added_snapshot_id == snap.snapshot_id
+            ]
+            assert new and all(m.partition_spec_id == spec_id for m in new)
+            written[branch] = [(_records(table, m), _facts(m)) for m in new]
+            tasks = table.scan(snapshot_id=snap.snapshot_id).plan_files()
+            assert sorted(t.file.file_path for t in tasks) == plan
+        assert written[f"copied{spec_id}"] == written[f"objects{spec_id}"]
+    assert copying and all(copying)  # every manifest's records were copied
