@@ -600,7 +600,7 @@ class Catalog(ViewCatalog, ABC):
         except CommitStateUnknownError:
             raise
         except IceparkError:
-            self._delete_quietly(new_location)
+            self.io.delete_quietly(new_location)
             raise
         self._delete_old_metadata(current, new_metadata)
         return CommitResult(new_metadata, new_location)
@@ -625,12 +625,12 @@ class Catalog(ViewCatalog, ABC):
         except CommitStateUnknownError:
             raise
         except CommitFailedError as exc:
-            self._delete_quietly(new_location)
+            self.io.delete_quietly(new_location)
             if self.table_exists(ident):
                 raise TableAlreadyExistsError(f"Table already exists: {name}") from exc
             raise
         except IceparkError:
-            self._delete_quietly(new_location)
+            self.io.delete_quietly(new_location)
             raise
         return CommitResult(new_metadata, new_location)
 
@@ -707,7 +707,7 @@ class Catalog(ViewCatalog, ABC):
             raise
         except BaseException:
             for location in written:
-                self._delete_quietly(location)
+                self.io.delete_quietly(location)
             raise
         for (_, _, current, new_metadata), result in zip(plans, results, strict=True):
             if current is not None and result.metadata is new_metadata:
@@ -792,12 +792,6 @@ class Catalog(ViewCatalog, ABC):
             data = gzip.compress(data, mtime=0)
         self.io.new_output(location).write_bytes(data, overwrite=False)
 
-    def _delete_quietly(self, location: str) -> None:
-        try:
-            self.io.delete(location)
-        except Exception:
-            pass
-
     def _delete_old_metadata(self, base: TableMetadata, new: TableMetadata) -> None:
         """After a commit, with ``write.metadata.delete-after-commit.enabled`` (read from the
         new metadata), delete the metadata files the base logged that the new metadata's log
@@ -812,7 +806,7 @@ class Catalog(ViewCatalog, ABC):
         kept = {e.metadata_file for e in new.metadata_log}
         for entry in base.metadata_log:
             if entry.metadata_file not in kept:
-                self._delete_quietly(entry.metadata_file)
+                self.io.delete_quietly(entry.metadata_file)
 
 
 def _creates(requirements: Sequence[TableRequirement]) -> bool:

@@ -248,7 +248,7 @@ class ViewCatalog:
         except CommitStateUnknownError:
             raise
         except IceparkError as exc:
-            _delete_quietly(self.io, new_location)
+            self.io.delete_quietly(new_location)
             if isinstance(exc, CommitFailedError):
                 raise ViewAlreadyExistsError(
                     f"Cannot create view {'.'.join(ident)}: the name is taken"
@@ -303,7 +303,7 @@ class ViewCatalog:
         except CommitStateUnknownError:
             raise
         except IceparkError:
-            _delete_quietly(self.io, new_location)
+            self.io.delete_quietly(new_location)
             raise
         return ViewCommitResult(new_metadata, new_location)
 
@@ -313,7 +313,7 @@ class ViewCatalog:
         ident = to_identifier(identifier)
         location = self._view_location(ident)
         self._remove_view_entry(ident)
-        _delete_quietly(self.io, location)
+        self.io.delete_quietly(location)
 
     def rename_view(
         self, from_identifier: str | Sequence[str], to_identifier_: str | Sequence[str]
@@ -357,13 +357,6 @@ def _read_view(io: FileIO, location: str) -> ViewMetadata:
     if data[:2] == GZIP_MAGIC:
         data = gunzip_metadata(data, f"view metadata {location}")
     return read_view_metadata_json(data, location)
-
-
-def _delete_quietly(io: FileIO, location: str) -> None:
-    try:
-        io.delete(location)
-    except Exception:
-        pass
 
 
 class View:

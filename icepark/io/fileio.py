@@ -213,6 +213,14 @@ class FileIO(ABC):
     def delete(self, location: str) -> None:
         """Delete one file; :class:`NoSuchFileError` if it does not exist."""
 
+    def delete_quietly(self, location: str) -> None:
+        """Delete one file, ignoring any failure: cleanup after a failed write or commit,
+        where the first error is the one to report and a file left over is an orphan."""
+        try:
+            self.delete(location)
+        except Exception:
+            pass
+
     @abstractmethod
     def list_prefix(self, location: str) -> list[FileEntry]:
         """Every file under the folder ``location`` (recursively); empty if there is none."""

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from icepark.errors import InvalidSchemaError, ValidationError
+from icepark.errors import CommitStateUnknownError, InvalidSchemaError, ValidationError
 from icepark.puffin.file import PuffinWriter, parse_footer
 from icepark.puffin.theta import (
     NDV_PROPERTY,
@@ -132,7 +132,8 @@ def compute_table_stats(
     Raises:
         ValidationError: no such snapshot, a column that does not exist or is not
             primitive, or no column to compute.
-        CommitFailedError: a concurrent commit conflicts.
+        CommitFailedError: a concurrent commit conflicts (the statistics file written is
+            deleted again).
         NoSuchTableError: the table does not exist.
     """
     from pyspark.sql import functions as F
@@ -191,7 +192,13 @@ def compute_table_stats(
             for b in writer.blobs
         ),
     )
-    resolved.commit(
-        [AssertTableUUID(resolved.metadata.table_uuid)], [SetStatisticsUpdate(statistics)]
-    )
+    try:
+        resolved.commit(
+            [AssertTableUUID(resolved.metadata.table_uuid)], [SetStatisticsUpdate(statistics)]
+        )
+    except CommitStateUnknownError:
+        raise  # the commit may have landed: the file may be referenced
+    except BaseException:
+        resolved.io.delete_quietly(location)  # nothing references it: leave nothing behind
+        raise
     return statistics

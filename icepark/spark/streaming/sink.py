@@ -316,7 +316,7 @@ class IcebergStreamWriter(DataSourceStreamArrowWriter):
         table = _load(self.options)
         if query_id is None:
             for f in files:
-                _delete_quietly(table.io, f.file_path)
+                table.io.delete_quietly(f.file_path)
             raise ValidationError(
                 f"Cannot commit epoch {batchId} to table {table.name} exactly once: the "
                 "streaming query id is unknown (set option checkpointLocation)"
@@ -333,14 +333,7 @@ class IcebergStreamWriter(DataSourceStreamArrowWriter):
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         for f in self._files(messages):
-            _delete_quietly(self.io, f.file_path)
-
-
-def _delete_quietly(io: FileIO, path: str) -> None:
-    try:
-        io.delete(path)
-    except Exception:
-        pass
+            self.io.delete_quietly(f.file_path)
 
 
 # -- foreachBatch on the batch write path ------------------------------------------------------

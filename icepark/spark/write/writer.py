@@ -345,7 +345,7 @@ def _write_native(
         data = [e for e in entries if _is_data_file(e.location)]
         for e in entries:
             if not _is_data_file(e.location):
-                _delete_quietly(io, e.location)
+                io.delete_quietly(e.location)
         config = MetricsConfig.from_properties(props, schema, order)
         sorted_order = order if complete and not order.is_unsorted else None
 
@@ -380,13 +380,6 @@ def _table_location(out: str, listed: str) -> str:
 def _is_data_file(location: str) -> bool:
     name = location.rsplit("/", 1)[-1]
     return name.endswith(".parquet") and not name.startswith((".", "_"))
-
-
-def _delete_quietly(io: FileIO, location: str) -> None:
-    try:
-        io.delete(location)
-    except Exception:
-        pass
 
 
 def _delete_prefix_quietly(io: FileIO, location: str) -> None:
@@ -453,7 +446,7 @@ def _delete_written(io: FileIO, metadata: TableMetadata, write_uuid: str) -> Non
         return
     for e in entries:
         if write_uuid in e.location.rsplit("/", 1)[-1]:
-            _delete_quietly(io, e.location)
+            io.delete_quietly(e.location)
 
 
 # -- entry point ------------------------------------------------------------------------------
@@ -530,7 +523,7 @@ def write_files(
         )
     for f in files:
         if f.record_count == 0:  # Spark writes a schema-only file for an empty input
-            _delete_quietly(table.io, f.file_path)
+            table.io.delete_quietly(f.file_path)
     return [f for f in files if f.record_count > 0]
 
 

@@ -170,7 +170,7 @@ class SnapshotProducer:
             return self._produce(base, written)
         except BaseException:
             for path in written:
-                _delete_quietly(self.io, path)
+                self.io.delete_quietly(path)
             raise
 
     def _produce(self, base: TableMetadata, written: list[str]) -> ProducedSnapshot:
@@ -452,7 +452,7 @@ class SnapshotProducer:
 
     def _forget_reusable(self) -> None:
         for path in self._reusable:
-            _delete_quietly(self.io, path)
+            self.io.delete_quietly(path)
         self._reusable.clear()
         self._added_manifests = None
         self._rewritten.clear()
@@ -465,7 +465,7 @@ class SnapshotProducer:
         keep = set() if committed is None else {m.manifest_path for m in committed.manifests}
         for path in self._reusable:
             if path not in keep:
-                _delete_quietly(self.io, path)
+                self.io.delete_quietly(path)
         self._reusable = [p for p in self._reusable if p in keep]
 
 
@@ -496,10 +496,3 @@ def _pack(manifests: list[ManifestFile], target: int) -> Iterable[list[ManifestF
         size += m.manifest_length
     if bin_:
         yield bin_
-
-
-def _delete_quietly(io: FileIO, path: str) -> None:
-    try:
-        io.delete(path)
-    except Exception:
-        pass

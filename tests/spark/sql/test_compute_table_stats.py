@@ -142,3 +142,31 @@ def test_no_snapshot_no_file_and_bad_columns(spark: Any, catalog: Any) -> None:
     with pytest.raises(ValidationError, match="x"):
         run_extension(spark, parsed, catalog, "fs")
     assert table.refresh().metadata.statistics == ()
+
+
+def test_a_failed_commit_leaves_no_statistics_file(
+    spark: Any, catalog: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit that fails (a conflict) leaves no statistics file behind; one whose outcome
+    is unknown keeps it (the commit may have landed and reference it)."""
+    from pathlib import Path
+
+    import pyarrow as pa
+
+    from icepark import schema
+    from icepark.errors import CommitFailedError, CommitStateUnknownError
+    from icepark.spark import compute_table_stats
+
+    table = catalog.create_table("db.conflict", schema(("id", "long", True)))
+    table.append(pa.table({"id": pa.array([1, 2, 3], pa.int64())}))
+    folder = Path(table.metadata_location.rsplit("/", 1)[0].removeprefix("file:"))
+    for error, left in ((CommitFailedError, 0), (CommitStateUnknownError, 1)):
+
+        def fail(*args: Any, error: type[Exception] = error, **kwargs: Any) -> None:
+            raise error("refused by the test")
+
+        monkeypatch.setattr(table, "commit", fail)
+        with pytest.raises(error):
+            compute_table_stats(spark, table, catalog=catalog)
+        assert len(list(folder.glob("*.stats"))) == left
+    assert catalog.load_table("db.conflict").metadata.statistics == ()
