@@ -40,8 +40,6 @@ STRINGS = ["", "a", "abcdef", "ünïcödé-string", "😀😀😀😀"]
 
 
 def test_transforms_match_icepark(spark: Any) -> None:
-    from pyspark.sql import functions as F
-
     cases = [
         (TimestamptzType(), "timestamp_micros(v)", MICROS, ["year", "month", "day", "hour"]),
         (TimestampType(), None, MICROS, ["year", "month", "day", "hour"]),
@@ -58,7 +56,7 @@ def test_transforms_match_icepark(spark: Any) -> None:
             df = spark.createDataFrame([(v,) for v in values], "v long").selectExpr(f"{expr} AS c")
         for name in transforms:
             transform = parse_transform(name)
-            column = transform_column(transform, source, F.col("c"))
+            column = transform_column(transform, source, "c")
             assert column is not None
             got = [r[0] for r in df.select(column).collect()]
             want = [transform.apply(source, v) for v in values]
@@ -67,6 +65,6 @@ def test_transforms_match_icepark(spark: Any) -> None:
     transform = parse_transform("truncate[3]")
     got = [
         r[0]
-        for r in strings.select(transform_column(transform, StringType(), F.col("c"))).collect()
+        for r in strings.select(transform_column(transform, StringType(), "c")).collect()
     ]
     assert got == [transform.apply(StringType(), s) for s in STRINGS]

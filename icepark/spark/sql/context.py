@@ -120,9 +120,25 @@ class SqlContext:
 
     def sql(self, text: str) -> DataFrame:
         """``spark.sql(text)`` where each name :meth:`register` gave (quoted in ``text``)
-        stands for its DataFrame (see the module docstring); the names are forgotten."""
+        stands for its DataFrame (see the module docstring), and Iceberg's functions
+        (``system.bucket(16, id)``, ...) are computed as
+        :func:`~icepark.spark.sql.functions.with_iceberg_functions` says; the names are
+        forgotten."""
+        from icepark.spark.sql.functions import with_iceberg_functions
+
+        try:
+            text = with_iceberg_functions(self, text)
+            return self._spark_sql(text)
+        finally:
+            self.frames.clear()
+
+    def analyse(self, text: str) -> Any:
+        """The schema of the query ``text`` as Spark analyses it (nothing runs), the names
+        :meth:`register` gave standing for their DataFrames, which stay registered."""
+        return self._spark_sql(text).schema
+
+    def _spark_sql(self, text: str) -> DataFrame:
         used = {name: df for name, df in self.frames.items() if f"`{name}`" in text}
-        self.frames.clear()
         if not used:
             return self.spark.sql(text)
         # every other brace is the text's own (in a string literal): doubled for the formatter

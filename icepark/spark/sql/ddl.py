@@ -259,6 +259,13 @@ def _like(pattern: str | None) -> Any:
     return lambda name: any(a.match(name) for a in alts)
 
 
+def _temporary_views(ctx: SqlContext) -> list[str]:
+    """The names of the session's temporary views (Spark's ``SHOW VIEWS`` rows marked
+    temporary)."""
+    rows = ctx.spark.sql("SHOW VIEWS IN spark_catalog.default").collect()
+    return [str(r["viewName"]) for r in rows if r["isTemporary"]]
+
+
 def show(ctx: SqlContext, stmt: Statement) -> DataFrame:
     m = re.match(r"\s*SHOW\s+(?P<what>\w+)(?P<rest>.*)$", stmt.text, re.I | re.S)
     assert m is not None
@@ -282,7 +289,7 @@ def show(ctx: SqlContext, stmt: Statement) -> DataFrame:
     if what in ("TABLES", "VIEWS"):
         found = _IN.match(rest)
         bare = re.match(r"^\s*(?:LIKE\s+'(?P<like>[^']*)')?\s*$", rest, re.I)
-        if found is None and (bare is None or not ctx.current_namespace):
+        if found is None and (bare is None or (what == "TABLES" and not ctx.current_namespace)):
             raise UnsupportedSqlError(
                 f"SHOW {what} without IN <namespace> (and no USE <namespace> before)", stmt.text
             )
@@ -293,9 +300,14 @@ def show(ctx: SqlContext, stmt: Statement) -> DataFrame:
             idents = ctx.catalog.list_tables(ns)
             schema = "namespace string, tableName string, isTemporary boolean"
         else:
-            idents = ctx.catalog.list_views(ns) if ctx.catalog.supports_views else []
+            # the current namespace's (none in the root of icepark's catalogs), and Spark's
+            # temporary views, as Java's SHOW VIEWS lists them
+            holds = ctx.catalog.supports_views and ns
+            idents = ctx.catalog.list_views(ns) if holds else []
             schema = "namespace string, viewName string, isTemporary boolean"
         rows = [(".".join(i[:-1]), i[-1], False) for i in idents if match(i[-1])]
+        if what == "VIEWS":
+            rows += [("", name, True) for name in _temporary_views(ctx) if match(name)]
         return ctx.spark.createDataFrame(sorted(rows), schema)
     if what == "TBLPROPERTIES":
         pm = re.match(r"\s*(?P<t>[`\w.]+)\s*(?:\(\s*'(?P<key>[^']*)'\s*\))?\s*$", rest)

@@ -257,7 +257,23 @@ def _condition(
     expr, texts = to_filter(conjuncts, resolved.table.schema(), lambda c: True, utc)
     if expr is not None and len(texts) == len(conjuncts):
         return expr
-    return F.expr(cond.sql(dialect="spark"))
+    return F.expr(_over_target(ctx, cond.sql(dialect="spark"), resolved))
+
+
+def _over_target(
+    ctx: SqlContext, sql: str, resolved: Resolved, source: DataFrame | None = None
+) -> str:
+    """``sql`` over the target's columns (and the MERGE source's, as ``t`` and ``s``) with
+    Iceberg's system functions in it computed (:mod:`icepark.spark.sql.functions`)."""
+    if "system" not in sql.lower():
+        return sql
+    from icepark.spark.sql.functions import with_iceberg_functions_over
+
+    assert resolved.table is not None
+    schema = to_spark_schema(resolved.table.schema(), with_ids=False)
+    target = ctx.spark.createDataFrame([], schema)
+    sources = {"t": target, "s": source} if source is not None else {"t": target}
+    return with_iceberg_functions_over(ctx, sql, sources)
 
 
 def _wap_id(ctx: SqlContext, resolved: Resolved) -> str | None:
@@ -285,7 +301,8 @@ def _update(ctx: SqlContext, tree: exp.Update, node: exp.Table, resolved: Resolv
     for item in tree.expressions:
         if not isinstance(item, exp.EQ) or not isinstance(item.this, exp.Column):
             raise UnsupportedSqlError(f"UPDATE assignment {item.sql('spark')}", ctx.statement)
-        values[item.this.name] = _unqualified(item.expression, quals).sql(dialect="spark")
+        value = _unqualified(item.expression, quals).sql(dialect="spark")
+        values[item.this.name] = _over_target(ctx, value, resolved)
     where = _condition(ctx, tree.args.get("where"), resolved, node)
     assert resolved.table is not None
     update(
@@ -332,7 +349,7 @@ def _merge(ctx: SqlContext, tree: exp.Merge, node: exp.Table, resolved: Resolved
         names[table_parts(node)[-1].lower()] = "t"
 
     def sql(e: exp.Expr) -> str:
-        return _renamed(e, names).sql(dialect="spark")
+        return _over_target(ctx, _renamed(e, names).sql(dialect="spark"), resolved, source)
 
     clauses = []
     whens = tree.args.get("whens")

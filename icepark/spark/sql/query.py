@@ -248,9 +248,12 @@ def run_query(ctx: SqlContext, tree: exp.Expr) -> DataFrame:
 def explain_query(ctx: SqlContext, tree: exp.Expr, mode: str = "") -> DataFrame:
     """``EXPLAIN [mode] query``: icepark's scan report, then Spark's plan, in one ``plan``
     row as Java's Spark returns it."""
+    from icepark.spark.sql.functions import with_iceberg_functions
+
     prepared = prepare_query(ctx, tree)
     try:
-        row = ctx.sql(f"EXPLAIN {mode} {prepared.sql(dialect='spark')}").first()
+        text = with_iceberg_functions(ctx, prepared.sql(dialect="spark"))
+        row = ctx.sql(f"EXPLAIN {mode} {text}").first()
     finally:
         ctx.drop_views()
     spark_plan = str(row[0]) if row is not None else ""

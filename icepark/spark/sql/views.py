@@ -8,7 +8,9 @@ renamed as listed; the stored ``spark`` SQL is the query, with the view's namesp
 default namespace and this catalog as its default catalog. ``ALTER VIEW v SET|UNSET
 TBLPROPERTIES``, ``DROP VIEW [IF EXISTS]``, ``DESCRIBE v``. Selecting from a view expands it
 (:func:`~icepark.spark.sql.query.prepare_query`). A catalog that cannot hold views (the
-file-system catalog, like Java's Hadoop catalog) raises its own error.
+file-system catalog, like Java's Hadoop catalog) raises its own error on ``CREATE VIEW``; it
+holds no view to drop (``DROP VIEW IF EXISTS`` does nothing, ``DROP VIEW`` raises
+``NoSuchViewError``) or show, as in Java.
 """
 
 from __future__ import annotations
@@ -51,8 +53,12 @@ def run_view(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame:
                     raise NoSuchViewError(f"View does not exist: {parts[0]}")
                 continue
             ident = _ident(ctx, node)
-            if tree.args.get("exists") and not ctx.catalog.view_exists(ident):
+            # a catalog that cannot hold views holds none (Java's Hadoop catalog: the same)
+            exists = ctx.catalog.supports_views and ctx.catalog.view_exists(ident)
+            if not exists and tree.args.get("exists"):
                 continue
+            if not exists:
+                raise NoSuchViewError(f"View does not exist: {'.'.join(ident)}")
             ctx.catalog.drop_view(ident)
         return ctx.empty()
     if isinstance(tree, exp.Describe):

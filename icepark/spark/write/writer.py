@@ -57,7 +57,7 @@ from icepark.spark.paths import to_spark_location
 from icepark.spark.setup import prepare_session, temporary_conf
 from icepark.spark.storage import choose_storage_path
 from icepark.spark.tables import resolve_table
-from icepark.spark.transforms import transform_column
+from icepark.spark.transforms import transform_column, transform_sql
 from icepark.spark.types import FIELD_ID_KEY, to_spark_type
 from icepark.spark.write.task_files import write_task_files
 from icepark.spec import properties as P
@@ -178,7 +178,7 @@ def choose_write_path(
         return "python", f"codec {codec}"
     for pf in metadata.spec().fields:
         source = schema.find_field(pf.source_id)
-        if transform_column(pf.transform, source.field_type, F.lit(None)) is None:
+        if transform_sql(pf.transform, source.field_type, "NULL") is None:
             return "python", f"partition transform {pf.transform} of {source.name!r}"
     return "native", "Spark's Parquet writer with field ids"
 
@@ -216,11 +216,16 @@ def align_to_schema(df: DataFrame, schema: Schema, *, with_ids: bool) -> DataFra
     return df.select(*columns)
 
 
-def _source_column(schema: Schema, source_id: int) -> Column:
+def _source_name(schema: Schema, source_id: int) -> str:
+    """The back-quoted name of the column with id ``source_id``, for Spark SQL."""
     name = schema.find_column_name(source_id)
     if name is None:
         raise ValidationError(f"No column with id {source_id}")
-    return F.col(quote_column(name))
+    return quote_column(name)
+
+
+def _source_column(schema: Schema, source_id: int) -> Column:
+    return F.col(_source_name(schema, source_id))
 
 
 def _partition_columns(schema: Schema, spec: PartitionSpec) -> list[tuple[str, Column]]:
@@ -232,9 +237,7 @@ def _partition_columns(schema: Schema, spec: PartitionSpec) -> list[tuple[str, C
         if pf.transform.is_void:
             continue
         source = schema.find_field(pf.source_id)
-        expr = transform_column(
-            pf.transform, source.field_type, _source_column(schema, pf.source_id)
-        )
+        expr = transform_column(pf.transform, source.field_type, _source_name(schema, pf.source_id))
         if expr is None:
             continue
         if isinstance(source.field_type, BinaryType) and (
@@ -254,9 +257,7 @@ def _sort_columns(schema: Schema, order: SortOrder) -> tuple[list[Column], bool]
     out: list[Column] = []
     for sf in order.fields:
         source = schema.find_field(sf.source_id)
-        expr = transform_column(
-            sf.transform, source.field_type, _source_column(schema, sf.source_id)
-        )
+        expr = transform_column(sf.transform, source.field_type, _source_name(schema, sf.source_id))
         if expr is None:
             return out, False
         asc = sf.direction == SortDirection.ASC

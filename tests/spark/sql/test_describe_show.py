@@ -1,6 +1,6 @@
-"""``DESCRIBE ... t col`` and ``SHOW TABLES [IN ns] [LIKE ...]`` beside Java's Spark: the
-reference engine creates the tables and a temporary view, icepark's catalog reads the same
-warehouse, and both answer the same statements."""
+"""``DESCRIBE ... t col``, ``SHOW TABLES|VIEWS [IN ns] [LIKE ...]`` and ``DROP VIEW`` beside
+Java's Spark: the reference engine creates the tables and a temporary view, icepark's catalog
+reads the same warehouse, and both answer the same statements."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from icepark import spark as ispark
 from icepark.catalog import load_catalog
+from icepark.errors import NoSuchViewError
 from icepark.spark.sql.errors import SqlAnalysisError
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
@@ -57,6 +58,16 @@ SHOWN = [
     "SHOW TABLES IN db LIKE 't*'",
     "SHOW TABLES FROM db LIKE 'e*|tin*'",
 ]
+# a catalog that cannot hold views (Java's Hadoop catalog, icepark's file-system one) lists
+# Spark's temporary views only, with or without a namespace, and drops none
+VIEWS = [
+    "SHOW VIEWS",
+    "SHOW VIEWS LIKE 't*'",
+    "SHOW VIEWS IN db",
+    "SHOW VIEWS FROM db LIKE 'x*'",
+    "DROP VIEW IF EXISTS db.nope",
+    "DROP VIEW IF EXISTS db.t",
+]
 
 
 def test_describe_a_column_and_show_tables_as_java(
@@ -66,7 +77,8 @@ def test_describe_a_column_and_show_tables_as_java(
     warehouse.mkdir()
     java = refspark.catalog_for(warehouse)
     statements = [f"USE {java}", *SETUP, *DESCRIBED, *(q for q, _ in REFUSED), *SHOWN]
-    statements += ["USE db", "SHOW TABLES", "SHOW TABLES LIKE 't*'"]
+    statements += [*VIEWS, "DROP VIEW db.nope"]
+    statements += ["USE db", "SHOW TABLES", "SHOW TABLES LIKE 't*'", "SHOW VIEWS"]
     after = ["USE spark_catalog", "DROP VIEW IF EXISTS tv"]
     answers = refspark.request(statements + after, check=False)
     assert not [a["error"] for a in answers[: 1 + len(SETUP)] if "error" in a]
@@ -91,11 +103,26 @@ def test_describe_a_column_and_show_tables_as_java(
             assert got.columns == answer["columns"] == ["namespace", "tableName", "isTemporary"]
             # Java lists in its catalog's order (a Hadoop catalog's: the file system's)
             assert [list(r) for r in got.collect()] == sorted(answer["rows"]), query
-        assert not any(r[2] for a in shown for r in a["rows"])
+        assert not any(r[2] for a in shown[: len(SHOWN)] for r in a["rows"])
+        # other tests' temporary views may live in either session: only this test's compared
+        mine = {"tv"}
+        for query, answer in zip(VIEWS, shown[len(SHOWN) :], strict=False):
+            got = ispark.sql(spark, query, ours)
+            assert got.columns == answer["columns"], query
+            java_rows = [r for r in answer["rows"] if not r[2] or r[1] in mine]
+            assert [list(r) for r in got.collect() if not r[2] or r[1] in mine] == java_rows
+        assert (
+            shown[len(SHOWN)]["rows"]
+            and "VIEW_NOT_FOUND" in shown[len(SHOWN) + len(VIEWS)]["error"]
+        )
+        with pytest.raises(NoSuchViewError):
+            ispark.sql(spark, "DROP VIEW db.nope", ours)
         used = ispark.sql(spark, "USE db; SHOW TABLES", ours).collect()
-        assert [list(r) for r in used] == sorted(shown[-2]["rows"])
+        assert [list(r) for r in used] == sorted(shown[-3]["rows"])
         liked = ispark.sql(spark, "SHOW TABLES LIKE 't*'", ours).collect()
-        assert [list(r) for r in liked] == sorted(shown[-1]["rows"])
+        assert [list(r) for r in liked] == sorted(shown[-2]["rows"])
+        views = [list(r) for r in ispark.sql(spark, "SHOW VIEWS", ours).collect()]
+        assert [r for r in views if r[1] in mine] == [r for r in shown[-1]["rows"] if r[1] in mine]
         assert [r[1] for r in liked] == ["t", "tiny"]
         # the whole table's DESCRIBE takes the same schema as the column's (Java's above)
         tagged = [r[0] for r in ispark.sql(spark, "DESCRIBE db.t.tag_v1", ours).collect()]

@@ -215,7 +215,12 @@ def test_views_on_a_sql_catalog(spark: Any, tmp_path: Path, catalog: Any) -> Non
     ispark.sql(spark, "CREATE OR REPLACE VIEW db.v AS SELECT id AS k FROM db.t", cat)
     assert ispark.sql(spark, "SELECT count(*) FROM db.v", cat).first()[0] == 3
     shown = ispark.sql(spark, "SHOW VIEWS IN db", cat).collect()
-    assert sorted(r[1] for r in shown) == ["v", "vv"]
+    assert sorted(r[1] for r in shown if not r[2]) == ["v", "vv"]  # and temporary views
+    # without IN: the current namespace's, as Java's (the root before any USE)
+    assert [r for r in ispark.sql(spark, "SHOW VIEWS", cat).collect() if not r[2]] == []
+    used = ispark.sql(spark, "USE db; SHOW VIEWS LIKE 'v*'", cat).collect()
+    ispark.sql(spark, "USE sqlviews", cat)
+    assert sorted(r[1] for r in used if not r[2]) == ["v", "vv"]
     ispark.sql(spark, "DROP VIEW db.vv; DROP VIEW IF EXISTS db.vv", cat)
     assert not cat.view_exists("db.vv")
 
