@@ -190,6 +190,16 @@ def test_iceberg_functions_on_connect(connect_spark: Any, tmp_path: Path) -> Non
         spark, "SELECT system.bucket(4, s) AS b, count(*) FROM db.f GROUP BY 1", catalog
     )
     assert sum(r[1] for r in grouped.collect()) == 300
-    ispark.sql(spark, "DELETE FROM db.f WHERE system.bucket(16, id) = 3", catalog)
-    left = {r["id"] for r in catalog.load_table("db.f").scan().to_arrow().to_pylist()}
-    assert left == {i for i, w in want.items() if w[0] != 3}
+    ispark.sql(
+        spark,
+        "DELETE FROM db.f WHERE system.bucket(16, id) = 3; "
+        "UPDATE db.f SET s = system.truncate(2, s) WHERE system.bucket(16, id) = 5",
+        catalog,
+    )
+    left = {r["id"]: r["s"] for r in catalog.load_table("db.f").scan().to_arrow().to_pylist()}
+    assert set(left) == {i for i, w in want.items() if w[0] != 3}
+    strings = {r["id"]: r["s"] for r in rows}
+    assert left == {
+        i: apply("truncate[2]", StringType(), strings[i]) if want[i][0] == 5 else strings[i]
+        for i in left
+    }
