@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import io
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, BinaryIO
@@ -224,6 +224,12 @@ class FileIO(ABC):
     @abstractmethod
     def list_prefix(self, location: str) -> list[FileEntry]:
         """Every file under the folder ``location`` (recursively); empty if there is none."""
+
+    def iter_prefix(self, location: str) -> Iterator[FileEntry]:
+        """The files :meth:`list_prefix` gives, in no set order and, where the storage
+        allows, a part at a time (a local folder one folder at a time), so that a listing of
+        millions of files need not be held twice while it is being made."""
+        yield from self.list_prefix(location)
 
     @abstractmethod
     def delete_prefix(self, location: str) -> None:

@@ -437,6 +437,32 @@ class PyArrowFileIO(FileIO):
         entries.sort(key=lambda e: e.location)
         return entries
 
+    def iter_prefix(self, location: str) -> Iterator[FileEntry]:
+        """A local folder's files a folder at a time (one listing per folder: a million
+        files are never all described at once); other storage as :meth:`list_prefix`."""
+        from pyarrow.fs import FileSelector, FileType
+
+        loc = _parse_location(location)
+        if loc.scheme != "file":
+            yield from self.list_prefix(location)
+            return
+        fs = self._filesystem(loc)
+        folders = [loc.path]
+        while folders:
+            selector = FileSelector(folders.pop(), recursive=False, allow_not_found=True)
+            with translate_errors(location, self):
+                infos = fs.get_file_info(selector)
+            for info in infos:
+                if info.type == FileType.Directory:
+                    folders.append(info.path)
+                elif info.type == FileType.File:
+                    mtime_ns = info.mtime_ns
+                    yield FileEntry(
+                        location=loc.prefix + info.path,
+                        size=int(info.size),
+                        last_modified_ms=None if mtime_ns is None else mtime_ns // 1_000_000,
+                    )
+
     def delete_prefix(self, location: str) -> None:
         loc = _parse_location(location)
         fs = self._filesystem(loc)

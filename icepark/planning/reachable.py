@@ -46,6 +46,7 @@ __all__ = [
     "VERSION_HINT",
     "content_files",
     "referenced_files",
+    "referenced_locations",
     "version_hint_location",
 ]
 
@@ -132,6 +133,43 @@ def content_files(
             yield paths[r], contents[r], sizes[r]
 
 
+def _check_walkable(
+    snapshots: Sequence[Snapshot], metadata: TableMetadata, missing_ok: bool
+) -> None:
+    for snapshot in snapshots:
+        if not snapshot.manifest_list and snapshot.manifests and not missing_ok:
+            # the walk does not read manifests listed in the metadata itself: refusing is
+            # the only safe answer for a question whose purpose is deleting files
+            raise UnsupportedOperationError(
+                f"Snapshot {snapshot.snapshot_id} of table {metadata.location} lists its manifests "
+                "in the table metadata (a v1 table from before manifest lists): not supported"
+            )
+
+
+def _statistics(
+    metadata: TableMetadata, ids: set[int] | None, metadata_location: str | None
+) -> dict[str, int]:
+    """The statistics and partition-statistics files of snapshots ``ids`` (None: all), or
+    every one when ``metadata_location`` is given, with their sizes."""
+    stats: list[StatisticsFile | PartitionStatisticsFile] = [
+        *metadata.statistics,
+        *metadata.partition_statistics,
+    ]
+    return {
+        s.statistics_path: s.file_size_in_bytes
+        for s in stats
+        if ids is None or s.snapshot_id in ids or metadata_location is not None
+    }
+
+
+def _metadata_files(metadata: TableMetadata, metadata_location: str) -> set[str]:
+    return {
+        metadata_location,
+        *(e.metadata_file for e in metadata.metadata_log),
+        version_hint_location(metadata),
+    }
+
+
 def referenced_files(
     io: FileIO,
     metadata: TableMetadata,
@@ -142,7 +180,6 @@ def referenced_files(
     read_content: bool = True,
     live_only: bool = True,
     missing_ok: bool = False,
-    sizes: bool = True,
     workers: int = DEFAULT_WORKERS,
 ) -> ReferencedFiles:
     """The files ``snapshots`` (all of the table's by default) reference.
@@ -151,19 +188,11 @@ def referenced_files(
     elsewhere). ``metadata_location``: also the table's metadata files (see the module
     docstring). ``read_content=False`` stops at manifests; ``live_only=False`` also counts
     files only ``DELETED`` entries name; ``missing_ok`` skips manifest lists and manifests
-    that no longer exist instead of failing. ``sizes=False`` leaves the data and delete
-    files' sizes out (-1; one shared value per content: a million paths cost their
-    dictionary entries only).
+    that no longer exist instead of failing. :func:`referenced_locations` gives the same
+    locations one at a time, for a caller that need not hold them all.
     """
     chosen = list(metadata.snapshots if snapshots is None else snapshots)
-    for snapshot in chosen:
-        if not snapshot.manifest_list and snapshot.manifests and not missing_ok:
-            # the walk does not read manifests listed in the metadata itself: refusing is
-            # the only safe answer for a question whose purpose is deleting files
-            raise UnsupportedOperationError(
-                f"Snapshot {snapshot.snapshot_id} of table {metadata.location} lists its manifests "
-                "in the table metadata (a v1 table from before manifest lists): not supported"
-            )
+    _check_walkable(chosen, metadata, missing_ok)
     out = ReferencedFiles()
     out.manifest_lists = {s.manifest_list for s in chosen if s.manifest_list}
     for m in _manifests(io, chosen, missing_ok, workers):
@@ -175,23 +204,33 @@ def referenced_files(
             present = parallel_map(io.exists, [m.manifest_path for m in manifests], workers)
             manifests = [m for m, ok in zip(manifests, present) if ok]
         found = content_files(io, manifests, live_only=live_only, workers=workers)
-        if sizes:
-            out.content_files = {path: (content, size) for path, content, size in found}
-        else:
-            unsized = {c: (c, -1) for c in FileContent}
-            out.content_files = {path: unsized[content] for path, content, _ in found}
+        out.content_files = {path: (content, size) for path, content, size in found}
     ids = None if snapshots is None else {s.snapshot_id for s in chosen}
-    stats: list[StatisticsFile | PartitionStatisticsFile] = [
-        *metadata.statistics,
-        *metadata.partition_statistics,
-    ]
-    for s in stats:
-        if ids is None or s.snapshot_id in ids or metadata_location is not None:
-            out.statistics[s.statistics_path] = s.file_size_in_bytes
+    out.statistics = _statistics(metadata, ids, metadata_location)
     if metadata_location is not None:
-        out.metadata_files = {
-            metadata_location,
-            *(e.metadata_file for e in metadata.metadata_log),
-            version_hint_location(metadata),
-        }
+        out.metadata_files = _metadata_files(metadata, metadata_location)
     return out
+
+
+def referenced_locations(
+    io: FileIO,
+    metadata: TableMetadata,
+    *,
+    metadata_location: str | None = None,
+    workers: int = DEFAULT_WORKERS,
+) -> Iterator[str]:
+    """Every location :func:`referenced_files` gives for all of the table's snapshots (with
+    ``metadata_location``, its metadata files too), one at a time, some more than once: the
+    data and delete files stream by a manifest at a time, so that a table of a million files
+    need not have them all in memory at once (orphan removal matches them against its
+    listing as they come)."""
+    chosen = list(metadata.snapshots)
+    _check_walkable(chosen, metadata, False)
+    yield from (s.manifest_list for s in chosen if s.manifest_list)
+    manifests = _manifests(io, chosen, False, workers)
+    yield from (m.manifest_path for m in manifests)
+    for path, _, _ in content_files(io, manifests, workers=workers):
+        yield path
+    yield from _statistics(metadata, None, metadata_location)
+    if metadata_location is not None:
+        yield from _metadata_files(metadata, metadata_location)

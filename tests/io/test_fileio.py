@@ -178,6 +178,10 @@ def test_list_and_delete_prefix(store: Store) -> None:
         loc("t/data/b/2.parquet"),
     ]
     assert fileio.list_prefix(loc("none")) == []
+    # the same files a part at a time (a local folder a folder at a time), in no set order
+    for where in ("t", "t/data/", "none"):
+        listed = fileio.list_prefix(loc(where))
+        assert sorted(fileio.iter_prefix(loc(where)), key=lambda e: e.location) == listed
 
     fileio.delete_prefix(loc("t"))
     assert fileio.list_prefix(loc("t")) == []

@@ -13,9 +13,11 @@ How it flows:
    ``_`` or ``.``, unless it is a partition folder ``<field>=...`` of a partition field whose
    name starts so).
 3. **Compare** with every file the table references
-   (:func:`icepark.planning.reachable.referenced_files` with the metadata files: metadata
+   (:func:`icepark.planning.reachable.referenced_locations` with the metadata files: metadata
    JSON files current and logged, the version hint, manifest lists, manifests, data and delete
-   files of every snapshot, statistics files). Paths are compared as Java's ``FileURI``: by
+   files of every snapshot, statistics files), matched against the listing
+   (:class:`ListedFiles`, indexed by path) as they stream by, so that a million referenced
+   files are never held at once. Paths are compared as Java's ``FileURI``: by
    path, with schemes and authorities mapped through ``equal_schemes`` (``s3a`` and ``s3n``
    are ``s3`` by default) and ``equal_authorities``; a local path without a scheme is
    ``file``. A listed file whose path is referenced only under another scheme or authority
@@ -35,6 +37,7 @@ import datetime as dt
 import itertools
 import threading
 import time
+from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, overload
@@ -43,9 +46,8 @@ from icepark.errors import ValidationError
 from icepark.io import FileIO
 from icepark.io.fileio import FileEntry
 from icepark.io.pyarrow_fileio import is_partial_write
-from icepark.planning.reachable import referenced_files
+from icepark.planning.reachable import referenced_locations
 from icepark.spec import properties as P
-from icepark.spec.metadata import TableMetadata
 from icepark.table.interface import TableLike
 from icepark.table.maintenance.file_cleanup import delete_files
 from icepark.table.scan import to_epoch_ms
@@ -55,18 +57,18 @@ __all__ = [
     "EQUAL_SCHEMES_DEFAULT",
     "MIN_OLDER_THAN_MS",
     "FileURI",
+    "ListedFiles",
     "OrphanOptions",
     "PrefixMismatchError",
     "PrefixMismatchMode",
     "RemoveOrphanFilesResult",
-    "ValidFiles",
     "find_orphans",
     "hidden_path_filter",
+    "iter_candidates",
     "list_candidates",
     "orphan_options",
     "remove_orphan_files",
     "to_file_uri",
-    "valid_file_uris",
 ]
 
 PrefixMismatchMode = Literal["error", "ignore", "delete"]
@@ -250,89 +252,146 @@ def hidden_path_filter(partition_names: Iterable[str]) -> Callable[[str], bool]:
     return hidden
 
 
-def list_candidates(
+def iter_candidates(
     io: FileIO, location: str, older_than_ms: int, partition_names: Iterable[str] = ()
-) -> list[FileEntry]:
-    """Files under ``location`` last modified before ``older_than_ms``, hidden ones left out."""
+) -> Iterator[FileEntry]:
+    """Files under ``location`` last modified before ``older_than_ms``, hidden ones left out,
+    in no set order, as the listing goes (:meth:`~icepark.io.FileIO.iter_prefix`)."""
     hidden = hidden_path_filter(partition_names)
     prefix = location.rstrip("/") + "/"
     root = to_file_uri(prefix).path
-    out = []
-    for entry in io.list_prefix(location):
+    for entry in io.iter_prefix(location):
         path = to_file_uri(entry.location).path
         relative = path[len(root) :] if path.startswith(root) else path
         if hidden(relative):
             continue
         if entry.last_modified_ms is None or entry.last_modified_ms < older_than_ms:
-            out.append(entry)
-    return out
+            yield entry
+
+
+def list_candidates(
+    io: FileIO, location: str, older_than_ms: int, partition_names: Iterable[str] = ()
+) -> list[FileEntry]:
+    """:func:`iter_candidates` as a list, by location."""
+    found = list(iter_candidates(io, location, older_than_ms, partition_names))
+    return sorted(found, key=lambda e: e.location)
 
 
 # -- comparing -------------------------------------------------------------------------------
 
 
-class ValidFiles(Mapping[str, list[FileURI]]):
-    """Referenced locations by path, as :class:`FileURI` lists made when looked up: a
-    million referenced files hold one dictionary entry each (the location itself, which is
-    its own path when it has no scheme), not a million parsed URIs."""
+def _plain(location: str) -> bool:
+    """A local path without a scheme: its own path (nothing to parse)."""
+    return location[:1] == "/" and "//" not in location
+
+
+class ListedFiles:
+    """Listed files (locations and sizes) indexed by path, matched against the referenced
+    files as they stream by (:meth:`reference`), so that the comparison never holds the
+    referenced files: a table of a million files keeps its listing in memory, not a second
+    million paths. :meth:`orphans` then gives the listed files nothing matched, with the
+    prefix mismatches of the module docstring handled as ``options`` says."""
 
     def __init__(self, options: OrphanOptions) -> None:
-        self._schemes = options.equal_schemes
-        self._authorities = options.equal_authorities
-        self._by_path: dict[str, str | list[str]] = {}
+        self._options = options
+        self.locations: list[str] = []
+        self.sizes = array("q")
+        self._by_path: dict[str, int | list[int]] = {}
+        self._matched = bytearray()
+        self._mismatched: dict[int, set[FileURI]] = {}
 
-    def add(self, location: str) -> None:
-        head = location[:1]
-        if head == "/" and "//" not in location:
-            path = location  # a plain local path: its own path, nothing to parse
-        else:
-            path = to_file_uri(location, self._schemes, self._authorities).path
+    def _uri(self, location: str) -> FileURI:
+        o = self._options
+        return to_file_uri(location, o.equal_schemes, o.equal_authorities)
+
+    def add(self, location: str, size: int = 0) -> None:
+        """A listed file."""
+        index = len(self.locations)
+        self.locations.append(location)
+        self.sizes.append(size)
+        self._matched.append(0)
+        path = location if _plain(location) else self._uri(location).path
         held = self._by_path.get(path)
         if held is None:
-            self._by_path[path] = location
+            self._by_path[path] = index
         elif isinstance(held, list):
-            held.append(location)
-        elif held != location:
-            self._by_path[path] = [held, location]
+            held.append(index)
+        else:
+            self._by_path[path] = [held, index]
 
-    def holds(self, path: str, location: str) -> bool:
-        """Is ``location`` (with ``path``) referenced as written (so its scheme and
-        authority match)?"""
-        held = self._by_path.get(path)
-        return held == location or (isinstance(held, list) and location in held)
+    def reference(self, location: str) -> None:
+        """A referenced file: the listed files it matches are not orphans."""
+        held = self._by_path.get(location) if _plain(location) else None
+        if held is None:
+            self.reference_uri(self._uri(location))
+            return
+        for index in held if isinstance(held, list) else (held,):
+            if self.locations[index] == location:
+                self._matched[index] = 1
+                self._mismatched.pop(index, None)
+            elif not self._matched[index]:
+                self.reference_uri(self._uri(location))
+                return
 
-    def __getitem__(self, path: str) -> list[FileURI]:
-        held = self._by_path[path]
-        locations = held if isinstance(held, list) else [held]
-        return [to_file_uri(x, self._schemes, self._authorities) for x in locations]
+    def reference_uri(self, valid: FileURI) -> None:
+        """:meth:`reference` for a location already parsed (``valid.uri``)."""
+        held = self._by_path.get(valid.path)
+        if held is None:
+            return
+        for index in held if isinstance(held, list) else (held,):
+            if self._matched[index]:
+                continue
+            listed = self.locations[index]
+            if listed == valid.uri or _matches(valid, self._uri(listed)):
+                self._matched[index] = 1
+                self._mismatched.pop(index, None)
+            else:
+                self._mismatched.setdefault(index, set()).add(valid)
 
-    def __contains__(self, path: object) -> bool:
-        return path in self._by_path
+    def orphans(self) -> list[str]:
+        """The listed locations nothing matched, sorted; raises
+        :class:`PrefixMismatchError` in ``error`` mode when a referenced file has the path
+        of a listed one but not its scheme or authority."""
+        mode = self._options.prefix_mismatch_mode
+        orphans: list[str] = []
+        conflicts: set[tuple[str, str]] = set()
+        unmatched = self._matched.translate(_UNMATCHED)
+        start = unmatched.find(1)
+        while start >= 0:
+            location = self.locations[start]
+            candidates = self._mismatched.get(start)
+            if not candidates or mode == "delete":
+                orphans.append(location)
+            else:
+                uri = self._uri(location)
+                for v in sorted(candidates, key=lambda c: c.uri):
+                    if not _component_matches(v.scheme, uri.scheme):
+                        conflicts.add((str(v.scheme), str(uri.scheme)))
+                    if not _component_matches(v.authority, uri.authority):
+                        conflicts.add((str(v.authority), str(uri.authority)))
+            start = unmatched.find(1, start + 1)
+        if conflicts and mode == "error":
+            raise PrefixMismatchError(
+                "Unable to determine whether certain files are orphan: metadata references "
+                "files that match listed files except for authority/scheme. Say which are "
+                "equal with equal_schemes and equal_authorities, or set prefix_mismatch_mode "
+                "to 'ignore' (keep them) or 'delete' (only if they are certainly different). "
+                "Conflicting (referenced, listed) authorities/schemes: "
+                + ", ".join(f"({a}, {b})" for a, b in sorted(conflicts))
+            )
+        return sorted(orphans)
 
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._by_path)
+    def sizes_of(self, locations: Iterable[str]) -> dict[str, int]:
+        """The listed sizes of ``locations`` (listed ones)."""
+        wanted = set(locations)
+        return {
+            location: size
+            for location, size in zip(self.locations, self.sizes, strict=True)
+            if location in wanted
+        }
 
-    def __len__(self) -> int:
-        return len(self._by_path)
 
-
-def valid_file_uris(
-    table: TableLike, options: OrphanOptions, metadata: TableMetadata | None = None
-) -> ValidFiles:
-    """Every file the table references, by path (see the module docstring)."""
-    md = table.metadata if metadata is None else metadata
-    found = referenced_files(table.io, md, metadata_location=table.metadata_location, sizes=False)
-    out = ValidFiles(options)
-    for kind in (
-        found.content_files,
-        found.manifests,
-        found.manifest_lists,
-        found.statistics,
-        found.metadata_files,
-    ):
-        for location in kind:
-            out.add(location)
-    return out
+_UNMATCHED = bytes([1] + [0] * 255)  # bytes.translate: 0 (unmatched) -> 1, else 0
 
 
 def find_orphans(
@@ -340,39 +399,15 @@ def find_orphans(
     valid: Mapping[str, Sequence[FileURI]],
     options: OrphanOptions,
 ) -> list[str]:
-    """The listed locations no valid file matches (see prefix mismatches in the module
-    docstring); raises :class:`PrefixMismatchError` in ``error`` mode."""
-    orphans: list[str] = []
-    conflicts: set[tuple[str, str]] = set()
-    fast = isinstance(valid, ValidFiles)
+    """The listed locations no valid file (by path) matches (see prefix mismatches in the
+    module docstring); raises :class:`PrefixMismatchError` in ``error`` mode."""
+    listed = ListedFiles(options)
     for location in actual:
-        uri = to_file_uri(location, options.equal_schemes, options.equal_authorities)
-        if fast and valid.holds(uri.path, location):  # type: ignore[attr-defined]
-            continue
-        candidates = valid.get(uri.path)
-        if not candidates:
-            orphans.append(location)
-            continue
-        if any(_matches(v, uri) for v in candidates):
-            continue
-        if options.prefix_mismatch_mode == "delete":
-            orphans.append(location)
-            continue
-        for v in candidates:
-            if not _component_matches(v.scheme, uri.scheme):
-                conflicts.add((str(v.scheme), str(uri.scheme)))
-            if not _component_matches(v.authority, uri.authority):
-                conflicts.add((str(v.authority), str(uri.authority)))
-    if conflicts and options.prefix_mismatch_mode == "error":
-        raise PrefixMismatchError(
-            "Unable to determine whether certain files are orphan: metadata references files "
-            "that match listed files except for authority/scheme. Say which are equal with "
-            "equal_schemes and equal_authorities, or set prefix_mismatch_mode to 'ignore' "
-            "(keep them) or 'delete' (only if they are certainly different). Conflicting "
-            "(referenced, listed) authorities/schemes: "
-            + ", ".join(f"({a}, {b})" for a, b in sorted(conflicts))
-        )
-    return sorted(orphans)
+        listed.add(location)
+    for uris in valid.values():
+        for uri in uris:
+            listed.reference_uri(uri)
+    return listed.orphans()
 
 
 # -- the operation ---------------------------------------------------------------------------
@@ -476,15 +511,18 @@ def remove_orphan_files(
         prefix_mismatch_mode,
         allow_recent,
     )
-    listed = list_candidates(
+    listed = ListedFiles(options)
+    for entry in iter_candidates(
         table.io, options.location, options.older_than_ms, options.partition_names
-    )
+    ):
+        listed.add(entry.location, entry.size)
     # the metadata as it is after the listing (a commit in between may reference a listed
     # file), not as it was when the table was loaded
     table.refresh()
-    valid = valid_file_uris(table, options)
-    orphans = find_orphans((e.location for e in listed), valid, options)
-    del valid
-    doomed = set(orphans)
-    sizes = {e.location: e.size for e in listed if e.location in doomed}
+    md = table.metadata
+    for location in referenced_locations(table.io, md, metadata_location=table.metadata_location):
+        listed.reference(location)
+    orphans = listed.orphans()
+    sizes = listed.sizes_of(orphans)
+    del listed
     return delete_orphans(table, orphans, sizes, dry_run, progress)

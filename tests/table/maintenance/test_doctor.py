@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from click.testing import CliRunner
 
 from icepark.catalog import load_catalog
@@ -173,3 +174,33 @@ def test_without_listing_nothing_in_storage_is_listed(tmp_path: Path) -> None:
     assert quick.data_files == full.data_files and quick.snapshots["count"] == 2
     diagnose(table, orphans=False)  # the metadata folder is still listed
     assert len(listed) == 1
+
+
+@pytest.mark.parametrize("version", [2, 3])
+def test_huge_table_path_reports_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: int
+) -> None:
+    """A huge table's files are read a few manifests at a time into arrays: the report is
+    the one the columnar read gives (data files, position deletes or deletion vectors)."""
+    import icepark.planning.walk as walk
+    from icepark.avro.compiled import kernel_available
+
+    if not kernel_available():
+        pytest.skip("numba is not importable")
+    catalog = load_catalog(uri=f"sqlite:///{tmp_path}/c.db", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    table = catalog.create_table(
+        "db.t",
+        SCHEMA,
+        partition_by=["g"],
+        properties={"write.delete.mode": "merge-on-read", "format-version": str(version)},
+    )
+    for start in range(0, 600, 100):
+        table.append(_rows(range(start, start + 100)))
+    table.delete("id < 150 or id = 333")
+    now = int(time.time() * 1000)
+    expected = diagnose(table, orphans=False, now_ms=now).to_dict()
+    kinds = expected["delete_files"]
+    assert kinds["deletion_vector" if version == 3 else "position"] > 0
+    monkeypatch.setattr(walk, "COLUMNS_MIN_ENTRIES", 0)
+    assert diagnose(table, orphans=False, now_ms=now).to_dict() == expected

@@ -317,3 +317,29 @@ def test_manifests_listed_in_metadata_are_refused(catalog: Catalog) -> None:
     with pytest.raises(UnsupportedOperationError, match=r"Snapshot 7 .* lists its manifests"):
         table.remove_orphan_files()
     assert manifest.exists()
+
+
+def test_listing_matched_as_references_stream_by(table: Table) -> None:
+    """The listing is indexed by path and the referenced files stream by it: a local
+    listing matches Java's ``file:`` references; the referenced locations are the ones
+    ``referenced_files`` gives, each at least once."""
+    from icepark.planning.reachable import referenced_locations
+    from icepark.table.maintenance.remove_orphan_files import ListedFiles
+
+    options = orphan_options(table, older_than=_now() - 2 * DAY_MS)
+    listed = ListedFiles(options)
+    for i, location in enumerate(["/w/t/a.parquet", "/w/t/b.parquet", "file:/w/t/c.parquet"]):
+        listed.add(location, size=i + 10)
+    for location in ["file:/w/t/a.parquet", "file:///w/t/c.parquet", "/w/t/x.parquet"]:
+        listed.reference(location)
+    assert listed.orphans() == ["/w/t/b.parquet"]
+    assert listed.sizes_of(["/w/t/b.parquet"]) == {"/w/t/b.parquet": 11}
+
+    table.append(_rows(range(5)))
+    table.append(_rows(range(5, 9), "b"))
+    table.delete("id = 2")
+    table.overwrite(_rows(range(3), "b"), "p = 'b'")
+    md, where = table.metadata, table.metadata_location
+    streamed = list(referenced_locations(table.io, md, metadata_location=where))
+    found = referenced_files(table.io, md, metadata_location=where)
+    assert set(streamed) == found.paths() and len(found.paths()) > 10
