@@ -153,6 +153,44 @@ def _java_peak(pid: int) -> float:
     return peak
 
 
+class _Refspark:
+    """The reference engine's Spark session (``refspark.py --serve``) over the working
+    warehouse as catalog ``w``, started when made."""
+
+    def __init__(self, root: Path) -> None:
+        self.server = subprocess.Popen(
+            [str(REF_VENV / "bin" / "python"), str(REFSPARK), "--serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self._ask({"catalogs": {"w": str(root / "wh")}, "sql": ["SELECT 1"]})
+
+    def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self.server.stdin is not None and self.server.stdout is not None
+        self.server.stdin.write(json.dumps(request) + "\n")
+        self.server.stdin.flush()
+        while True:
+            line = self.server.stdout.readline()
+            if not line:
+                raise RuntimeError(f"reference engine ended on {request}")
+            if line.startswith("{"):
+                return dict(json.loads(line))
+
+    def rows(self, sql: str) -> list[list[Any]]:
+        answer = self._ask({"sql": [sql]})
+        result = answer.get("results", [{}])[0]
+        if "error" in answer or "error" in result:
+            raise RuntimeError(f"{sql}: {answer}")
+        return list(result["rows"])
+
+    def close(self) -> None:
+        assert self.server.stdin is not None
+        self.server.stdin.close()
+        self.server.wait(timeout=120)
+
+
 def _reference(root: Path, operation: str) -> dict[str, Any]:
     """Java's procedure, in a Spark session of its own (started before the clock)."""
     calls = {
@@ -162,51 +200,85 @@ def _reference(root: Path, operation: str) -> dict[str, Any]:
         f"older_than => {_ts(time.time() - 2 * DAY)}, dry_run => true)",
         "rewrite_manifests": "CALL w.system.rewrite_manifests('bench.huge')",
     }
-    server = subprocess.Popen(
-        [str(REF_VENV / "bin" / "python"), str(REFSPARK), "--serve"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert server.stdin is not None and server.stdout is not None
-
-    def ask(request: dict[str, Any]) -> dict[str, Any]:
-        assert server.stdin is not None and server.stdout is not None
-        server.stdin.write(json.dumps(request) + "\n")
-        server.stdin.flush()
-        while True:
-            line = server.stdout.readline()
-            if not line:
-                raise RuntimeError(f"reference engine ended on {request}")
-            if line.startswith("{"):
-                return dict(json.loads(line))
-
+    java = _Refspark(root)
     try:
-        ask({"catalogs": {"w": str(root / "wh")}, "sql": ["SELECT 1"]})
         started = time.perf_counter()
-        answer = ask({"sql": [calls[operation]]})
+        rows = java.rows(calls[operation])
         seconds = time.perf_counter() - started
-        result = answer.get("results", [{}])[0]
-        if "error" in answer or "error" in result:
-            raise RuntimeError(f"{operation}: {answer}")
-        rows = result["rows"]
         found = f"{len(rows):,} orphans" if operation == "remove_orphan_files" else str(rows)
-        return {"seconds": seconds, "peak_mb": _java_peak(server.pid), "found": found}
+        return {"seconds": seconds, "peak_mb": _java_peak(java.server.pid), "found": found}
     finally:
-        server.stdin.close()
-        server.wait(timeout=120)
+        java.close()
 
 
-def compare(files: int, per_manifest: int) -> list[dict[str, Any]]:
-    """Each operation once per engine, each in a fresh process on the restored table."""
+_ENTRIES = (
+    "SELECT count(*), sum(xxhash64(snapshot_id, sequence_number, file_sequence_number,"
+    " to_json(data_file))) FROM w.bench.huge.entries WHERE status != 2"
+)
+
+
+def _java_view(root: Path) -> dict[str, Any]:
+    """What the reference engine reads of the table as it is: Java's ``planFiles`` (tasks
+    and their bytes, ``bench/java/ManyFiles.java``), the ``files`` metadata table's count,
+    the live entries (a count and an order-free hash of each one's snapshot id, sequence
+    numbers and whole data file), their statuses and the manifests."""
+    metadata = max(
+        (_table_dir(root) / "metadata").glob("v*.metadata.json"),
+        key=lambda p: int(p.name[1:].split(".")[0]),
+    )
+    plan = json.loads(_java("plan", str(metadata), "1").stdout.splitlines()[0])
+    java = _Refspark(root)
+    try:
+        return {
+            "plan_tasks": plan["tasks"],
+            "plan_bytes": plan["bytes"],
+            "files": java.rows("SELECT count(*) FROM w.bench.huge.files")[0][0],
+            "entries": java.rows(_ENTRIES)[0],
+            "statuses": java.rows(
+                "SELECT status, count(*) FROM w.bench.huge.entries GROUP BY status ORDER BY 1"
+            ),
+            "manifests": java.rows("SELECT count(*) FROM w.bench.huge.manifests")[0][0],
+        }
+    finally:
+        java.close()
+
+
+def check_rewrite(files: int, per_manifest: int) -> dict[str, Any]:
+    """icepark's ``rewrite_manifests`` judged by the reference engine: what Java reads of
+    the table before and after it (:func:`_java_view`) is the same files, tasks and
+    entries, now all EXISTING in fewer manifests. The table is restored afterwards."""
+    root = prepare(files, per_manifest)
+    restore(root)
+    before = _java_view(root)
+    ours = _icepark(root, "rewrite_manifests")
+    after = _java_view(root)
+    restore(root)
+    same = ("plan_tasks", "plan_bytes", "files", "entries")
+    return {
+        "icepark": ours,
+        "before": before,
+        "after": after,
+        "same": all(before[k] == after[k] for k in same),
+        "all_existing": [s for s, _ in after["statuses"]] == [0],
+    }
+
+
+def compare(
+    files: int,
+    per_manifest: int,
+    operations: tuple[str, ...] = OPERATIONS,
+    reference: bool = True,
+) -> list[dict[str, Any]]:
+    """Each operation once per engine (Java's unless ``reference`` is false), each in a
+    fresh process on the restored table, with the load average when it ended."""
     root = prepare(files, per_manifest)
     rows = []
-    for operation in OPERATIONS:
+    for operation in operations:
         restore(root)
         ours = _icepark(root, operation)
+        ours["load"] = os.getloadavg()[0]
         java: dict[str, Any] | None = None
-        if operation != "doctor":
+        if operation != "doctor" and reference:
             restore(root)
             java = _reference(root, operation)
         row = {
@@ -215,6 +287,8 @@ def compare(files: int, per_manifest: int) -> list[dict[str, Any]]:
             "icepark_s": round(ours["seconds"], 2),
             "icepark_peak_mb": round(ours["peak_mb"]),
             "icepark_found": ours["found"],
+            "icepark_load": round(ours["load"], 1),
+            "java_load": round(os.getloadavg()[0], 1) if java else None,
             "java_s": round(java["seconds"], 2) if java else None,
             "java_peak_mb": round(java["peak_mb"]) if java else None,
             "java_found": java["found"] if java else None,
@@ -228,8 +302,9 @@ def compare(files: int, per_manifest: int) -> list[dict[str, Any]]:
 
 def table_text(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| files | operation | icepark | peak RSS | Java procedure | JVM peak RSS | ratio |",
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+        "| files | operation | icepark | peak RSS | Java procedure | JVM peak RSS | ratio "
+        "| load average (icepark / Java) |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
         java = "-" if r["java_s"] is None else f"{r['java_s']:.1f} s"
@@ -237,19 +312,37 @@ def table_text(rows: list[dict[str, Any]]) -> str:
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}x"
         lines.append(
             f"| {r['files']:,} | {r['operation']} | {r['icepark_s']:.1f} s "
-            f"| {r['icepark_peak_mb']} MB | {java} | {jpeak} | {ratio} |"
+            f"| {r['icepark_peak_mb']} MB | {java} | {jpeak} | {ratio} "
+            f"| {r['icepark_load']} / {'-' if r['java_load'] is None else r['java_load']} |"
         )
     return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
+    """``[FILES] [--only OPERATION]... [--no-reference] [--check-rewrite]`` (and the
+    internal ``--measure`` / ``--touch``)."""
     if argv[:1] == ["--measure"]:
         print(json.dumps(_measure(Path(argv[1]), argv[2])))
-    elif argv[:1] == ["--touch"]:
+        return 0
+    if argv[:1] == ["--touch"]:
         _touch(Path(argv[1]))
-    else:
-        rows = compare(int(argv[0]) if argv else 1_000_000, 10_000)
-        print(table_text(rows))
+        return 0
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bench.huge_upkeep")
+    parser.add_argument("files", nargs="?", type=int, default=1_000_000)
+    parser.add_argument("--only", action="append", choices=OPERATIONS)
+    parser.add_argument("--no-reference", action="store_true", help="icepark's side only")
+    parser.add_argument(
+        "--check-rewrite", action="store_true", help="the reference engine judges the rewrite"
+    )
+    args = parser.parse_args(argv)
+    if args.check_rewrite:
+        print(json.dumps(check_rewrite(args.files, 10_000)))
+        return 0
+    operations = tuple(args.only) if args.only else OPERATIONS
+    rows = compare(args.files, 10_000, operations, reference=not args.no_reference)
+    print(table_text(rows))
     return 0
 
 
