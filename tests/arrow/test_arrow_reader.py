@@ -471,6 +471,40 @@ def test_splits_read_each_row_group_once(tmp_path: Path) -> None:
     assert [r["_pos"] for r in second] == list(range(20, 50))
 
 
+@pytest.mark.parametrize("limit", [0, 1 << 30], ids=["buffered", "pre-buffered"])
+def test_large_local_files_read_buffered_or_pre_buffered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int
+) -> None:
+    """A local file above the small-file size is read through buffered streams when the
+    chosen column chunks are larger than the pre-buffer limit, else pre-buffered: the same
+    rows either way, with splits, filters and positions."""
+    import icepark.arrow.reader as reader
+
+    monkeypatch.setattr(reader, "_SMALL_FILE_BYTES", 0)
+    monkeypatch.setattr(reader, "_PRE_BUFFER_BYTES", limit)
+    monkeypatch.setattr(reader, "_BUFFER_SIZE", 256)  # many refills of each column's stream
+    schema = Schema(NestedField(1, "id", LongType()), NestedField(2, "v", StringType()))
+    rows = [{"id": i, "v": f"value {i:05d} " * (i % 7)} for i in range(3000)]
+    df = _write(tmp_path / "f.parquet", schema, rows, row_group_size=700)
+    opened: list[bool] = []
+    original = pq.ParquetFile.__init__
+
+    def spy(self: pq.ParquetFile, source: Any, **kwargs: Any) -> None:
+        opened.append(kwargs.get("pre_buffer", True))
+        original(self, source, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "__init__", spy)
+    assert _read(df, schema, batch_size=500) == rows
+    assert opened[-1] is (limit > 0)
+    got = _read(df, schema, row_filter=col("id") >= 2990, include_positions=True)
+    assert got == [{**rows[i], "_pos": i} for i in range(2990, 3000)]
+    start = pq.ParquetFile(df.file_path).metadata.row_group(2).column(0)
+    cut = start.dictionary_page_offset or start.data_page_offset  # row groups 0-1, then 2-4
+    first = _read(df, Schema(NestedField(2, "v", StringType())), schema, start=0, length=cut)
+    rest = _read(df, schema, start=cut, length=df.file_size_in_bytes - cut)
+    assert [r["v"] for r in first] + [r["v"] for r in rest] == [r["v"] for r in rows]
+
+
 # -- filters -----------------------------------------------------------------------------------
 
 FILTER_SCHEMA = Schema(
