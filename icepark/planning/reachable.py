@@ -30,13 +30,11 @@ from dataclasses import dataclass, field
 from icepark.errors import NoSuchFileError, UnsupportedOperationError
 from icepark.io import FileIO
 from icepark.manifest import FileContent, ManifestFile
+from icepark.planning.live_files import live_files
 from icepark.planning.walk import (
     DEFAULT_WORKERS,
     manifests_of,
     parallel_map,
-    read_entries,
-    scan_columns,
-    use_columns,
 )
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import PartitionStatisticsFile, Snapshot, StatisticsFile
@@ -110,27 +108,15 @@ def content_files(
     workers: int = DEFAULT_WORKERS,
 ) -> Iterator[tuple[str, FileContent, int]]:
     """Path, content and size of each data or delete file ``manifests`` track (live entries
-    only with ``live_only``), in manifest order: a huge table's manifests decoded into arrays
-    (:func:`~icepark.planning.walk.scan_columns`, no object per entry), a small one's entry
-    by entry (:func:`~icepark.planning.walk.read_entries`)."""
-    if not use_columns(manifests):
-        for _, entries in read_entries(io, manifests, live_only=live_only, workers=workers):
-            for e in entries:
-                f = e.data_file
-                yield f.file_path, f.content, f.file_size_in_bytes
-        return
-    for found in scan_columns(io, manifests, live_only=live_only, workers=workers):
-        if len(found) == 2:  # a manifest the compiled path cannot read: its entries
-            for e in found[1]:
-                f = e.data_file
-                yield f.file_path, f.content, f.file_size_in_bytes
-            continue
-        _, columns, rows = found
-        paths = columns.listed("file_path")
-        contents = columns.listed("content")
-        sizes = columns.file_size_in_bytes.tolist()
-        for r in rows.tolist():
-            yield paths[r], contents[r], sizes[r]
+    only with ``live_only``), in manifest order, a manifest at a time
+    (:func:`~icepark.planning.live_files.live_files`: a huge table's without an object per
+    entry)."""
+    kinds = {int(c): c for c in FileContent}
+    for files in live_files(io, manifests, live_only=live_only, workers=workers):
+        contents = files.content.tolist()
+        sizes = files.file_size_in_bytes.tolist()
+        for path, content, size in zip(files.listed("file_path"), contents, sizes, strict=True):
+            yield path, kinds[content], size
 
 
 def _check_walkable(

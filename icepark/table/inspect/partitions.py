@@ -12,8 +12,6 @@ when several share that time); files whose snapshot has expired do not update th
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,8 +19,9 @@ import pyarrow as pa
 
 from icepark.arrow._rows import hashable
 from icepark.arrow.schema import schema_to_arrow, type_to_arrow
-from icepark.planning.walk import manifests_of, read_entries, scan_columns, use_columns
-from icepark.spec.manifests import FileContent, ManifestEntry, ManifestFile
+from icepark.planning.live_files import live_files
+from icepark.planning.walk import manifests_of
+from icepark.spec.manifests import FileContent
 from icepark.spec.types import StructType
 from icepark.table.inspect.arrow_values import empty_table, internal_to_arrow
 from icepark.table.inspect.context import InspectContext
@@ -31,71 +30,6 @@ from icepark.table.inspect.schemas import partitions_schema, table_partition_typ
 __all__ = ["partitions_table"]
 
 _NONE = np.iinfo(np.int64).min
-
-
-@dataclass
-class _Files:
-    """Files of one manifest: per file its content, record count, size, snapshot id (-1:
-    null) and which of ``partitions`` (tuples in the spec's field order) it is in."""
-
-    spec_id: int
-    content: np.ndarray
-    records: np.ndarray
-    sizes: np.ndarray
-    snapshot_ids: np.ndarray
-    partitions: list[tuple[Any, ...]]
-    which: np.ndarray
-
-
-def _of_entries(spec_id: int, entries: list[ManifestEntry]) -> _Files:
-    index: dict[Any, int] = {}
-    partitions: list[tuple[Any, ...]] = []
-    which = np.empty(len(entries), dtype=np.int64)
-    for i, e in enumerate(entries):
-        values = tuple(e.data_file.partition)
-        key = tuple(hashable(v) for v in values)
-        found = index.get(key)
-        if found is None:
-            found = index[key] = len(partitions)
-            partitions.append(values)
-        which[i] = found
-    return _Files(
-        spec_id,
-        np.array([int(e.data_file.content) for e in entries], dtype=np.int64),
-        np.array([e.data_file.record_count for e in entries], dtype=np.int64),
-        np.array([e.data_file.file_size_in_bytes for e in entries], dtype=np.int64),
-        np.array([-1 if e.snapshot_id is None else e.snapshot_id for e in entries], np.int64),
-        partitions,
-        which,
-    )
-
-
-def _files(ctx: InspectContext, manifests: Sequence[ManifestFile]) -> Iterator[_Files]:
-    """The live files of ``manifests``, a manifest at a time: a huge table's decoded into
-    arrays (no object per file), a small one's entry by entry."""
-
-    def spec_of(m: ManifestFile) -> int:
-        return m.partition_spec_id or 0
-
-    if not use_columns(manifests):
-        for m, entries in read_entries(ctx.io, manifests, live_only=True):
-            yield _of_entries(spec_of(m), entries)
-        return
-    for found in scan_columns(ctx.io, manifests, live_only=True):
-        if len(found) == 2:  # a manifest the compiled path cannot read: its entries
-            yield _of_entries(spec_of(found[0]), found[1])
-            continue
-        _, columns, rows = found
-        partitions, which = columns.partitions()
-        yield _Files(
-            columns.spec_id,
-            columns.content[rows],
-            columns.record_count[rows],
-            columns.file_size_in_bytes[rows],
-            columns.snapshot_ids[rows],
-            partitions,
-            which[rows],
-        )
 
 
 def _sum(groups: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
@@ -133,11 +67,12 @@ def partitions_table(ctx: InspectContext, snapshot_id: int | None = None, **kw: 
     index: dict[Any, int] = {}
     group_values: list[tuple[Any, ...]] = []
     parts: list[tuple[np.ndarray, ...]] = []
-    for files in _files(ctx, manifests_of(ctx.io, snapshot)):
+    for files in live_files(ctx.io, manifests_of(ctx.io, snapshot)):
         where = positions.get(files.spec_id, [None] * len(unified))
         present = sum(p is not None for p in where)
-        local = np.empty(len(files.partitions), dtype=np.int64)
-        for i, values in enumerate(files.partitions):
+        tuples, which = files.partitions()
+        local = np.empty(len(tuples), dtype=np.int64)
+        for i, values in enumerate(tuples):
             row = tuple(None if p is None else values[p] for p in where)
             key = (present, *(hashable(v) for v in row))
             found = index.get(key)
@@ -145,13 +80,13 @@ def partitions_table(ctx: InspectContext, snapshot_id: int | None = None, **kw: 
                 found = index[key] = len(group_values)
                 group_values.append(row)
             local[i] = found
-        spec_ids = np.full(len(files.which), files.spec_id, dtype=np.int64)
+        spec_ids = np.full(len(which), files.spec_id, dtype=np.int64)
         parts.append(
             (
-                local[files.which],
+                local[which],
                 files.content,
-                files.records,
-                files.sizes,
+                files.record_count,
+                files.file_size_in_bytes,
                 files.snapshot_ids,
                 spec_ids,
             )
