@@ -104,3 +104,39 @@ def test_java_manifests_rewritten_by_copying_records(
         ["replace"],
         ["replace"],
     ]
+
+
+def test_manifests_of_deleted_entries_only_count_as_java(
+    refspark: RefEngine, tmp_path: Path
+) -> None:
+    """A manifest left with deleted entries only (a metadata delete's) is one of the spec's
+    manifests to Java: it makes a rewrite worth doing and counts as replaced. Java and
+    icepark rewrite twin tables (built by Java) with the same result and summary."""
+    warehouse = tmp_path / "wh"
+    c = refspark.catalog_for(warehouse)
+    setup = [f"CREATE NAMESPACE IF NOT EXISTS {c}.db"]
+    for name in ("j", "p"):
+        t = f"{c}.db.{name}"
+        setup += [
+            f"CREATE TABLE {t} (id bigint, category string) USING iceberg PARTITIONED BY "
+            "(category) TBLPROPERTIES ('format-version'='2', 'commit.manifest-merge.enabled'='false')",
+            f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b')",
+            f"INSERT INTO {t} VALUES (3, 'c')",
+            f"DELETE FROM {t} WHERE category = 'c'",  # its manifest: one deleted entry
+        ]
+    refspark.request(setup)
+    shown = f"SELECT added_data_files_count + existing_data_files_count FROM {c}.db.j.manifests"
+    assert sorted(r[0] for r in refspark.rows(shown)) == [0, 2]
+    java = refspark.rows(f"CALL {c}.system.rewrite_manifests('db.j')")
+    catalog = FileSystemCatalog("fs", warehouse=str(warehouse))
+    ours = rewrite_manifests(catalog.load_table("db.p"))
+    assert java == [[2, 1]]
+    assert [ours.rewritten_manifests_count, ours.added_manifests_count] == java[0]
+    keys = ("manifests-created", "manifests-kept", "manifests-replaced")
+    summaries = [
+        {k: catalog.load_table(f"db.{n}").metadata.current_snapshot().summary.get(k) for k in keys}
+        for n in ("j", "p")
+    ]
+    assert summaries[0] == summaries[1] == dict(zip(keys, ("1", "0", "2"), strict=True))
+    refspark.sql(f"REFRESH TABLE {c}.db.p")
+    assert refspark.rows(f"SELECT * FROM {c}.db.p ORDER BY id") == [[1, "a"], [2, "b"]]

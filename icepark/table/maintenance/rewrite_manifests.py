@@ -81,22 +81,31 @@ class _ManifestRewriter(SnapshotProducer):
         kept: list[ManifestFile] = []
         self.replaced = 0
         entries_processed = 0
+        # Java decides on, and counts as replaced, every manifest of the spec in the parent's
+        # list, those left with deleted entries only too (dropped from ``manifests`` already)
+        parent = manifests_of(self.io, self._parent(base))
         for content in (ManifestContent.DATA, ManifestContent.DELETES):
             matching = [
                 m for m in manifests if m.content == content and m.partition_spec_id == self.spec_id
             ]
+            every = [
+                m for m in parent if m.content == content and m.partition_spec_id == self.spec_id
+            ]
+            every += [
+                m for m in matching if m.manifest_path not in {e.manifest_path for e in every}
+            ]
             kept.extend(
                 m for m in manifests if m.content == content and m.partition_spec_id != self.spec_id
             )
-            count = max(1, -(-sum(m.manifest_length for m in matching) // target))
-            if not matching or (count == 1 and len(matching) == 1):
+            count = max(1, -(-sum(m.manifest_length for m in every) // target))
+            if not every or (count == 1 and len(every) == 1):
                 kept.extend(matching)
                 continue
             key = tuple(m.manifest_path for m in matching)
-            if key not in self._regrouped:
+            if matching and key not in self._regrouped:
                 self._regrouped[key] = self._regroup(base, matching, count, content, snapshot_id)
-            created.extend(self._regrouped[key])
-            self.replaced += len(matching)
+            created.extend(self._regrouped.get(key, []))
+            self.replaced += len(every)
             entries_processed += sum(
                 (m.added_files_count or 0) + (m.existing_files_count or 0) for m in matching
             )
