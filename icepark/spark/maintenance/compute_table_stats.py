@@ -35,6 +35,7 @@ from icepark.puffin.theta import (
 )
 from icepark.spark.tables import resolve_table
 from icepark.spec.conversions import to_bytes
+from icepark.spec.properties import metadata_folder
 from icepark.spec.snapshots import BlobMetadata, StatisticsFile
 from icepark.spec.types import PrimitiveType, UUIDType
 from icepark.spec.updates import AssertTableUUID, SetStatisticsUpdate
@@ -177,7 +178,9 @@ def compute_table_stats(
             compression_codec="zstd",
             properties={NDV_PROPERTY: str(int(sketch_estimate(sketch)))},
         )
-    folder = resolved.metadata_location.rsplit("/", 1)[0]
+    # Java's ops.metadataFileLocation: write.metadata.path, else <table location>/metadata
+    md = resolved.metadata
+    folder = metadata_folder(md.location, md.properties)
     location = f"{folder}/{snapshot.snapshot_id}-{uuid.uuid4()}.stats"
     data = writer.to_bytes()
     resolved.io.new_output(location).write_bytes(data)

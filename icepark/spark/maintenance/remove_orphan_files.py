@@ -31,6 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from icepark.errors import ValidationError
 from icepark.io import FileIO
 from icepark.manifest import ManifestFile
 from icepark.planning.reachable import content_files, referenced_files
@@ -142,6 +143,42 @@ class _Lister:
         return files, folders
 
 
+def _listed(files: DataFrame, options: OrphanOptions) -> DataFrame:
+    """The candidates of a given file list, as Java's ``filteredCompareToFileList``: the
+    files whose path starts with the location and that were last modified before
+    ``older_than`` (no hidden-path rule: the list is taken as given)."""
+    fields = {f.name: f.dataType for f in files.schema.fields}
+    for name, kind in (("file_path", T.StringType), ("last_modified", T.TimestampType)):
+        if name not in fields:
+            raise ValidationError(f"Invalid file list: no {name} column (it has {list(fields)})")
+        if not isinstance(fields[name], kind):
+            raise ValidationError(
+                f"Invalid {name} column: {fields[name].simpleString()} is not a "
+                f"{'string' if name == 'file_path' else 'timestamp'}"
+            )
+    older = F.timestamp_millis(F.lit(options.older_than_ms))
+    kept = files.where(
+        F.col("file_path").startswith(options.location) & (F.col("last_modified") < older)
+    )
+    return kept.select("file_path").mapInArrow(_ListedRows(options), _ACTUAL)
+
+
+class _ListedRows:
+    """A file list's paths as listed rows (in a task); picklable."""
+
+    def __init__(self, options: OrphanOptions) -> None:
+        self.options = options
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        def rows() -> Iterator[tuple[Any, ...]]:
+            for batch in batches:
+                for path in batch.column(0).to_pylist():
+                    if path is not None:
+                        yield (path, *_uri(path, self.options), None)
+
+        yield from _arrow_rows(rows(), _ACTUAL_ARROW)
+
+
 # -- referenced files --------------------------------------------------------------------------
 
 
@@ -224,6 +261,7 @@ def remove_orphan_files(
     allow_recent: bool = False,
     catalog: Any = None,
     progress: Progress | None = None,
+    file_list: DataFrame | None = None,
 ) -> RemoveOrphanFilesResult:
     """Delete the files under ``table``'s location that none of its metadata references and
     that were last modified before ``older_than``, listing and comparing on Spark (Java's
@@ -251,6 +289,11 @@ def remove_orphan_files(
         catalog: a Catalog, a configured catalog name or a mapping of catalog properties
             where ``table`` is a name (default: ``icepark.load_catalog()``).
         progress: called with ``(done, total)`` as orphans are deleted.
+        file_list: the files to consider instead of listing the location (Java's
+            ``compareToFileList``, the procedure's ``file_list_view``): a DataFrame with a
+            string column ``file_path`` and a timestamp column ``last_modified``; only its
+            files under ``location`` (a prefix of the path as written) last modified before
+            ``older_than`` are candidates. Their sizes are unknown (counted as 0).
 
     Returns:
         The orphans found (``orphan_file_locations``, ``orphan_bytes``) and what was deleted
@@ -274,9 +317,12 @@ def remove_orphan_files(
         prefix_mismatch_mode,
         allow_recent,
     )
-    lister = _Lister(resolved.io, options)
-    top_files, folders = lister.top()
-    actual = _frame(spark, top_files, _ACTUAL_ARROW, _ACTUAL, folders, lister.files_under)
+    if file_list is not None:
+        actual = _listed(file_list, options)
+    else:
+        lister = _Lister(resolved.io, options)
+        top_files, folders = lister.top()
+        actual = _frame(spark, top_files, _ACTUAL_ARROW, _ACTUAL, folders, lister.files_under)
 
     resolved.refresh()  # the metadata as it is after the listing was planned
     found = referenced_files(
@@ -331,5 +377,5 @@ def remove_orphan_files(
         )
     rows = [r for r in unmatched if not r.referenced or mode == "delete"]
     orphans = sorted(r.uri for r in rows)
-    sizes = {r.uri: int(r.size) for r in rows}
+    sizes = {r.uri: int(r.size or 0) for r in rows}
     return delete_orphans(resolved, orphans, sizes, dry_run, progress)

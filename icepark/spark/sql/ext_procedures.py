@@ -216,8 +216,7 @@ def _remove_orphan_files(ctx: _Context) -> list[tuple[Any, ...]]:
     from icepark.spark.maintenance.remove_orphan_files import remove_orphan_files
 
     _positive(ctx, "max_concurrent_deletes")
-    if ctx.args.get("file_list_view") is not None:
-        raise ctx.fail("file_list_view", "Not supported by icepark (it lists the location)")
+    view = ctx.args.get("file_list_view")
     mode = ctx.args.get("prefix_mismatch_mode", "ERROR")
     dry_run = ctx.args.get("dry_run", False)
     result = remove_orphan_files(
@@ -229,16 +228,41 @@ def _remove_orphan_files(ctx: _Context) -> list[tuple[Any, ...]]:
         equal_schemes=ctx.args.get("equal_schemes"),
         equal_authorities=ctx.args.get("equal_authorities"),
         prefix_mismatch_mode=str(mode).lower(),
+        file_list=ctx.spark.table(view) if view is not None else None,
     )
-    paths = result.orphan_file_locations if dry_run else result.deleted
-    return [(p,) for p in paths]
+    # every orphan found, as Java's (a failed delete is logged there, and listed here too)
+    return [(p,) for p in result.orphan_file_locations]
 
 
-def _rewrite_arguments(ctx: _Context) -> dict[str, Any]:
+def _where(ctx: _Context, table: Table) -> Any:
+    """The ``where`` argument as Java reads it, a Spark SQL predicate (``name = "foo"``
+    compares with the string ``foo``), as an icepark filter when every conjunct translates
+    exactly (:func:`~icepark.spark.sql.pushdown.to_filter`); else the text, read by
+    icepark's filter parser."""
+    import sqlglot
+
+    from icepark.spark.sql.pushdown import split_and, to_filter
+    from icepark.spark.sql.query import session_is_utc
+
+    where = ctx.args.get("where")
+    if where is None:
+        return None
+    try:
+        tree = sqlglot.parse_one(str(where), read="spark")
+    except sqlglot.errors.SqlglotError:
+        return where
+    conjuncts = split_and(tree)
+    expr, texts = to_filter(conjuncts, table.schema(), lambda c: True, session_is_utc(ctx.sql))
+    if expr is not None and len(texts) == len(conjuncts):
+        return expr
+    return where
+
+
+def _rewrite_arguments(ctx: _Context, table: Table) -> dict[str, Any]:
     """What both rewrite procedures pass on: ``where``, ``options``, the session's case
     sensitivity."""
     return {
-        "where": ctx.args.get("where"),
+        "where": _where(ctx, table),
         "options": ctx.args.get("options"),
         "case_sensitive": case_sensitive(ctx.spark),
     }
@@ -253,7 +277,7 @@ def _rewrite_data_files(ctx: _Context) -> list[tuple[Any, ...]]:
         table,
         strategy=ctx.args.get("strategy", "binpack"),
         sort_order=ctx.args.get("sort_order"),
-        **_rewrite_arguments(ctx),
+        **_rewrite_arguments(ctx, table),
     )
     return [
         (
@@ -276,11 +300,8 @@ def _rewrite_position_delete_files(ctx: _Context) -> list[tuple[Any, ...]]:
         rewrite_position_delete_files,
     )
 
-    result = rewrite_position_delete_files(
-        ctx.spark,
-        ctx.table(),
-        **_rewrite_arguments(ctx),
-    )
+    table = ctx.table()
+    result = rewrite_position_delete_files(ctx.spark, table, **_rewrite_arguments(ctx, table))
     return [
         (
             result.rewritten_delete_files_count,

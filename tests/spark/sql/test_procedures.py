@@ -265,6 +265,27 @@ def table(catalog: Any) -> Table:
             "changelog_view",
         ),
         ("CALL system.rollback_to_snapshot('db.e', 'x')", ProcedureArgumentError, "snapshot_id"),
+        # Java's types: no string for a long, an int or a timestamp, no long for an int
+        (
+            "CALL system.ancestors_of('db.e', '1')",
+            ProcedureArgumentError,
+            "cannot cast StringType to LongType",
+        ),
+        (
+            "CALL system.expire_snapshots(table => 'db.e', older_than => '2021-01-01 00:00:00')",
+            ProcedureArgumentError,
+            "cannot cast StringType to TimestampType",
+        ),
+        (
+            "CALL system.expire_snapshots(table => 'db.e', retain_last => 10000000000)",
+            ProcedureArgumentError,
+            "cannot cast LongType to IntegerType",
+        ),
+        (
+            "CALL system.rewrite_manifests('db.e', 'true')",
+            ProcedureArgumentError,
+            "cannot cast StringType to BooleanType",
+        ),
         (
             "CALL fs.system.expire_snapshots(table => 'db.e', table => 'db.e')",
             ProcedureArgumentError,

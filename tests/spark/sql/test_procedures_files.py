@@ -13,6 +13,7 @@ import pytest
 from refengine import RefEngine
 
 from icepark.catalog import FileSystemCatalog
+from icepark.errors import ValidationError
 from icepark.spark.sql.extensions import parse_extension, run_extension
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
@@ -52,7 +53,20 @@ CALLS = [
     "partition_filter => map('category', 'b'))",
     "CALL {cat}.system.create_changelog_view(table => '{t}', options => map('start-timestamp', "
     "'{t0}', 'end-timestamp', '{t1}'))",
+    # Iceberg's docs: a where in Spark SQL (a double-quoted string), a given file list
+    "CALL {cat}.system.rewrite_data_files(table => '{t}', where => 'id = 13 and category = "
+    "\"c1\"', options => map('rewrite-all', 'true'))",
+    "CALL {cat}.system.remove_orphan_files(table => '{t}', file_list_view => '{view}_files')",
 ]
+# the file list: an old orphan, an old referenced file, a recent file, one outside the table
+FILE_LIST = (
+    "CREATE OR REPLACE TEMPORARY VIEW {view}_files AS SELECT * FROM VALUES "
+    "('{loc}/data/orphan-2.parquet', TIMESTAMP '2020-01-01 00:00:00'), "
+    "('{data}', TIMESTAMP '2020-01-01 00:00:00'), "
+    "('{loc}/data/recent.parquet', TIMESTAMP '2999-01-01 00:00:00'), "
+    "('{loc}-other/data/orphan-3.parquet', TIMESTAMP '2020-01-01 00:00:00') "
+    "AS f(file_path, last_modified)"
+)
 
 
 @pytest.fixture(scope="module")
@@ -73,10 +87,17 @@ def run(tmp_path_factory: pytest.TempPathFactory, refspark: RefEngine, spark: An
         setup += _setup(t, u)
     refspark.request(setup)
     catalog = FileSystemCatalog("fs", warehouse=str(warehouse))
+    views: dict[str, str] = {}
     for name in ("j", "p"):  # an old file nothing references, in each table's data folder
-        orphan = Path(catalog.load_table(f"db.{name}").location.removeprefix("file:")) / "data"
-        (orphan / "orphan-1.parquet").write_bytes(b"not referenced")
-        os.utime(orphan / "orphan-1.parquet", (1_600_000_000, 1_600_000_000))
+        table = catalog.load_table(f"db.{name}")
+        orphan = Path(table.location.removeprefix("file:")) / "data"
+        for file in ("orphan-1.parquet", "orphan-2.parquet"):
+            (orphan / file).write_bytes(b"not referenced")
+            os.utime(orphan / file, (1_600_000_000, 1_600_000_000))
+        data = next(iter(table.scan().plan_files())).file.file_path
+        views[name] = FILE_LIST.format(view=f"{name}_changes", loc=table.location, data=data)
+    refspark.request([views["j"]])
+    spark.sql(views["p"])
     outputs: dict[str, list[Any]] = {"j": [], "p": []}
     for name, (t, u) in names.items():
         table = catalog.load_table(f"db.{name}")
@@ -122,14 +143,15 @@ def test_changelog_view_as_java(run: Any) -> None:
     _, _, outputs = run
     assert outputs["p"][0] == (["changelog_view"], [["p_changes"]])
     assert outputs["j"][0] == (["changelog_view"], [["j_changes"]])
-    assert outputs["p"][6][0] == outputs["j"][6][0]
-    assert sorted(outputs["p"][6][1]) == sorted(outputs["j"][6][1])
-    assert len(outputs["p"][6][1]) == 6
+    n = len(CALLS)  # the changelog views' rows come after the calls
+    assert outputs["p"][n][0] == outputs["j"][n][0]
+    assert sorted(outputs["p"][n][1]) == sorted(outputs["j"][n][1])
+    assert len(outputs["p"][n][1]) == 6
     # by timestamps: the snapshot exactly at start-timestamp is excluded, as in Java
     assert outputs["p"][5] == (["changelog_view"], [["`p_changes`"]])
     assert outputs["j"][5] == (["changelog_view"], [["`j_changes`"]])
-    assert sorted(outputs["p"][7][1]) == sorted(outputs["j"][7][1])
-    assert len(outputs["p"][7][1]) == 6
+    assert sorted(outputs["p"][n + 1][1]) == sorted(outputs["j"][n + 1][1])
+    assert len(outputs["p"][n + 1][1]) == 6
 
 
 def test_rewrite_position_deletes_as_java(run: Any) -> None:
@@ -146,8 +168,9 @@ def test_remove_orphan_files_as_java(run: Any) -> None:
     _, _, outputs = run
     (j_cols, j_rows), (p_cols, p_rows) = outputs["j"][2], outputs["p"][2]
     assert p_cols == j_cols == ["orphan_file_location"]
-    assert [Path(r[0]).name for r in p_rows] == [Path(r[0]).name for r in j_rows]
-    assert [Path(r[0]).name for r in p_rows] == ["orphan-1.parquet"]
+    names = sorted(Path(r[0]).name for r in p_rows)
+    assert names == sorted(Path(r[0]).name for r in j_rows)
+    assert names == ["orphan-1.parquet", "orphan-2.parquet"]
 
 
 def test_add_files_as_java(run: Any, refspark: RefEngine) -> None:
@@ -167,3 +190,34 @@ def test_add_files_as_java(run: Any, refspark: RefEngine) -> None:
     rows = refspark.request([f"SELECT * FROM {cat}.db.{n} ORDER BY id" for n in ("juq", "puq")])
     assert rows[0]["rows"] == rows[1]["rows"]
     assert [r[1] for r in rows[1]["rows"]] == ["b"] * 5
+
+
+def test_docs_where_and_file_list_as_java(run: Any) -> None:
+    _, _, outputs = run
+    # where => 'id = 13 and category = "c1"': Spark SQL's string, the same files rewritten
+    assert outputs["p"][6] == outputs["j"][6]
+    assert outputs["p"][6][1][0][:2] == [1, 1]
+    # file_list_view: the listed old files nothing references whose path starts with the
+    # table's location, as text (so a sibling folder 'p-other' too, as in Java); a file
+    # that is not there is listed as well (its delete fails)
+    (j_cols, j_rows), (p_cols, p_rows) = outputs["j"][7], outputs["p"][7]
+    assert p_cols == j_cols == ["orphan_file_location"]
+    names = sorted(Path(r[0]).name for r in p_rows)
+    assert names == sorted(Path(r[0]).name for r in j_rows)
+    assert names == ["orphan-2.parquet", "orphan-3.parquet"]
+
+
+def test_file_list_view_needs_a_path_and_a_timestamp(run: Any, spark: Any) -> None:
+    catalog, cat, _ = run
+    spark.sql(
+        "CREATE OR REPLACE TEMPORARY VIEW bad_files AS SELECT 'x' AS file_path, 1 AS last_modified"
+    )
+    parsed = parse_extension(
+        f"CALL {cat}.system.remove_orphan_files(table => 'db.p', file_list_view => 'bad_files')"
+    )
+    assert parsed is not None
+    try:
+        with pytest.raises(ValidationError, match="last_modified column: int is not a timestamp"):
+            run_extension(spark, parsed, catalog, cat)
+    finally:
+        spark.catalog.dropTempView("bad_files")
