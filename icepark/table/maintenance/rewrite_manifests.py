@@ -91,9 +91,8 @@ class _ManifestRewriter(SnapshotProducer):
             every = [
                 m for m in parent if m.content == content and m.partition_spec_id == self.spec_id
             ]
-            every += [
-                m for m in matching if m.manifest_path not in {e.manifest_path for e in every}
-            ]
+            listed = {m.manifest_path for m in every}
+            every += [m for m in matching if m.manifest_path not in listed]
             kept.extend(
                 m for m in manifests if m.content == content and m.partition_spec_id != self.spec_id
             )
