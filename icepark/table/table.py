@@ -1166,7 +1166,11 @@ class Table:
         )
 
     def rewrite_manifests(
-        self, spec_id: int | None = None, cluster_by: Sequence[str] | None = None
+        self,
+        spec_id: int | None = None,
+        cluster_by: Sequence[str] | None = None,
+        *,
+        branch: str = MAIN_BRANCH,
     ) -> RewriteManifestsResult:
         """Regroup a partition spec's manifests by partition as one ``replace`` snapshot, data
         unchanged (Java's ``rewrite_manifests``): fewer, well-clustered manifests prune
@@ -1178,6 +1182,8 @@ class Table:
             spec_id: the spec whose manifests are rewritten (default: the table's current spec).
             cluster_by: partition field names to cluster entries by (default: all of them, in
                 order; Java's ``sortBy``).
+            branch: the branch whose manifests are rewritten (Java's ``toBranch``; nothing
+                happens on a branch that does not exist).
 
         Returns:
             Java's columns: ``rewritten_manifests_count`` and ``added_manifests_count`` (zero
@@ -1190,7 +1196,7 @@ class Table:
         """
         from icepark.table.maintenance.rewrite_manifests import rewrite_manifests
 
-        return rewrite_manifests(self, spec_id, cluster_by)
+        return rewrite_manifests(self, spec_id, cluster_by, branch=branch)
 
     def add_files(
         self, paths: str | Sequence[str], check_duplicate_files: bool = True

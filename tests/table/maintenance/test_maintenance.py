@@ -98,6 +98,27 @@ def test_rewrite_manifests_regroups_by_partition_keeping_entries(catalog: Catalo
     assert table.current_snapshot() == snap
 
 
+def test_rewrite_manifests_of_a_branch_leaves_main_alone(catalog: Catalog) -> None:
+    table = catalog.create_table(
+        "db.t", SCHEMA, properties={"commit.manifest-merge.enabled": "false"}
+    )
+    for i in range(3):
+        table.append(_rows(range(i * 9, i * 9 + 9)))
+    head = table.current_snapshot()
+    assert head is not None
+    table.create_branch("b", head.snapshot_id)
+    assert table.rewrite_manifests(branch="nope").rewritten_manifests_count == 0
+    result = table.rewrite_manifests(branch="b")
+    assert (result.rewritten_manifests_count, result.added_manifests_count) == (3, 1)
+    assert table.current_snapshot() == head
+    rewritten = table.metadata.snapshot_by_name("b")
+    assert rewritten is not None and rewritten.parent_snapshot_id == head.snapshot_id
+    assert len(manifests_of(table.io, rewritten, ManifestContent.DATA)) == 1
+    assert sorted(table.scan(snapshot_id=rewritten.snapshot_id).to_arrow()["id"].to_pylist()) == (
+        _ids(table)
+    )
+
+
 def test_rewrite_manifests_splits_at_the_target_size_and_clusters(catalog: Catalog) -> None:
     table = catalog.create_table(
         "db.t",
