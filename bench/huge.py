@@ -22,6 +22,7 @@ warm ones), alternating.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -224,6 +225,50 @@ def compare(files: int, per_manifest: int, rounds: int) -> list[dict[str, Any]]:
     return rows
 
 
+def _kind(row: dict[str, Any]) -> str:
+    return "point query" if row["what"] == "plan-point" else "whole table"
+
+
+def table_text(rows: list[dict[str, Any]]) -> str:
+    """The rows of :func:`compare` as a Markdown table."""
+    lines = [
+        "| files | plan | Java first | Java warm | icepark first (fresh process) "
+        "| icepark warm | warm ratio | icepark peak RSS | Java heap | same files |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['files']:,} | {_kind(r)} "
+            f"| {r['java_first_s']:.2f} s | {r['java_warm_s']:.2f} s "
+            f"| {r['icepark_first_s']:.2f} s | {r['icepark_warm_s']:.2f} s "
+            f"| {r['warm_ratio']:.2f}x | {r['icepark_peak_mb']} MB | {r['java_heap_mb']} MB "
+            f"| {'yes' if r['same_files'] else 'NO'} |"
+        )
+    return "\n".join(lines)
+
+
+def growth_text(rows: list[dict[str, Any]]) -> str:
+    """How each cost grows with the table: for each plan, each size's warm times, first
+    plans and peak RSS as multiples of the previous size's (files x10 each step)."""
+    lines = [
+        "| plan | files | x files | Java warm | icepark warm | Java first | icepark first "
+        "| icepark peak RSS |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    keys = ("java_warm_s", "icepark_warm_s", "java_first_s", "icepark_first_s", "icepark_peak_mb")
+    for kind in ("whole table", "point query"):
+        mine = sorted((r for r in rows if _kind(r) == kind), key=lambda r: r["files"])
+        for before, now in itertools.pairwise(mine):
+            grown = [now[k] / before[k] if before[k] else float("nan") for k in keys]
+            lines.append(
+                f"| {kind} | {before['files']:,} -> {now['files']:,} "
+                f"| x{now['files'] / before['files']:g} | "
+                + " | ".join(f"x{g:.1f}" for g in grown)
+                + " |"
+            )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--files", type=int, action="append")
@@ -252,20 +297,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.upkeep_only:
             rows.extend(compare(files, args.per_manifest, args.rounds))
     if rows:
-        print(
-            "\n| files | plan | Java first | Java warm | icepark first (fresh process) "
-            "| icepark warm | warm ratio | icepark peak RSS | Java heap | same files |"
-        )
-        print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-        for r in rows:
-            kind = "point query" if r["what"] == "plan-point" else "whole table"
-            print(
-                f"| {r['files']:,} | {kind} "
-                f"| {r['java_first_s']:.2f} s | {r['java_warm_s']:.2f} s "
-                f"| {r['icepark_first_s']:.2f} s | {r['icepark_warm_s']:.2f} s "
-                f"| {r['warm_ratio']:.2f}x | {r['icepark_peak_mb']} MB | {r['java_heap_mb']} MB "
-                f"| {'yes' if r['same_files'] else 'NO'} |"
-            )
+        print("\n" + table_text(rows))
+        print("\n" + growth_text(rows))
     if not (args.build_only or args.no_upkeep):
         from bench import huge_upkeep
 

@@ -5,7 +5,9 @@
 One JSON object says what to run: ``warehouse``, ``runs``, ``point`` (the point query's id),
 ``write_rows``; optional ``merge_rows`` (default write_rows / 50), ``sections`` (a list;
 default reads, writes, row-level, compaction), ``upkeep_root`` and ``snapshots`` (for
-``upkeep``), ``sink_rows_per_batch`` and ``appends_table`` (for ``streaming``).
+``upkeep``), ``sink_rows_per_batch`` and ``appends_table`` (for ``streaming``),
+``base_snapshot`` and ``write_runs`` (for ``large``: the large set of ``bench/large.py`` on
+the warehouse's ``bench.wide``, set back to ``base_snapshot`` after its writes).
 
 Prints one JSON object {query: [seconds, ...]} on its last line; keys starting with
 ``check:`` hold the row-level benchmarks' results (counts, sums) instead of timings.
@@ -27,6 +29,8 @@ sys.path.insert(0, os.path.dirname(here))  # the repository: sql_bench imports b
 import refspark  # noqa: E402
 import sql_bench  # noqa: E402  (bench/, on the path as this script's folder)
 
+from bench import queries as Q  # noqa: E402
+
 COLS = """id, TIMESTAMP '2024-01-01 00:00:00' + make_interval(0,0,0,0,0,0, id % (30*86400)) AS ts,
   concat('cat-', CAST(id % 100 AS STRING)) AS category, CAST(id % 1000 AS DOUBLE) / 7 AS amount,
   CAST(id % 97 AS INT) AS qty, id % 3 = 0 AS flag, sha2(CAST(id AS STRING), 256) AS note"""
@@ -34,7 +38,11 @@ ROW_LEVEL_PROPS = (
     "'format-version'='2', 'write.delete.mode'='merge-on-read',"
     " 'write.update.mode'='merge-on-read', 'write.merge.mode'='merge-on-read'"
 )
-AGG = "SELECT count(*), sum(amount), max(note) FROM {}"
+AGG = Q.AGG_SQL
+
+
+def _load() -> str:
+    return "{:.1f}/{:.1f}".format(*os.getloadavg()[:2])
 
 
 def _timed(spark, sql: str) -> float:
@@ -62,7 +70,7 @@ def _row_level(spark, runs: int, write_rows: int, merge_rows: int) -> dict[str, 
     times = []
     for i, name in enumerate(tables[:-1]):
         _fresh_table(spark, name, write_rows)
-        took = _timed(spark, f"DELETE FROM {name} WHERE id % 100 = 7")
+        took = _timed(spark, Q.DELETE_SQL.format(name))
         if i:  # the first is the warm-up
             times.append(took)
     out["MoR delete 1%"] = times
@@ -98,6 +106,83 @@ def _row_level(spark, runs: int, write_rows: int, merge_rows: int) -> dict[str, 
             out["check: merge"] = [row[0], row[1], row[2], deletes]
         spark.sql(f"DROP TABLE {name} PURGE")
     out[merge_name(merge_rows)] = times
+    return out
+
+
+def _reads(spark, runs: int, wide: str, point_table: str, point: int) -> dict[str, list]:
+    """The read rows of bench/queries.py over these tables: a warm-up, then ``runs`` timed
+    runs each; ``check: <row>`` holds the answer's summary."""
+    out: dict[str, list] = {}
+    for name, sql in Q.read_sql(wide, point_table, point).items():
+        started = _load()
+        out[f"check: {name}"] = Q.summary(spark.sql(sql).collect())  # also the warm-up
+        out[name] = [_timed(spark, sql) for _ in range(runs)]
+        out[f"load: {name}"] = f"{started} -> {_load()}"
+    return out
+
+
+def _compact(spark, name: str) -> tuple[float, float]:
+    """rewrite_position_delete_files, then rewrite_data_files of the files with deletes, on
+    ``name`` (``ref.<namespace>.<table>``): the seconds of each."""
+    short = name.removeprefix("ref.")
+    took = _timed(spark, Q.REWRITE_DELETES_SQL.format(short))
+    return took, _timed(spark, Q.REWRITE_DATA_SQL.format(short))
+
+
+def _large(spark, runs: int, base: int, write_runs: int) -> dict[str, list]:
+    """The large set's writes on ``ref.bench.wide`` itself (too big to copy for each run):
+    before each run its ``main`` is set back to the snapshot it was built with, and what
+    the runs wrote is expired (Java's expire_snapshots deletes the files only they reached).
+    ``write_runs`` deletes of 1% (no warm-up: each reads the whole table), the full scan
+    after the last, then ``write_runs`` compactions after a fresh delete (the first on that
+    delete), the full scan after the last."""
+    name, short = "ref.bench.wide", "bench.wide"
+    out: dict[str, list] = {}
+
+    def reset() -> None:
+        head = spark.sql(f"SELECT snapshot_id FROM {name}.refs WHERE name = 'main'").collect()
+        if head[0][0] != base:
+            spark.sql(f"CALL ref.system.set_current_snapshot('{short}', {base})")
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() + 1))
+            time.sleep(1.1)
+            spark.sql(
+                f"CALL ref.system.expire_snapshots(table => '{short}',"
+                f" older_than => TIMESTAMP '{stamp}', retain_last => 1)"
+            )
+
+    def scans(label: str) -> None:
+        started = _load()
+        out[f"check: {label}"] = [
+            *Q.summary(spark.sql(AGG.format(name)).collect()),  # also the warm-up
+            spark.sql(f"SELECT count(*) FROM {name}.data_files").collect()[0][0],
+            spark.sql(f"SELECT count(*) FROM {name}.delete_files").collect()[0][0],
+        ]
+        out[label] = [_timed(spark, AGG.format(name)) for _ in range(runs)]
+        out[f"load: {label}"] = f"{started} -> {_load()}"
+
+    times = []
+    for _ in range(write_runs):
+        reset()
+        started = _load()
+        times.append(_timed(spark, Q.DELETE_SQL.format(name)))
+        out[f"load: {Q.DELETE}"] = f"{started} -> {_load()}"
+    out[Q.DELETE] = times
+    scans(Q.AFTER_DELETE)
+    deletes_times, data_times = [], []
+    for i in range(write_runs):
+        if i:
+            reset()
+            spark.sql(Q.DELETE_SQL.format(name))
+        started = _load()
+        took, took_data = _compact(spark, name)
+        out[f"load: {Q.COMPACTION_DATA}"] = f"{started} -> {_load()}"
+        out[f"load: {Q.COMPACTION_DELETES}"] = out[f"load: {Q.COMPACTION_DATA}"]
+        deletes_times.append(took)
+        data_times.append(took_data)
+    out[Q.COMPACTION_DELETES] = deletes_times
+    out[Q.COMPACTION_DATA] = data_times
+    scans(Q.COMPACTION_SCAN)
+    reset()
     return out
 
 
@@ -168,18 +253,8 @@ def _compaction(spark, runs: int, write_rows: int) -> dict[str, list]:
     deletes_times, data_times = [], []
     for i, name in enumerate(tables[: runs + 1]):
         _fresh_table(spark, name, write_rows)
-        spark.sql(f"DELETE FROM {name} WHERE id % 100 = 7")
-        short = name.removeprefix("ref.")
-        took = _timed(
-            spark,
-            f"CALL ref.system.rewrite_position_delete_files(table => '{short}', "
-            "options => map('rewrite-all', 'true'))",
-        )
-        took_data = _timed(
-            spark,
-            f"CALL ref.system.rewrite_data_files(table => '{short}', "
-            "options => map('delete-file-threshold', '1'))",
-        )
+        spark.sql(Q.DELETE_SQL.format(name))
+        took, took_data = _compact(spark, name)
         if i:
             deletes_times.append(took)
             data_times.append(took_data)
@@ -187,7 +262,7 @@ def _compaction(spark, runs: int, write_rows: int) -> dict[str, list]:
     out["rewrite_data_files after the 1% delete"] = data_times
     compacted, deleted, before = tables[runs], tables[runs + 1], tables[runs + 2]
     _fresh_table(spark, deleted, write_rows)
-    spark.sql(f"DELETE FROM {deleted} WHERE id % 100 = 7")
+    spark.sql(Q.DELETE_SQL.format(deleted))
     _fresh_table(spark, before, write_rows)
     for label, name in (
         ("full scan after both rewrites", compacted),
@@ -255,20 +330,10 @@ def main() -> None:
     spark = refspark.session(warehouse)
     out: dict[str, list[float]] = {}
     if "reads" in sections:
-        queries = {
-            "full-scan aggregate": "SELECT count(*), sum(amount), max(note) FROM ref.bench.wide",
-            "2 of 30 days aggregate": "SELECT count(*), sum(amount), max(note) FROM ref.bench.wide"
-            " WHERE ts >= TIMESTAMP '2024-01-05 00:00:00' AND ts < TIMESTAMP '2024-01-07 00:00:00'",
-            "point query (many files)": f"SELECT * FROM ref.bench.many WHERE id = {point}",
-        }
-        for name, sql in queries.items():
-            spark.sql(sql).collect()  # warm-up
-            times = []
-            for _ in range(runs):
-                start = time.perf_counter()
-                spark.sql(sql).collect()
-                times.append(time.perf_counter() - start)
-            out[name] = times
+        out.update(_reads(spark, runs, "ref.bench.wide", "ref.bench.many", point))
+    if "large" in sections:
+        out.update(_reads(spark, runs, "ref.bench.wide", "ref.bench.wide", point))
+        out.update(_large(spark, runs, int(args["base_snapshot"]), int(args["write_runs"])))
     if "writes" in sections:
         times = []
         for i in range(runs):

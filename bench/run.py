@@ -1,6 +1,7 @@
 """icepark on Spark against Spark's own Parquet reader and writer, and the reference engine.
 
     python -m bench.run [--small] [--runs N] [--warehouse DIR] [--no-reference]
+    python -m bench.run --scale large   # the large set (bench/large.py)
 
 See bench/README.md. Builds the standard tables once (with the reference engine), then times
 each query side by side in one run, on local[2], and prints a table of medians and ratios.
@@ -20,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench import queries as Q
 from bench import upkeep
 from bench.timing import alternate
 
@@ -46,7 +48,6 @@ SECTIONS = {
 }
 # sections that build tables of their own (the standard tables are not needed for them)
 _OWN_TABLES = {"upkeep", "avro", "rest"}
-DAY_5, DAY_7 = 1704412800000000, 1704585600000000  # 2024-01-05 and 2024-01-07, UTC micros
 
 
 def _ensure_tables(warehouse: Path, rows: int, files: int, commits: int) -> None:
@@ -77,9 +78,11 @@ def _reference(
     upkeep_root: Path,
     snapshots: int,
     streaming: tuple[int, str] | None = None,
-) -> dict[str, list[float]]:
+    extra: dict[str, object] | None = None,
+) -> dict[str, Any]:
     script = Path(__file__).with_name("ref_timings.py")
     args: dict[str, object] = {
+        **(extra or {}),
         "warehouse": str(warehouse),
         "runs": runs,
         "point": point,
@@ -147,8 +150,7 @@ def _measure(
 
     from bench.avro_bench import measure as measure_avro
     from icepark.catalog import FileSystemCatalog
-    from icepark.spark import read, write
-    from icepark.spark.paths import to_spark_location
+    from icepark.spark import write
 
     if sections == {"avro"}:  # needs only its own table
         return measure_avro(spark, warehouse, runs, write_rows, _check)
@@ -160,55 +162,9 @@ def _measure(
         return out
     wide = catalog.load_table("bench.wide")
     many = catalog.load_table("bench.many")
-    wide_paths = [to_spark_location(t.file.file_path) for t in wide.scan().plan_files()]
-    many_paths = [to_spark_location(t.file.file_path) for t in many.scan().plan_files()]
-    aggs = [F.count("*"), F.sum("amount"), F.max("note")]
-    two_days = "ts >= '2024-01-05T00:00:00+00:00' and ts < '2024-01-07T00:00:00+00:00'"
-    day_paths = [
-        to_spark_location(t.file.file_path) for t in wide.scan(filter=two_days).plan_files()
-    ]
-    in_days = (F.col("ts") >= F.timestamp_micros(F.lit(DAY_5))) & (
-        F.col("ts") < F.timestamp_micros(F.lit(DAY_7))
-    )
-
     schema = wide.schema()
     if "reads" in sections:
-        # the python path runs in a group of its own: its Python workers would disturb the others
-        out["full-scan aggregate"] = alternate(
-            {
-                "icepark": lambda: read(spark, wide).agg(*aggs).collect(),
-                "native": lambda: spark.read.parquet(*wide_paths).agg(*aggs).collect(),
-            },
-            runs,
-        )
-        python_path = alternate(
-            {"icepark": lambda: read(spark, wide, path="python").agg(*aggs).collect()}, runs
-        )
-        out["full-scan aggregate (python path)"] = {
-            "icepark": python_path["icepark"],
-            "native": out["full-scan aggregate"]["native"],
-        }
-        out["2 of 30 days aggregate"] = alternate(
-            {
-                "icepark": lambda: read(spark, wide, filter=two_days).agg(*aggs).collect(),
-                "native": lambda: (
-                    spark.read.parquet(*wide_paths).filter(in_days).agg(*aggs).collect()
-                ),
-                "native, files pruned by hand": lambda: (
-                    spark.read.parquet(*day_paths).filter(in_days).agg(*aggs).collect()
-                ),
-            },
-            runs,
-        )
-        out["point query (many files)"] = alternate(
-            {
-                "icepark": lambda: read(spark, many, filter=f"id = {point}").collect(),
-                "native": lambda: (
-                    spark.read.parquet(*many_paths).filter(F.col("id") == point).collect()
-                ),
-            },
-            runs,
-        )
+        out.update(read_rows(spark, wide, many, point, runs))
 
     if "writes" in sections:
         scratch = Path(tempfile.mkdtemp(prefix="icepark-bench-write-"))
@@ -295,6 +251,103 @@ def _measure(
     return out
 
 
+SUMMARIES: dict[str, list[Any]] = {}  # the read rows' answers, checked against Java's
+
+
+def read_rows(
+    spark: Any,
+    wide: Any,
+    point_table: Any,
+    point: int,
+    runs: int,
+    python_path: bool = True,
+    loads: dict[str, str] | None = None,
+) -> dict[str, dict[str, list[float]]]:
+    """The read rows of ``bench/queries.py`` on these tables: icepark's ``read`` next to
+    Spark's Parquet reader on the same files, alternating; each row's answer goes to
+    :data:`SUMMARIES`. ``python_path`` adds the full scan through icepark's Python tasks;
+    ``loads`` gets each row's load average (before -> after)."""
+    loads = loads if loads is not None else {}
+    from pyspark.sql import functions as F
+
+    from icepark.spark import read
+    from icepark.spark.paths import to_spark_location
+
+    def paths(table: Any, filter: str | None = None) -> list[str]:
+        tasks = table.scan(filter=filter).plan_files()
+        return [to_spark_location(t.file.file_path) for t in tasks]
+
+    wide_paths, point_paths = paths(wide), paths(point_table)
+    day_paths = paths(wide, Q.TWO_DAYS_FILTER)
+    aggs = [F.count("*"), F.sum("amount"), F.max("note")]
+    in_days = (F.col("ts") >= F.timestamp_micros(F.lit(Q.DAY_5))) & (
+        F.col("ts") < F.timestamp_micros(F.lit(Q.DAY_7))
+    )
+    out: dict[str, dict[str, list[float]]] = {}
+    full = Q.FULL_SCAN
+    started = load_average()
+    out[full] = alternate(
+        {
+            "icepark": lambda: read(spark, wide).agg(*aggs).collect(),
+            "native": lambda: spark.read.parquet(*wide_paths).agg(*aggs).collect(),
+        },
+        runs,
+    )
+    loads[full] = f"{started} -> {load_average()}"
+    SUMMARIES[full] = Q.summary(read(spark, wide).agg(*aggs).collect())
+    if python_path:  # in a group of its own: its Python workers would disturb the others
+        timed = alternate(
+            {"icepark": lambda: read(spark, wide, path="python").agg(*aggs).collect()}, runs
+        )
+        out[f"{full} (python path)"] = {"icepark": timed["icepark"], "native": out[full]["native"]}
+    days = Q.TWO_DAYS
+    started = load_average()
+    out[days] = alternate(
+        {
+            "icepark": lambda: read(spark, wide, filter=Q.TWO_DAYS_FILTER).agg(*aggs).collect(),
+            "native": lambda: spark.read.parquet(*wide_paths).filter(in_days).agg(*aggs).collect(),
+            "native, files pruned by hand": lambda: (
+                spark.read.parquet(*day_paths).filter(in_days).agg(*aggs).collect()
+            ),
+        },
+        runs,
+    )
+    loads[days] = f"{started} -> {load_average()}"
+    SUMMARIES[days] = Q.summary(read(spark, wide, filter=Q.TWO_DAYS_FILTER).agg(*aggs).collect())
+    name = Q.point_name(point_table.name)
+    started = load_average()
+    out[name] = alternate(
+        {
+            "icepark": lambda: read(spark, point_table, filter=f"id = {point}").collect(),
+            "native": lambda: (
+                spark.read.parquet(*point_paths).filter(F.col("id") == point).collect()
+            ),
+        },
+        runs,
+    )
+    loads[name] = f"{started} -> {load_average()}"
+    SUMMARIES[name] = Q.summary(read(spark, point_table, filter=f"id = {point}").collect())
+    return out
+
+
+def load_average() -> str:
+    """The machine's load average over 1 and 5 minutes (it is shared: say it with figures)."""
+    return "{:.1f}/{:.1f}".format(*os.getloadavg()[:2])
+
+
+def check_summaries(ref: dict[str, Any]) -> None:
+    """Each read row's answer against the reference engine's (a CHECK FAILED when they
+    differ), into :data:`CHECKS`."""
+    for name, mine in SUMMARIES.items():
+        theirs = ref.get(f"check: {name}")
+        if theirs is None:
+            CHECKS[name] = f"{mine}"
+            continue
+        agree = Q.same(mine, theirs)
+        _check(agree, f"{name}: icepark {mine} != reference {theirs}")
+        CHECKS[name] = f"{mine} ({'the same as' if agree else 'DIFFERS from'} the reference's)"
+
+
 ROW_LEVEL_PROPS = {
     "format-version": "2",
     "write.delete.mode": "merge-on-read",
@@ -318,7 +371,7 @@ def _measure_row_level(
     from pyspark.sql import functions as F
 
     from icepark.catalog import FileSystemCatalog
-    from icepark.spark import delete, merge, read, write
+    from icepark.spark import merge, read, write
 
     aggs = [F.count("*"), F.sum("amount"), F.max("note")]
     df = spark.range(write_rows).selectExpr(*[c.strip() for c in _split_cols(COLS)])
@@ -344,9 +397,8 @@ def _measure_row_level(
         # 1. delete 1% of the rows, spread over every file (icepark cannot parse "%")
         pool = [fresh() for _ in range(runs + 1)]
         targets = list(pool)
-        one_pct = F.col("id") % 100 == 7
-        deleted = alternate({"icepark": lambda: delete(spark, targets.pop(), one_pct)}, runs)
-        out["MoR delete 1%"] = deleted
+        deleted = alternate({"icepark": lambda: delete_one_percent(spark, targets.pop())}, runs)
+        out[Q.DELETE] = deleted
 
         # 2. full scan before and after it
         before = fresh()
@@ -358,7 +410,7 @@ def _measure_row_level(
             },
             runs,
         )
-        out["full scan after MoR delete"] = {
+        out[Q.AFTER_DELETE] = {
             "icepark": scans["icepark"],
             "icepark before the delete": scans["before"],
         }
@@ -369,7 +421,7 @@ def _measure_row_level(
         _check(n_after[0] == expected, f"count after the delete {n_after[0]} != {expected}")
         files = delete_files(after)
         _check(files > 0, "the MoR delete wrote no delete file")
-        CHECKS["MoR delete 1%"] = f"{n_after[0]:,} rows left, {files} delete files"
+        CHECKS[Q.DELETE] = f"{n_after[0]:,} rows left, {files} delete files"
 
         # 3. merge: half of the source's ids are in the table (spread over it), half new
         half = merge_rows // 2
@@ -411,9 +463,9 @@ def _measure_row_level(
 
 
 MANY_COPY = "bench.many_compact"
-COMPACTION_DATA = "rewrite_data_files after the 1% delete"
-COMPACTION_DELETES = "rewrite_position_delete_files after it"
-COMPACTION_SCAN = "full scan after both rewrites"
+COMPACTION_DATA = Q.COMPACTION_DATA
+COMPACTION_DELETES = Q.COMPACTION_DELETES
+COMPACTION_SCAN = Q.COMPACTION_SCAN
 
 
 def binpack_name(files: int) -> str:
@@ -469,10 +521,8 @@ def _measure_compaction(
 
     from icepark.catalog import FileSystemCatalog
     from icepark.spark import (
-        delete,
         read,
         rewrite_data_files,
-        rewrite_position_delete_files,
         write,
     )
 
@@ -511,7 +561,7 @@ def _measure_compaction(
             )
             write(df, table)
             if deleted:
-                delete(spark, tables.load_table(name), F.col("id") % 100 == 7)
+                delete_one_percent(spark, tables.load_table(name))
             return tables.load_table(name)
 
         pool = [fresh(True) for _ in range(runs + 1)]
@@ -519,13 +569,7 @@ def _measure_compaction(
         deletes_times: list[float] = []
         data_times: list[float] = []
         for i, table in enumerate(targets):
-            started = time.perf_counter()
-            rewrite_position_delete_files(spark, table, options={"rewrite-all": "true"})
-            took = time.perf_counter() - started
-            table = tables.load_table(table.name)
-            started = time.perf_counter()
-            result = rewrite_data_files(spark, table, options={"delete-file-threshold": "1"})
-            took_data = time.perf_counter() - started
+            took, took_data, result = compact(spark, tables, table)
             if i:  # the first is the warm-up
                 deletes_times.append(took)
                 data_times.append(took_data)
@@ -563,6 +607,31 @@ def _measure_compaction(
     return out
 
 
+def delete_one_percent(spark: Any, table: Any) -> None:
+    """The row-level rows' delete: ``id % 100 = 7``, 1% of the rows spread over every file
+    (icepark's filter parser has no ``%``: a Spark Column)."""
+    from pyspark.sql import functions as F
+
+    from icepark.spark import delete
+
+    delete(spark, table, F.col("id") % 100 == 7)
+
+
+def compact(spark: Any, catalog: Any, table: Any) -> tuple[float, float, Any]:
+    """After a delete: rewrite_position_delete_files, then rewrite_data_files of the files
+    with deletes, with the options Java is given (bench/queries.py); the seconds of each
+    and the data rewrite's result."""
+    from icepark.spark import rewrite_data_files, rewrite_position_delete_files
+
+    started = time.perf_counter()
+    rewrite_position_delete_files(spark, table, options=Q.REWRITE_DELETES_OPTIONS)
+    took = time.perf_counter() - started
+    table = catalog.load_table(table.name)
+    started = time.perf_counter()
+    result = rewrite_data_files(spark, table, options=Q.REWRITE_DATA_OPTIONS)
+    return took, time.perf_counter() - started, result
+
+
 def _check(ok: bool, what: str) -> None:
     if not ok:
         print(f"CHECK FAILED: {what}", flush=True)
@@ -596,12 +665,17 @@ def _ratio(a: list[float] | None, b: list[float] | None) -> str:
 
 
 def _print(
-    results: dict[str, dict[str, list[float]]], ref: dict[str, list[float]], header: str
+    results: dict[str, dict[str, list[float]]],
+    ref: dict[str, Any],
+    header: str,
+    loads: dict[str, str] | None = None,
 ) -> None:
+    """The table of medians and ratios, the checks under it; ``loads`` (row -> load
+    average) adds a column."""
     print(header)
     cols = (
         f"{'query':44} {'icepark s':>10} {'native s':>10} {'ice/nat':>8} {'ref s':>8}"
-        f" {'ice/ref':>8}"
+        f" {'ice/ref':>8}" + ("  load" if loads else "")
     )
     print(cols)
     print("-" * len(cols))
@@ -612,6 +686,8 @@ def _print(
             f"{name:44} {_fmt(row['icepark']):>10} {_fmt(native):>10} "
             f"{_ratio(row['icepark'], native):>8} {_fmt(theirs):>8}"
             f" {_ratio(row['icepark'], theirs):>8}"
+            + (f"  {loads.get(name, '')}" if loads else "")
+            + (f"; ref {ref[f'load: {name}']}" if loads and f"load: {name}" in ref else "")
         )
         for extra, times in row.items():
             if extra not in ("icepark", "native"):
@@ -660,6 +736,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--runs", type=int, default=3, help="timed runs per query (after a warm-up)"
     )
+    parser.add_argument(
+        "--scale",
+        choices=("standard", "large", "tiny"),
+        default="standard",
+        help="large: the large set (bench/large.py: 100M rows in 100 files, planning at 10k,"
+        " 100k and 1M files); tiny: the large set's steps on small tables",
+    )
+    parser.add_argument(
+        "--write-runs", type=int, default=1, help="runs of each write of the large set"
+    )
     parser.add_argument("--warehouse", help="where the tables are (built there if absent)")
     parser.add_argument("--no-reference", action="store_true", help="skip the reference engine")
     parser.add_argument(
@@ -669,6 +755,11 @@ def main(argv: list[str] | None = None) -> None:
         help="run only these sections (repeatable; default: all)",
     )
     args = parser.parse_args(argv)
+    if args.scale != "standard":
+        from bench import large
+
+        large.main(args.scale, args.runs, args.write_runs, args.no_reference)
+        return
     sections = set(args.only or SECTIONS)
     if sections == {"rest"}:  # no Spark, no standard tables
         _rest_section()
@@ -729,6 +820,7 @@ def main(argv: list[str] | None = None) -> None:
             CHECKS.update(checks)
     finally:
         spark.stop()
+    check_summaries(ref)
     _print(
         results,
         ref,
