@@ -11,6 +11,8 @@ micro-batch, :mod:`icepark.spark.streaming.sink`).
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -29,6 +31,13 @@ from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table import Table
 
 __all__ = ["read_stream", "write_stream"]
+
+_LOG = logging.getLogger(__name__)
+# Spark gives the Python process of a Connect query's foreachBatch function 10 seconds
+# (hard-coded in PythonWorkerFactory) to start and connect back; on a loaded server it can
+# miss them, and the query is then not started: starting again is safe.
+_NOT_CONNECTED = "Python worker failed to connect back"
+START_ATTEMPTS = 3
 
 
 def read_stream(
@@ -153,4 +162,25 @@ def write_stream(
         writer = writer.queryName(query_name)
     if trigger:
         writer = writer.trigger(**trigger)
+    return _start(writer, resolved.name) if is_connect(df) else writer.start()
+
+
+def _start(writer: Any, name: str) -> StreamingQuery:
+    """``writer.start()`` on a Connect session, again (up to :data:`START_ATTEMPTS` times)
+    when the server's foreachBatch process did not connect back in time."""
+    for attempt in range(1, START_ATTEMPTS):
+        try:
+            return writer.start()
+        except Exception as e:
+            if _NOT_CONNECTED not in str(e):
+                raise
+            _LOG.warning(
+                "The streaming write to %s did not start (attempt %d of %d: the server's "
+                "Python process for foreachBatch did not connect back in time); starting "
+                "it again",
+                name,
+                attempt,
+                START_ATTEMPTS,
+            )
+            time.sleep(attempt)
     return writer.start()

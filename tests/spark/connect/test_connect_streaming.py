@@ -105,3 +105,35 @@ def test_sources_follow_a_table(connect_spark: Any, catalog: Any, tmp_path: Path
     )  # fmt: skip
     memory.awaitTermination(300)
     assert sorted(r.id for r in spark.sql("SELECT id FROM followed").collect()) == list(range(9))
+
+
+class _Writer:
+    """A DataStreamWriter whose first ``failures`` starts fail with ``message``."""
+
+    def __init__(self, failures: int, message: str) -> None:
+        self.failures, self.message, self.starts = failures, message, 0
+
+    def start(self) -> str:
+        self.starts += 1
+        if self.starts <= self.failures:
+            raise RuntimeError(self.message)
+        return "query"
+
+
+def test_a_start_whose_batch_process_did_not_connect_back_is_tried_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from icepark.spark.streaming import queries
+
+    monkeypatch.setattr(queries.time, "sleep", lambda s: None)
+    lost = "[PYTHON_WORKER] Python worker failed to connect back."
+    writer = _Writer(2, lost)
+    assert queries._start(writer, "db.t") == "query" and writer.starts == 3
+    writer = _Writer(3, lost)  # every attempt lost: the last error is the user's
+    with pytest.raises(RuntimeError, match="failed to connect back"):
+        queries._start(writer, "db.t")
+    assert writer.starts == queries.START_ATTEMPTS
+    writer = _Writer(1, "[TABLE_OR_VIEW_NOT_FOUND] nope")  # any other error: no retry
+    with pytest.raises(RuntimeError, match="TABLE_OR_VIEW_NOT_FOUND"):
+        queries._start(writer, "db.t")
+    assert writer.starts == 1
