@@ -194,6 +194,7 @@ def compare(files: int, per_manifest: int, rounds: int) -> list[dict[str, Any]]:
         for what, java_args in (("plan", str(metadata)), ("plan-point", f"{metadata} {point}")):
             java_cold = java.ask(java_args)[0]
             fresh = _fresh(metadata, what, point)
+            ours.ask(f"{metadata} {what} {point}")  # the server's first plan, as Java's above
             java_warm: list[float] = []
             ours_warm: list[float] = []
             java_heap = 0
