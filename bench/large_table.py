@@ -21,18 +21,12 @@ Prints one JSON line: the files written, rows, bytes and the snapshot id.
 """
 
 import json
-import os
 import sys
 
-here = os.path.dirname(os.path.abspath(__file__))
-for cand in (
-    os.path.join(here, "..", "..", "shared", "reference-iceberg"),
-    os.environ.get("ICEPARK_REF_DIR", ""),
-):
-    if cand and os.path.exists(os.path.join(cand, "refspark.py")):
-        sys.path.insert(0, cand)
-import refspark  # noqa: E402
-from ref_timings import COLS, ROW_LEVEL_PROPS, _split_cols  # noqa: E402  (bench/, this folder)
+# ref_timings (bench/, this script's folder) puts the reference engine's refspark on the path
+from ref_timings import COLS, ROW_LEVEL_PROPS, _split_cols
+
+import refspark  # isort: skip  (after ref_timings, which finds it)
 
 DAY = 86400
 PERIOD = 30 * DAY  # ts = 2024-01-01 + (id % PERIOD) seconds, as in make_tables.py
