@@ -32,7 +32,7 @@ reference:
 
 # A Spark Connect client without a JVM (pyspark-client + icepark), for the Connect tests;
 # made again only when pyproject.toml changes.
-$(CLIENT_VENV)/.icepark-client: pyproject.toml
+$(CLIENT_VENV)/.icepark-client: pyproject.toml | $(STAMP)
 	bash scripts/make_client_venv.sh $(CLIENT_VENV) $(PYTHON)
 
 client-venv: $(CLIENT_VENV)/.icepark-client
@@ -53,7 +53,7 @@ pytest: $(STAMP) reference client-venv
 
 # The wheel installed without extras into a fresh venv: the CLI and a one-machine
 # create/append/scan work there (every runtime import is a declared dependency).
-plain-install: $(STAMP)
+plain-install: $(STAMP) | client-venv
 	bash scripts/check_plain_install.sh $(BIN)/python
 
 # The site, strictly (a broken link or reference fails). `make test` builds it too, inside
@@ -61,7 +61,12 @@ plain-install: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
-test: lint typecheck plain-install pytest
+# The checks and the three environments are made side by side first (mostly downloads and
+# unpacking, one core each; setuptools builds of this checkout wait for one another: they
+# share its icepark.egg-info), then the tests.
+test:
+	$(MAKE) -j4 --output-sync=target lint typecheck plain-install reference client-venv
+	$(MAKE) pytest
 
 DEMO_ROWS ?= 2000000
 
