@@ -17,16 +17,24 @@ manifests); ``mapInArrow`` runs the planning work on them with
 the table's FileIO pickled along (its properties: the way every icepark Spark task reaches
 storage), each part it makes pickled and compressed (lz4) into a row. When the manifests are
 small enough that whatever they keep is small (:data:`COLLECT_BYTES`), the rows are collected
-(one job); else the result is persisted and its size summed (one job, every task at once),
-then read back at once when small or a partition at a time (``toLocalIterator``), so the
-driver holds one partition's parts, not the plan. Parts are put back in manifest order as
-they arrive. Classic and Spark Connect sessions alike.
+(one job). Else the parts do not pass through Spark at all (a plan of 10M files keeps some
+4 GB of them, which ran executors' and the driver's JVMs out of heap): each task writes its
+parts, compressed, to files in a folder of its own under the table's metadata folder
+(``planning-<uuid>``, through the table's FileIO, so wherever the table's storage is) and
+sends back their names; the driver reads them a part at a time, deleting each once read, and
+the folder when the plan ends or stops (a plan killed midway leaves it to
+``remove_orphan_files``). When that folder cannot be written (a reader with read-only
+credentials), the result is persisted in Spark and read back a partition at a time
+(``toLocalIterator``) instead. Parts are put back in manifest order as they arrive. Classic
+and Spark Connect sessions alike.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import pickle
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,11 +45,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from icepark.errors import ValidationError
+from icepark.io import FileIO
 from icepark.manifest import ManifestFile
 from icepark.planning.distributed import ManifestWork, RemotePlanning
 from icepark.planning.planner import PlannedFiles
 from icepark.spark.runtime import TASK_INDEX, TASK_PAYLOAD, default_parallelism, task_frame
 from icepark.spec import properties as P
+from icepark.spec.metadata import TableMetadata
 from icepark.table.scan import DataScan
 
 __all__ = [
@@ -51,7 +61,10 @@ __all__ = [
     "TASK_BYTES",
     "plan_scan",
     "remote_planning",
+    "spill_folder",
 ]
+
+_LOG = logging.getLogger(__name__)
 
 DATA_PLANNING_MODE_CONF = "spark.sql.iceberg.data-planning-mode"
 DELETE_PLANNING_MODE_CONF = "spark.sql.iceberg.delete-planning-mode"
@@ -69,7 +82,9 @@ COLLECT_BYTES = 64 * 1024 * 1024
 """Parts (as sent, compressed) up to this size come back in one job; more, a partition at a
 time."""
 _CODEC = "lz4"
+_Part = tuple[int, int, bool, int, bytes]
 _SCHEMA = "i int, part int, last boolean, size long, data binary"
+_SPILLED_SCHEMA = "i int, part int, last boolean, size long, path string"
 _ARROW = pa.schema(
     [
         ("i", pa.int32()),
@@ -79,6 +94,7 @@ _ARROW = pa.schema(
         ("data", pa.binary()),
     ]
 )
+_SPILLED_ARROW = pa.schema([*list(_ARROW)[:4], pa.field("path", pa.string())])
 
 
 def plan_scan(spark: SparkSession, scan: DataScan) -> PlannedFiles:
@@ -97,7 +113,15 @@ def remote_planning(spark: SparkSession, scan: DataScan) -> RemotePlanning | Non
     deletes = _mode(spark, DELETE_PLANNING_MODE_CONF, P.DELETE_PLANNING_MODE, props)
     if data == "local" and deletes == "local":
         return None
-    return RemotePlanning(SparkRunner(spark), data, deletes, remote_workers=_task_cpus(spark))
+    runner = SparkRunner(spark, spill=(scan.io, spill_folder(scan.metadata)))
+    return RemotePlanning(runner, data, deletes, remote_workers=_task_cpus(spark))
+
+
+def spill_folder(metadata: TableMetadata) -> str:
+    """A new folder for one remote plan's parts: ``planning-<uuid>`` in the table's metadata
+    folder (``write.metadata.path``, else ``<location>/metadata``)."""
+    base = P.metadata_folder(metadata.location, metadata.properties).rstrip("/")
+    return f"{base}/planning-{uuid.uuid4().hex}"
 
 
 def _mode(spark: SparkSession, conf: str, prop: P.Property[str], props: dict[str, str]) -> str:
@@ -118,10 +142,13 @@ def _task_cpus(spark: SparkSession) -> int:
 
 
 class SparkRunner:
-    """Runs planning work in Spark tasks of ``spark`` (see the module docstring)."""
+    """Runs planning work in Spark tasks of ``spark`` (see the module docstring); big
+    results go through files under ``spill`` (a FileIO and a folder that is not there yet)
+    when given."""
 
-    def __init__(self, spark: SparkSession) -> None:
+    def __init__(self, spark: SparkSession, spill: tuple[FileIO, str] | None = None) -> None:
         self.spark = spark
+        self.spill = spill
         self._parallelism: int | None = None
 
     @property
@@ -143,6 +170,11 @@ class SparkRunner:
         out = frame.mapInArrow(_Work(work), _SCHEMA)
         if most <= COLLECT_BYTES:  # small whatever is kept: one job
             yield from _parts(out.collect())
+            return
+        if self.spill is not None and _writable(*self.spill):
+            io, folder = self.spill
+            spilled = frame.mapInArrow(_Spilled(work, io, folder), _SPILLED_SCHEMA)
+            yield from _read_spilled(io, folder, spilled)
             return
         out = out.persist(StorageLevel.MEMORY_AND_DISK)
         try:
@@ -167,6 +199,32 @@ def _most_sent(inputs: Sequence[Any]) -> float:
 def _parts(rows: Iterable[Any]) -> Iterator[Any]:
     for size, data in _in_order((r[0], r[1], r[2], r[3], r[4]) for r in rows):
         yield pickle.loads(pa.decompress(data, decompressed_size=size, codec=_CODEC))
+
+
+def _writable(io: FileIO, folder: str) -> bool:
+    """Can parts be written under ``folder`` (a probe file written and deleted)?"""
+    probe = f"{folder}/probe"
+    try:
+        io.new_output(probe).write_bytes(b"", overwrite=True)
+        io.delete(probe)
+    except Exception as exc:  # e.g. read-only credentials: the parts go through Spark
+        _LOG.info("planning parts go through Spark: cannot write %s (%s)", folder, exc)
+        io.delete_quietly(probe)
+        return False
+    return True
+
+
+def _read_spilled(io: FileIO, folder: str, spilled: Any) -> Iterator[Any]:
+    """The parts the tasks of ``spilled`` wrote under ``folder``, in order, each file deleted
+    once read and the folder when done (or stopped)."""
+    try:
+        rows = spilled.collect()  # one job runs every task; only the files' names come back
+        for size, location in _in_order((r[0], r[1], r[2], r[3], r[4]) for r in rows):
+            data = io.new_input(location).read_bytes()
+            io.delete_quietly(location)
+            yield pickle.loads(pa.decompress(data, decompressed_size=size, codec=_CODEC))
+    finally:
+        io.delete_prefix(folder)
 
 
 def _in_order(
@@ -198,6 +256,12 @@ class _Work:
     work: ManifestWork
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for i, part, last, size, packed in self.rows(batches):
+            yield _row(_ARROW, i, part, last, size, packed)
+
+    def rows(self, batches: Iterator[pa.RecordBatch]) -> Iterator[_Part]:
+        """``(input, part, last, size, data)`` for each part (``data`` compressed, ``size``
+        its size before) and, with ``last``, after each input's parts."""
         indexes: list[int] = []
         inputs: list[Any] = []
         for batch in batches:
@@ -207,24 +271,45 @@ class _Work:
         done = 0
         for k, part in self.work(inputs):
             while done < k:  # inputs before k made all their parts
-                yield _row(indexes[done], parts[done], True, b"")
+                yield indexes[done], parts[done], True, 0, b""
                 done += 1
             data = pickle.dumps(part, protocol=pickle.HIGHEST_PROTOCOL)
-            yield _row(indexes[k], parts[k], False, data)
+            packed = pa.compress(data, codec=_CODEC, asbytes=True)
+            yield indexes[k], parts[k], False, len(data), packed
             parts[k] += 1
         for k in range(done, len(inputs)):
-            yield _row(indexes[k], parts[k], True, b"")
+            yield indexes[k], parts[k], True, 0, b""
 
 
-def _row(i: int, part: int, last: bool, data: bytes) -> pa.RecordBatch:
-    packed = pa.compress(data, codec=_CODEC, asbytes=True) if data else b""
+@dataclass(frozen=True)
+class _Spilled:
+    """The function ``mapInArrow`` runs when parts go through storage: ``work`` over the
+    task's inputs, each part written (pickled, compressed) to a file of its own under
+    ``folder`` and a row naming it, and a last row for each input."""
+
+    work: ManifestWork
+    io: FileIO
+    folder: str
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for i, part, last, size, packed in _Work(self.work).rows(batches):
+            location = ""
+            if not last:
+                location = f"{self.folder}/{i}-{part}.part"
+                self.io.new_output(location).write_bytes(packed, overwrite=True)
+            yield _row(_SPILLED_ARROW, i, part, last, size, location)
+
+
+def _row(
+    schema: pa.Schema, i: int, part: int, last: bool, size: int, value: bytes | str
+) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(
         [
             pa.array([i], pa.int32()),
             pa.array([part], pa.int32()),
             pa.array([last]),
-            pa.array([len(data)], pa.int64()),
-            pa.array([packed], pa.binary()),
+            pa.array([size], pa.int64()),
+            pa.array([value], schema.field(4).type),
         ],
-        schema=_ARROW,
+        schema=schema,
     )

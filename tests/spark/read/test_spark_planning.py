@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -139,6 +140,39 @@ def test_tasks_planned_in_spark_equal_the_drivers(
     assert len(kinds) == 2  # position and equality deletes attached
     pruned = list(many_files.scan(filter="id >= 1200000 and id < 1300050").plan_files())
     assert 1_000 < len(pruned) < 1_100  # by metrics
+
+
+def _spill_folders(table: Any) -> list[Path]:
+    return sorted(Path(table.location.removeprefix("file:")).glob("metadata/planning-*"))
+
+
+def test_big_results_come_back_through_storage_then_leave_nothing(
+    distributed: Any, many_files: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parts too big to collect are written by the tasks under the table's metadata folder
+    and read back from there (or, where that folder cannot be written, through Spark's
+    storage): the same tasks either way, and no folder left, even by a plan read halfway."""
+    monkeypatch.setattr(planning, "COLLECT_BYTES", 0)  # every result is big
+    distributed.conf.set(DELETES, "distributed")
+    local = list(many_files.scan().plan_files())
+    plan = iter(planning.plan_scan(distributed, many_files.scan()))
+    got = [next(plan)]
+    (folder,) = _spill_folders(many_files)  # the parts wait there while they are read
+    assert sorted(p.name for p in folder.iterdir())[0].endswith(".part")
+    got += list(plan)
+    assert got == local
+    assert [(t.delete_files, t.residual) for t in got] == [
+        (t.delete_files, t.residual) for t in local
+    ]
+    assert _spill_folders(many_files) == []
+    halfway = iter(planning.plan_scan(distributed, many_files.scan()))
+    next(halfway)
+    assert len(_spill_folders(many_files)) == 1
+    halfway.close()
+    assert _spill_folders(many_files) == []
+    monkeypatch.setattr(planning, "_writable", lambda io, folder: False)
+    assert list(planning.plan_scan(distributed, many_files.scan())) == local
+    assert _spill_folders(many_files) == []
 
 
 def test_reads_and_queries_the_same_rows(
