@@ -104,12 +104,19 @@ def default_parallelism(spark: SparkSession) -> int:
         known = _parallelism.get(key)
     if known is not None:
         return known
-    # a range without numPartitions has the default parallelism's partitions
-    row = spark.range(0, 1 << 16).select(F.max(F.spark_partition_id()).alias("p")).first()
-    found = max(1, int(row[0]) + 1) if row is not None and row[0] is not None else 1
+    found = _range_partitions(spark)
     with _lock:
         _parallelism[key] = found
     return found
+
+
+def _range_partitions(spark: SparkSession) -> int:
+    """The partitions of a range without ``numPartitions``: the default parallelism's. The
+    partition id is taken in a projection first: Spark 4 refuses a nondeterministic
+    expression inside an aggregate function."""
+    ids = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p"))
+    row = ids.agg(F.max("p").alias("p")).first()
+    return max(1, int(row[0]) + 1) if row is not None and row[0] is not None else 1
 
 
 def task_frame(

@@ -31,6 +31,8 @@ def test_session_remote_builds_a_checked_connect_session(
         ispark.session("local[2]", remote=connect_url)
     # what a classic session would be asked through sparkContext, asked at the DataFrame level
     assert runtime.default_parallelism(session) == 2
+    # and counted when spark.default.parallelism is not set (the test server sets it)
+    assert runtime._range_partitions(session) == 2
     with pytest.raises(AttributeError, match="JVM_ATTRIBUTE_NOT_SUPPORTED"):
         session.sparkContext  # noqa: B018  (what icepark never touches on Connect)
 
