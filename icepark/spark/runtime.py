@@ -96,15 +96,16 @@ def default_parallelism(spark: SparkSession) -> int:
     """Spark's default parallelism for ``spark``'s jobs (see the module docstring)."""
     if not is_connect(spark):
         return int(spark.sparkContext.defaultParallelism)
-    configured = spark.conf.get("spark.default.parallelism", None)
-    if configured and str(configured).strip().isdigit():
-        return max(1, int(str(configured).strip()))
-    key = server_key(spark)
+    key = server_key(spark)  # a core setting: the server's answer holds for its life
     with _lock:
         known = _parallelism.get(key)
     if known is not None:
         return known
-    found = _range_partitions(spark)
+    configured = spark.conf.get("spark.default.parallelism", None)
+    if configured and str(configured).strip().isdigit():
+        found = max(1, int(str(configured).strip()))
+    else:
+        found = _range_partitions(spark)
     with _lock:
         _parallelism[key] = found
     return found

@@ -587,7 +587,15 @@ def _read_native(
     condition = to_spark_column(row_filter, scan.schema, scan.case_sensitive)
     if condition is not None:
         df = df.filter(condition)
-    if not meta_ids and not needs_join and df.columns == [f.name for f in projected]:
+    # the file source's columns are the read schema's (asked of ``df`` they would cost
+    # Spark Connect a round trip)
+    read_names = [f.name for f in read_schema.fields]
+    if (
+        not meta_ids
+        and not needs_join
+        and deleted is None
+        and read_names == [f.name for f in projected]
+    ):
         return df
     selected: list[Column] = []
     for f in projected:
