@@ -21,8 +21,8 @@ small enough that whatever they keep is small (:data:`COLLECT_BYTES`), the rows 
 4 GB of them, which ran executors' and the driver's JVMs out of heap): each task writes its
 parts, compressed, to files in a folder of its own under the table's metadata folder
 (``planning-<uuid>``, through the table's FileIO, so wherever the table's storage is) and
-sends back their names; the driver reads them a part at a time, deleting each once read, and
-the folder when the plan ends or stops (a plan killed midway leaves it to
+sends back their names; the driver reads them a part at a time and deletes the folder when
+the plan ends or stops (a plan killed midway leaves it to
 ``remove_orphan_files``). When that folder cannot be written (a reader with read-only
 credentials), the result is persisted in Spark and read back a partition at a time
 (``toLocalIterator``) instead. Parts are put back in manifest order as they arrive. Classic
@@ -31,6 +31,7 @@ and Spark Connect sessions alike.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import pickle
@@ -209,19 +210,20 @@ def _writable(io: FileIO, folder: str) -> bool:
         io.delete(probe)
     except Exception as exc:  # e.g. read-only credentials: the parts go through Spark
         _LOG.info("planning parts go through Spark: cannot write %s (%s)", folder, exc)
-        io.delete_quietly(probe)
+        with contextlib.suppress(Exception):  # nothing of ours is there to lose
+            io.delete_prefix(folder)  # a folder the probe made before it failed
         return False
     return True
 
 
 def _read_spilled(io: FileIO, folder: str, spilled: Any) -> Iterator[Any]:
-    """The parts the tasks of ``spilled`` wrote under ``folder``, in order, each file deleted
-    once read and the folder when done (or stopped)."""
+    """The parts the tasks of ``spilled`` wrote under ``folder``, in order; the folder is
+    deleted when done (or stopped), at once: every part is written before the first is read,
+    so deleting them one by one would free no more and cost a request each."""
     try:
         rows = spilled.collect()  # one job runs every task; only the files' names come back
         for size, location in _in_order((r[0], r[1], r[2], r[3], r[4]) for r in rows):
             data = io.new_input(location).read_bytes()
-            io.delete_quietly(location)
             yield pickle.loads(pa.decompress(data, decompressed_size=size, codec=_CODEC))
     finally:
         io.delete_prefix(folder)

@@ -175,6 +175,19 @@ def test_big_results_come_back_through_storage_then_leave_nothing(
     assert _spill_folders(many_files) == []
 
 
+def test_big_results_through_storage_on_spark_connect(
+    connect_spark: Any, many_files: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(planning, "COLLECT_BYTES", 0)  # every result is big
+    connect_spark.conf.set(DATA, "distributed")
+    try:
+        got = list(planning.plan_scan(connect_spark, many_files.scan(filter="part = 1")))
+    finally:
+        connect_spark.conf.unset(DATA)
+    assert got == list(many_files.scan(filter="part = 1").plan_files())
+    assert _spill_folders(many_files) == []
+
+
 def test_reads_and_queries_the_same_rows(
     spark: Any, catalog: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
