@@ -243,11 +243,15 @@ def _measure(
 
         cols = [c.strip() for c in _split_cols(COLS)]
         remote = connect.connect_session(CONNECT_PORT[-1])
-        out.update(
-            connect.measure(
-                spark, remote, warehouse, runs, point, write_rows, merge_rows, cols, small
+        try:
+            out.update(
+                connect.measure(
+                    spark, remote, warehouse, runs, point, write_rows, merge_rows, cols, small
+                )
             )
-        )
+        finally:  # its client's threads would keep the process alive after the report
+            with connect._mode(True):
+                remote.stop()
     return out
 
 

@@ -84,6 +84,16 @@ def check_python_workers(spark: SparkSession) -> None:
         _checked.add(key)
 
 
+def mark_workers_checked(spark: SparkSession) -> None:
+    """Record that ``spark``'s Python workers run icepark without probing them: for code
+    that runs in a Python process the server itself started with its workers' interpreter
+    and that imported icepark already (a Connect ``foreachBatch`` function: the server
+    starts that process with the interpreter of its Python workers, ``PYSPARK_PYTHON``).
+    Spares such a process the probe's Spark job (about 1 s) on its first batch."""
+    with _lock:
+        _checked.add(server_key(spark))
+
+
 def _check_local_workers(spark: SparkSession) -> None:
     sc = spark.sparkContext
     master = sc.master or ""

@@ -23,6 +23,7 @@ from pyspark.sql.streaming import StreamingQuery
 from icepark.errors import ValidationError
 from icepark.spark.datasource import SOURCE_NAME, catalog_options, register
 from icepark.spark.runtime import is_connect
+from icepark.spark.setup import prepare_session
 from icepark.spark.streaming.sink import BatchCommitter, OutputMode, TableRef, sink_options
 from icepark.spark.streaming.source import stream_options
 from icepark.spark.tables import resolve_table
@@ -131,6 +132,7 @@ def write_stream(
             or bad value, a read-only table, or a branch that does not exist.
         NoSuchTableError: the table does not exist.
         CatalogConfigError: ``catalog`` names no configured catalog.
+        SparkSetupError: the session's Python workers cannot import icepark.
     """
     if mode not in ("append", "complete"):
         raise ValidationError(f"Unsupported output mode {mode!r} (append, complete)")
@@ -154,6 +156,9 @@ def write_stream(
             checkpoint = f"{str(root).rstrip('/')}/{query_name}"  # where Spark puts it
         if checkpoint is None:
             own_id = str(uuid.uuid4())
+    # checked here, once per server, and not by the batches: on Connect they run in a process
+    # the server starts with its workers' interpreter (BatchCommitter.__setstate__)
+    prepare_session(df.sparkSession)
     committer = BatchCommitter(load, mode, parsed, path, checkpoint=checkpoint, query_id=own_id)
     writer = df.writeStream.outputMode(mode).foreachBatch(committer)
     if checkpoint_location:

@@ -418,6 +418,13 @@ class BatchCommitter:
         self.checkpoint = checkpoint
         self.query_id = query_id
         self._checkpoint_id: str | None = None
+        self._on_server = False
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        # unpickled: this is the Python process a Connect server started for the query's
+        # batches, with its workers' interpreter, and it has imported icepark
+        self.__dict__.update(state)
+        self._on_server = True
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         try:
@@ -441,8 +448,11 @@ class BatchCommitter:
         return self._checkpoint_id or self.query_id
 
     def _commit(self, df: DataFrame, batch_id: int) -> None:
+        from icepark.spark.setup import mark_workers_checked
         from icepark.spark.write.writer import write_files
 
+        if self._on_server:
+            mark_workers_checked(df.sparkSession)
         query_id = self._query_id(df)
         if not query_id:
             raise ValidationError("write_stream's batch function runs outside a streaming query")

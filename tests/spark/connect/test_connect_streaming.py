@@ -137,3 +137,34 @@ def test_a_start_whose_batch_process_did_not_connect_back_is_tried_again(
     with pytest.raises(RuntimeError, match="TABLE_OR_VIEW_NOT_FOUND"):
         queries._start(writer, "db.t")
     assert writer.starts == 1
+
+
+def test_workers_are_checked_by_the_client_not_by_each_batch_process(
+    connect_spark: Any, catalog: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pyspark import cloudpickle
+
+    from icepark.spark import setup
+    from icepark.spark.streaming.sink import BatchCommitter
+
+    table = catalog.create_table("db.checked", SCHEMA)
+    source = tmp_path / "in"
+    _json_input(source, [[1, 2]])
+    stream = connect_spark.readStream.schema("id long, p int").json(str(source))
+
+    def refused(spark: Any, module: str = "icepark") -> None:
+        raise setup.SparkSetupError("the server's workers cannot import icepark")
+
+    # write_stream checks the server's workers itself, before a query starts
+    monkeypatch.setattr(setup, "_checked", set())
+    monkeypatch.setattr(setup, "_check_connect_workers", refused)
+    with pytest.raises(setup.SparkSetupError, match="cannot import icepark"):
+        ispark.write_stream(stream, table, checkpoint_location=str(tmp_path / "chk"))
+    assert connect_spark.streams.active == []
+    # the batch function, unpickled in the process the server starts for the batches (its
+    # workers' interpreter, icepark imported), takes the server as checked: no probe job
+    committer = BatchCommitter(lambda: table, "append", None, "auto")  # type: ignore[arg-type]
+    assert committer._on_server is False
+    assert cloudpickle.loads(cloudpickle.dumps(committer))._on_server is True
+    setup.mark_workers_checked(connect_spark)
+    setup.check_python_workers(connect_spark)  # would raise if it probed
