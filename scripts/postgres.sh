@@ -85,6 +85,25 @@ accepts() {
             >/dev/null 2>&1
 }
 
+# Stop a server on the port whose data directory no longer exists (its clone was removed
+# under it): it may still answer, but its files are gone. Found by its command line
+# (postgres -D DIR -p PORT).
+stop_orphaned() {
+    local pid dir tries=0
+    for pid in $(pgrep -u "$PG_USER" -f -- "bin/postgres -D .* -p $1\$" 2>/dev/null || true); do
+        dir="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | sed -n '/^-D$/{n;p;q}')"
+        [[ -n "$dir" ]] || continue
+        as_pg test -f "$dir/PG_VERSION" && continue
+        log "the server on port $1 runs from $dir, which is gone: stopping it"
+        kill -INT "$pid" 2>/dev/null || continue
+        while port_busy "$1"; do
+            tries=$((tries + 1))
+            ((tries < 120)) || die "the server on port $1 did not stop"
+            sleep 0.5
+        done
+    done
+}
+
 port_busy() {
     (exec 3<>"/dev/tcp/127.0.0.1/$1") >/dev/null 2>&1
 }
@@ -141,7 +160,9 @@ start() {
     p="$(port)"
     data="$(datadir)"
 
-    # Running already (ours, or one left by an earlier clone on the same port)?
+    # Running already (ours, or one left by an earlier clone on the same port, unless its
+    # data directory is gone)?
+    stop_orphaned "$p"
     if accepts "$p"; then
         ensure_database "$p"
         echo "$p" >"$PORT_FILE"
