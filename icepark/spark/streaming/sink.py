@@ -62,6 +62,7 @@ from icepark.expressions import AlwaysTrue
 from icepark.io import FileIO, load_file_io
 from icepark.manifest import DataFile
 from icepark.spark.runtime import local_property
+from icepark.spark.setup import mark_workers_checked
 from icepark.spark.tables import CATALOG_OPTION_KEYS, catalog_from_options
 from icepark.spark.write.writer import WritePath
 from icepark.spec import properties as P
@@ -448,11 +449,11 @@ class BatchCommitter:
         return self._checkpoint_id or self.query_id
 
     def _commit(self, df: DataFrame, batch_id: int) -> None:
-        from icepark.spark.setup import mark_workers_checked
         from icepark.spark.write.writer import write_files
 
-        if self._on_server:
+        if self._on_server:  # once: the first batch of this process
             mark_workers_checked(df.sparkSession)
+            self._on_server = False
         query_id = self._query_id(df)
         if not query_id:
             raise ValidationError("write_stream's batch function runs outside a streaming query")

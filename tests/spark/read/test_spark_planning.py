@@ -224,3 +224,22 @@ def test_bad_modes_are_errors_naming_them(spark: Any, catalog: Any) -> None:
             ispark.read(spark, table.refresh())
     finally:
         spark.conf.unset(DELETES)
+
+
+def test_a_failed_probe_leaves_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe's write made the folder, then its delete failed (as a store that lets one
+    write but not delete would): the parts go through Spark and no empty folder is left."""
+    from icepark.io import load_file_io
+
+    io = load_file_io({}, str(tmp_path))
+    folder = str(tmp_path / "metadata" / "planning-x")
+    assert planning._writable(io, folder)  # a writable folder: the probe leaves nothing
+    assert not (tmp_path / "metadata" / "planning-x" / "probe").exists()
+
+    def refused(location: str) -> None:
+        raise PermissionError(f"cannot delete {location}")
+
+    monkeypatch.setattr(io, "delete", refused)
+    assert not planning._writable(io, folder)
+    assert list((tmp_path / "metadata").glob("planning-*/*")) == []
+    assert not (tmp_path / "metadata" / "planning-x").exists()
