@@ -43,7 +43,12 @@ from icepark.spec.manifests import DataFile
 from icepark.spec.schema import Schema
 from icepark.spec.types import DoubleType, FloatType, PrimitiveType
 
-__all__ = ["InclusiveMetricsEvaluator", "StrictMetricsEvaluator", "inclusive_metrics_match"]
+__all__ = [
+    "InclusiveMetricsEvaluator",
+    "StrictMetricsEvaluator",
+    "inclusive_metrics_match",
+    "strict_metrics_match",
+]
 
 
 def _is_nan(value: Any) -> bool:
@@ -453,6 +458,13 @@ class _Strict(_Metrics):
         if lower is not None and bytes(lower)[: len(p)] > p:
             return True
         return upper is not None and bytes(upper)[: len(p)] < p
+
+
+def strict_metrics_match(expr: Expression, data_file: Any) -> bool:
+    """Do all rows of ``data_file`` match ``expr`` (bound, ``not`` rewritten away) by its
+    column metrics? The strict rules alone, without the one on an empty file
+    (:meth:`StrictMetricsEvaluator.eval` adds it)."""
+    return bool(visit(expr, _Strict(data_file)))
 
 
 class StrictMetricsEvaluator:

@@ -27,7 +27,7 @@ also checks their Avro types, so a manifest reads the same here as there.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from functools import cached_property
@@ -59,7 +59,6 @@ __all__ = [
     "EntryColumns",
     "EntryOrigin",
     "LazyDataFile",
-    "RowMetrics",
     "decode_entry_columns",
     "read_entry_columns",
 ]
@@ -690,33 +689,6 @@ class EntryColumns:
             lengths[has] = value_lens[at[has]]
         return positions, lengths
 
-    def row_metrics(self, field_ids: Collection[int]) -> Callable[[int], RowMetrics]:
-        """A function of a row giving its :class:`RowMetrics` for the columns ``field_ids``
-        (whose metrics this decode must hold: all of them, or those of ``metrics_of``); the
-        maps are looked up once here, a column at a time, not per entry."""
-        ids = sorted(field_ids)
-        counts = {fid: [(i, *self.metric_counts(fid, i)) for i in ids] for fid in _COUNT_MAPS}
-        bounds = {fid: [(i, *self.metric_bounds(fid, i)) for i in ids] for fid in _BYTES_MAPS}
-        record_count = self.record_count
-        raw = self._raw
-
-        def of(row: int) -> RowMetrics:
-            c = {
-                fid: {i: int(v[row]) for i, v, has in found if has[row]}
-                for fid, found in counts.items()
-            }
-            b = {
-                fid: {
-                    i: raw[int(at[row]) : int(at[row]) + int(n[row])]
-                    for i, at, n in found
-                    if n[row] >= 0
-                }
-                for fid, found in bounds.items()
-            }
-            return RowMetrics(int(record_count[row]), c[109], c[110], c[137], b[125], b[128])
-
-        return of
-
     @property
     def raw(self) -> bytes:
         """The decompressed records, which :meth:`metric_bounds` points into."""
@@ -923,19 +895,6 @@ class _LazyField:
         return value
 
 
-@dataclass(frozen=True)
-class RowMetrics:
-    """One entry's record count and metric maps, for the columns asked of
-    :meth:`EntryColumns.row_metrics`: what a metrics evaluator reads of a data file."""
-
-    record_count: int
-    value_counts: dict[int, int]
-    null_value_counts: dict[int, int]
-    nan_value_counts: dict[int, int]
-    lower_bounds: dict[int, bytes]
-    upper_bounds: dict[int, bytes]
-
-
 class LazyDataFile(DataFile):
     """A :class:`DataFile` whose fields are decoded from :class:`EntryColumns` when first
     read. Equal to, hashed and pickled as the plain :class:`DataFile` of the same entry."""
@@ -972,3 +931,15 @@ class LazyDataFile(DataFile):
 for _name in _NAMES:
     setattr(LazyDataFile, _name, _LazyField(_name))
 del _name
+
+
+def lazy_data_files(source: EntryColumns, rows: Iterable[int]) -> Iterator[LazyDataFile]:
+    """``LazyDataFile(source, row)`` for each of ``rows``, as they are asked for, without a
+    call to ``__init__`` per file (a plan of a million files makes a million of them)."""
+    new, cls = object.__new__, LazyDataFile
+    for row in rows:
+        f = new(cls)
+        d = f.__dict__
+        d["_source"] = source
+        d["_row"] = row
+        yield f

@@ -114,6 +114,17 @@ class FileMatcher:
             evaluator.expr, columns, rows, include_empty_files=evaluator.include_empty_files
         )
 
+    def metrics_all_match_rows(self, columns: Any, rows: Any) -> Any:
+        """:meth:`metrics_all_match` for the entries ``rows`` of a manifest decoded into
+        arrays, as :meth:`metrics_match_rows` (judged a column at a time)."""
+        import numpy as np
+
+        if self.matches_everything:
+            return np.ones(len(rows), dtype=bool)
+        from icepark.planning.vector_metrics import metrics_must_match
+
+        return metrics_must_match(self._strict_metrics.expr, columns, rows)
+
     def might_match(self, data_file: DataFile) -> bool:
         if self.matches_everything:
             return True

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from typing import TYPE_CHECKING, overload
 
 from icepark.expressions import AlwaysTrue, BooleanExpression, residual_evaluator
@@ -78,35 +79,39 @@ class FileScanTask:
     def size(self) -> int:
         return self.length if self.length is not None else self.file.file_size_in_bytes
 
-    @classmethod
-    def of(
-        cls,
-        file: DataFile,
-        delete_files: tuple[DataFile, ...],
-        residual: BooleanExpression,
-        spec_id: int,
-        data_sequence_number: int,
-    ) -> FileScanTask:
-        """A task of a whole file, built without the checks of ``__init__`` (the fields are
-        already in their final form): a plan of a million files builds a million tasks."""
-        task = _new(cls)
-        task.__dict__.update(
-            file=file,
-            delete_files=delete_files,
-            residual=residual,
-            spec_id=spec_id,
-            data_sequence_number=data_sequence_number,
-            start=0,
-            length=None,
-        )
-        return task
-
     @property
     def is_whole_file(self) -> bool:
         return self.start == 0 and self.length is None
 
 
 _new = object.__new__
+
+
+def _whole_file_tasks(
+    files: Iterable[DataFile],
+    seqs: Iterable[int],
+    residuals: Iterable[BooleanExpression],
+    spec_id: int,
+    deletes: DeleteFileIndex | None,
+) -> Iterator[FileScanTask]:
+    """The tasks of whole files, built without the checks of ``__init__`` (the fields are
+    already in their final form): a plan of a million files builds a million tasks, and this
+    loop is most of its time in Python. A field at its class default (no deletes, spec 0,
+    sequence number 0, start 0, no length) is not stored in the instance: reading it finds
+    the default, and equality, ``replace`` and pickling read fields by name."""
+    new, cls = _new, FileScanTask
+    for f, seq, residual in zip(files, seqs, residuals, strict=True):
+        task = new(cls)
+        d = task.__dict__
+        d["file"] = f
+        d["residual"] = residual
+        if seq > 0:
+            d["data_sequence_number"] = seq
+        if spec_id:
+            d["spec_id"] = spec_id
+        if deletes is not None:
+            d["delete_files"] = tuple(deletes.for_data_file(f, seq if seq > 0 else 0))
+        yield task
 
 
 class PlannedFiles(Sequence[FileScanTask]):
@@ -130,7 +135,15 @@ class PlannedFiles(Sequence[FileScanTask]):
     def __iter__(self) -> Iterator[FileScanTask]:
         if self._tasks is not None:
             return iter(self._tasks)
-        return _Stream(self)
+        return self._stream()
+
+    def _stream(self) -> Iterator[FileScanTask]:
+        """An iteration that plans when first advanced (a generator's body starts then), so
+        that ``list(plan)`` (which takes an iterator, then asks the length, which keeps the
+        list) plans once, from the list kept if there is one by then. Closing it stops the
+        plan."""
+        kept = self._tasks
+        yield from (kept if kept is not None else self._start())
 
     def _start(self) -> Iterator[FileScanTask]:
         """A new plan (the one started when the plan was asked for, if still unread)."""
@@ -163,28 +176,6 @@ class PlannedFiles(Sequence[FileScanTask]):
 
     def __repr__(self) -> str:
         return f"PlannedFiles({self._list()!r})"
-
-
-class _Stream(Iterator[FileScanTask]):
-    """An iteration of :class:`PlannedFiles`: it plans when first advanced, so that
-    ``list(plan)`` (which takes an iterator, then asks the length, which keeps the list)
-    plans once, from the list kept if there is one by then."""
-
-    def __init__(self, owner: PlannedFiles) -> None:
-        self._owner = owner
-        self._tasks: Iterator[FileScanTask] | None = None
-
-    def __next__(self) -> FileScanTask:
-        if self._tasks is None:
-            kept = self._owner._tasks
-            self._tasks = iter(kept) if kept is not None else self._owner._start()
-        return next(self._tasks)
-
-    def close(self) -> None:
-        """Stop planning (as a generator's ``close``)."""
-        close = getattr(self._tasks, "close", None)
-        if close is not None:
-            close()
 
 
 @dataclass(frozen=True)
@@ -267,47 +258,31 @@ class TaskBuilder:
         makes them, each data file decoded only as far as it is read
         (:class:`~icepark.manifest.entry_columns.LazyDataFile`); residuals are worked out once
         per distinct partition."""
-        from icepark.manifest.entry_columns import LazyDataFile
+        from icepark.manifest.entry_columns import lazy_data_files
 
         spec_id = columns.spec_id
         seqs = columns.sequence_numbers[rows].tolist()
+        files = lazy_data_files(columns, rows.tolist())
         if deletes is not None and deletes.is_empty:
             deletes = None
-        make, lazy, always = FileScanTask.of, LazyDataFile, AlwaysTrue()
+        always = AlwaysTrue()
         if self.matcher.matches_everything:
-            for row, seq in zip(rows.tolist(), seqs, strict=True):
-                f = lazy(columns, row)
-                seq = seq if seq > 0 else 0
-                applying = tuple(deletes.for_data_file(f, seq)) if deletes is not None else ()
-                yield make(f, applying, always, spec_id, seq)
-            return
+            residuals: Iterable[BooleanExpression] = repeat(always, len(rows))
+            return _whole_file_tasks(files, seqs, residuals, spec_id, deletes)
         distinct, which = columns.partitions()
-        residuals = [
+        of_partition = [
             always
             if isinstance(r := self._residuals[spec_id].residual_for(p), AlwaysTrue)
             or self.matcher.partition_all_match(spec_id, p)
             else r
             for p in distinct
         ]
-        # the strict metrics read the filter's columns' metrics, decoded with the arrays
-        # (looked up only when some partition leaves a residual)
-        metrics = (
-            columns.row_metrics(self.matcher.metrics_field_ids)
-            if any(r is not always for r in residuals)
-            else None
-        )
-        for row, seq, k in zip(rows.tolist(), seqs, which[rows].tolist(), strict=True):
-            f = lazy(columns, row)
-            seq = seq if seq > 0 else 0
-            residual = residuals[k]
-            if (
-                metrics is not None
-                and residual is not always
-                and self.matcher.metrics_all_match(metrics(row))
-            ):
-                residual = always
-            applying = tuple(deletes.for_data_file(f, seq)) if deletes is not None else ()
-            yield make(f, applying, residual, spec_id, seq)
+        residuals = [of_partition[k] for k in which[rows].tolist()]
+        if any(r is not always for r in of_partition):
+            # a residual is true where the strict metrics show every row matches
+            all_match = self.matcher.metrics_all_match_rows(columns, rows).tolist()
+            residuals = [always if m else r for r, m in zip(residuals, all_match, strict=True)]
+        return _whole_file_tasks(files, seqs, residuals, spec_id, deletes)
 
 
 def delete_index(

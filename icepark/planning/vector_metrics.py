@@ -29,7 +29,7 @@ import numpy as np
 
 from icepark.expressions import AlwaysFalse, AlwaysTrue, And, BooleanExpression, Or
 from icepark.expressions.manifest_evaluator import IN_PREDICATE_LIMIT
-from icepark.expressions.metrics_evaluator import inclusive_metrics_match
+from icepark.expressions.metrics_evaluator import inclusive_metrics_match, strict_metrics_match
 from icepark.expressions.model import Operation
 from icepark.expressions.predicates import (
     BoundLiteralPredicate,
@@ -61,7 +61,7 @@ from icepark.spec.types import (
     UUIDType,
 )
 
-__all__ = ["metrics_might_match"]
+__all__ = ["metrics_must_match", "metrics_might_match"]
 
 _VALUES, _NULLS, _NANS, _LOWER, _UPPER = 109, 110, 137, 125, 128
 _COMPARISONS = (Operation.LT, Operation.LT_EQ, Operation.GT, Operation.GT_EQ, Operation.EQ)
@@ -81,6 +81,19 @@ def metrics_might_match(
     matches = judge.eval(expr)
     matches = np.where(counts < 0, True, matches)
     return np.where(counts == 0, include_empty_files, matches)
+
+
+def metrics_must_match(
+    expr: BooleanExpression, columns: EntryColumns, rows: np.ndarray
+) -> np.ndarray:
+    """For each entry of ``rows`` (indexes into ``columns``), do all rows of its data file
+    match ``expr`` (bound, with ``not`` rewritten away, as the strict metrics evaluator holds
+    it) by its metrics? The answer of :class:`~icepark.expressions.StrictMetricsEvaluator`
+    for each entry's data file: comparisons and null and NaN tests judged a column at a time,
+    any other predicate by the evaluator's own rules, entry by entry."""
+    counts = columns.record_count[rows]
+    matches = _StrictJudge(columns, rows).eval(expr)
+    return np.where(counts == 0, True, matches)
 
 
 class _Judge:
@@ -178,6 +191,65 @@ class _Judge:
         return comparable & bounds.lower_at_most(lit) & bounds.upper_at_least(lit)
 
 
+class _StrictJudge(_Judge):
+    """The strict metrics evaluator's rules (:class:`~icepark.expressions.metrics_evaluator.
+    StrictMetricsEvaluator`): a comparison holds for every row only when the column has no
+    null and no NaN and its bound, which must decode, lies inside the range; ``is_null`` /
+    ``is_nan`` when every value is one."""
+
+    def _per_entry(self, expr: BooleanExpression) -> np.ndarray:
+        """The evaluator's own answer for each entry (its data file decoded)."""
+        out = np.empty(len(self.rows), dtype=bool)
+        for i, row in enumerate(self.rows.tolist()):
+            out[i] = strict_metrics_match(expr, self.columns.entry(row).data_file)
+        return out
+
+    def none_of(self, which: int, fid: int) -> np.ndarray:
+        """Entries whose count of ``which`` (nulls, NaNs) for ``fid`` is known to be 0."""
+        counts, has = self.counts(which, fid)
+        return has & (counts == 0)
+
+    def no_nulls(self, ref: BoundReference) -> np.ndarray:
+        if not ref.produces_null:
+            return np.ones(len(self.rows), dtype=bool)
+        return self.none_of(_NULLS, ref.field_id)
+
+    def no_nans(self, ref: BoundReference) -> np.ndarray:
+        if not isinstance(ref.type, FloatType | DoubleType):
+            return np.ones(len(self.rows), dtype=bool)
+        return self.none_of(_NANS, ref.field_id)
+
+    def _predicate(self, pred: BoundPredicate, ref: BoundReference) -> np.ndarray | None:
+        fid = ref.field_id
+        op = pred.op
+        if isinstance(pred, BoundUnaryPredicate):
+            if op == Operation.IS_NULL:
+                return self.nulls_only(fid)
+            if op == Operation.NOT_NULL:
+                return self.no_nulls(ref)
+            if op == Operation.IS_NAN:
+                return self.nans_only(fid)
+            if op == Operation.NOT_NAN:
+                return self.no_nans(ref) | self.nulls_only(fid)
+            return None
+        if not isinstance(pred, BoundLiteralPredicate) or op not in _COMPARISONS:
+            return None
+        bounds = _Bounds.of(self.columns, self.rows, ref)
+        if bounds is None:
+            return None
+        comparable = self.no_nulls(ref) & self.no_nans(ref)
+        lit = pred.literal
+        if op == Operation.LT:
+            return comparable & bounds.upper_below(lit)
+        if op == Operation.LT_EQ:
+            return comparable & bounds.upper_at_most(lit)
+        if op == Operation.GT:
+            return comparable & bounds.lower_above(lit)
+        if op == Operation.GT_EQ:
+            return comparable & bounds.lower_at_least(lit)
+        return comparable & bounds.both_equal(lit)
+
+
 # -- bounds ---------------------------------------------------------------------------------------
 
 _INT32 = (IntegerType, DateType)
@@ -238,17 +310,19 @@ class _Bounds:
             found.append(decode(raw, at[rows], lengths[rows]))
         return cls(found[0], found[1], literal)
 
+    def _passed(self, values: Any, op: Callable[[Any, Any], Any], v: Any) -> np.ndarray:
+        """``op(bound, v)`` for each entry (meaningless where the bound is not usable)."""
+        if isinstance(values, np.ndarray):
+            return np.asarray(op(values, self.literal(v)))
+        import pyarrow as pa  # an Arrow binary array
+
+        scalar = pa.scalar(self.literal(v), type=pa.binary())
+        return np.asarray(op(values, scalar).to_numpy(zero_copy_only=False), dtype=bool)
+
     def _compare(
         self, ok: np.ndarray, values: Any, op: Callable[[Any, Any], Any], v: Any
     ) -> np.ndarray:
-        if isinstance(values, np.ndarray):
-            passed = op(values, self.literal(v))
-        else:  # an Arrow binary array
-            import pyarrow as pa
-
-            scalar = pa.scalar(self.literal(v), type=pa.binary())
-            passed = op(values, scalar).to_numpy(zero_copy_only=False)
-        return ~ok | passed
+        return ~ok | self._passed(values, op, v)
 
     def lower_below(self, v: Any) -> np.ndarray:
         return self._compare(self.lower_ok, self.lower, _lt, v)
@@ -261,6 +335,24 @@ class _Bounds:
 
     def upper_at_least(self, v: Any) -> np.ndarray:
         return self._compare(self.upper_ok, self.upper, _ge, v)
+
+    # the strict forms: true only where the bound is usable and passes
+
+    def upper_below(self, v: Any) -> np.ndarray:
+        return self.upper_ok & self._passed(self.upper, _lt, v)
+
+    def upper_at_most(self, v: Any) -> np.ndarray:
+        return self.upper_ok & self._passed(self.upper, _le, v)
+
+    def lower_above(self, v: Any) -> np.ndarray:
+        return self.lower_ok & self._passed(self.lower, _gt, v)
+
+    def lower_at_least(self, v: Any) -> np.ndarray:
+        return self.lower_ok & self._passed(self.lower, _ge, v)
+
+    def both_equal(self, v: Any) -> np.ndarray:
+        lower = self.lower_ok & self._passed(self.lower, _eq, v)
+        return lower & self.upper_ok & self._passed(self.upper, _eq, v)
 
 
 def _lt(a: Any, b: Any) -> Any:
@@ -293,6 +385,14 @@ def _ge(a: Any, b: Any) -> Any:
     import pyarrow.compute as pc
 
     return pc.greater_equal(a, b)
+
+
+def _eq(a: Any, b: Any) -> Any:
+    if isinstance(a, np.ndarray):
+        return a == b
+    import pyarrow.compute as pc
+
+    return pc.equal(a, b)
 
 
 def _same(v: Any) -> Any:

@@ -1,11 +1,13 @@
-"""The column-at-a-time metrics evaluator answers as the inclusive metrics evaluator does.
+"""The column-at-a-time metrics evaluators answer as the inclusive and strict metrics
+evaluators do.
 
 For random data files (counts present, missing, zero, negative; bounds of every type: valid,
 of the wrong length, NaN, not UTF-8, truncated strings) written to a manifest and decoded into
 arrays, and random filters over every predicate kind and type (comparisons, in with few and
 many values, null and NaN checks, prefixes, decimals, combinations with and/or/not),
 :func:`metrics_might_match` gives, for every entry, exactly
-``InclusiveMetricsEvaluator(schema, filter).eval(file)`` of the same file.
+``InclusiveMetricsEvaluator(schema, filter).eval(file)`` of the same file, and
+:func:`metrics_must_match` exactly ``StrictMetricsEvaluator(schema, filter).eval(file)``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from hypothesis import strategies as st
 from icepark.avro.compiled import kernel_available
 from icepark.expressions import (
     InclusiveMetricsEvaluator,
+    StrictMetricsEvaluator,
     and_,
     not_,
     or_,
@@ -40,7 +43,7 @@ from icepark.manifest import (
     write_manifest,
 )
 from icepark.manifest.entry_columns import read_entry_columns
-from icepark.planning.vector_metrics import metrics_might_match
+from icepark.planning.vector_metrics import metrics_might_match, metrics_must_match
 from icepark.spec.conversions import to_bytes
 from icepark.spec.partitioning import UNPARTITIONED
 from icepark.spec.schema import Schema
@@ -222,6 +225,75 @@ def test_same_answers_as_the_inclusive_evaluator(
     assert metrics_might_match(evaluator.expr, columns, picked).tolist() == expected[::2]
 
 
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), row_filter=FILTERS)
+def test_same_answers_as_the_strict_evaluator(
+    tmp_path: Path, data: st.DataObject, row_filter: object
+) -> None:
+    files = [data.draw(_file(n)) for n in range(data.draw(st.integers(1, 12)))]
+    location = _manifest(tmp_path, files)
+    evaluator = StrictMetricsEvaluator(SCHEMA, row_filter)  # type: ignore[arg-type]
+    wanted = referenced_field_ids(evaluator.expr)
+    columns = read_entry_columns(location, Path(location).read_bytes(), metrics_of=wanted)
+    expected = [evaluator.eval(f) for f in files]
+    rows = np.arange(columns.count)
+    assert metrics_must_match(evaluator.expr, columns, rows).tolist() == expected
+    picked = rows[1::2]
+    assert metrics_must_match(evaluator.expr, columns, picked).tolist() == expected[1::2]
+
+
+def test_the_strict_comparisons_at_their_bounds(tmp_path: Path) -> None:
+    """Every comparison against every literal at, inside and outside small bounds, and the
+    null and NaN tests, on a required column, a nullable one and a double, with null and NaN
+    counts absent, zero, some or all: the cases where ``<`` and ``<=`` differ, or a NaN
+    count decides, which random files rarely hit."""
+    files = []
+    for lo, hi in [(0, 0), (0, 2), (1, 2), (2, 2)]:
+        for nulls in (None, 0, 1, 5):
+            for nans in (None, 0, 1, 5):
+                files.append(
+                    DataFile(
+                        FileContent.DATA,
+                        f"/d/{len(files)}.parquet",
+                        FileFormat.PARQUET,
+                        (),
+                        5,
+                        100,
+                        value_counts={2: 5, 1: 5, 6: 5},
+                        null_value_counts=None if nulls is None else {1: nulls, 6: nulls},
+                        nan_value_counts=None if nans is None else {6: nans},
+                        lower_bounds={k: to_bytes(t, lo) for k, t in _SMALL.items()},
+                        upper_bounds={k: to_bytes(t, hi) for k, t in _SMALL.items()},
+                    )
+                )
+    location = _manifest(tmp_path, files)
+    columns = read_entry_columns(location, Path(location).read_bytes(), metrics_of={1, 2, 6})
+    rows = np.arange(len(files))
+    filters = [
+        predicate(op, name, value)
+        for name in ("l", "i", "g")
+        for op in (Operation.LT, Operation.LT_EQ, Operation.GT, Operation.GT_EQ, Operation.EQ)
+        for value in (-1, 0, 1, 2, 3)
+    ]
+    filters += [
+        predicate(op, name)
+        for name in ("l", "i", "g")
+        for op in (Operation.IS_NULL, Operation.NOT_NULL)
+    ]
+    filters += [predicate(op, "g") for op in (Operation.IS_NAN, Operation.NOT_NAN)]
+    hits = 0
+    for row_filter in filters:
+        strict = StrictMetricsEvaluator(SCHEMA, row_filter)
+        expected = [strict.eval(f) for f in files]
+        got = metrics_must_match(strict.expr, columns, rows).tolist()
+        assert got == expected, row_filter
+        hits += sum(expected)
+    assert hits > 300  # the files where every row matches are among those judged
+
+
+_SMALL = {2: LongType(), 1: IntegerType(), 6: DoubleType()}
+
+
 def test_a_decimal_or_a_prefix_is_judged_per_entry(tmp_path: Path) -> None:
     files = [
         DataFile(
@@ -246,4 +318,7 @@ def test_a_decimal_or_a_prefix_is_judged_per_entry(tmp_path: Path) -> None:
         evaluator = InclusiveMetricsEvaluator(SCHEMA, row_filter)
         got = metrics_might_match(evaluator.expr, columns, np.arange(3)).tolist()
         assert got == [evaluator.eval(f) for f in files]
+        strict = StrictMetricsEvaluator(SCHEMA, row_filter)
+        got = metrics_must_match(strict.expr, columns, np.arange(3)).tolist()
+        assert got == [strict.eval(f) for f in files]
     assert str(uuid.UUID(int=0))  # (uuid bounds are covered by the property test)
