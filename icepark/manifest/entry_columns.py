@@ -935,11 +935,16 @@ del _name
 
 def lazy_data_files(source: EntryColumns, rows: Iterable[int]) -> Iterator[LazyDataFile]:
     """``LazyDataFile(source, row)`` for each of ``rows``, as they are asked for, without a
-    call to ``__init__`` per file (a plan of a million files makes a million of them)."""
+    call to ``__init__`` per file (a plan of a million files makes a million of them). The
+    file size, which every consumer of a plan reads (splitting, bin packing, Spark's
+    partitions), is set at once: a dict store here is far cheaper than a lazy field's first
+    read."""
     new, cls = object.__new__, LazyDataFile
+    sizes = source.listed("file_size_in_bytes")
     for row in rows:
         f = new(cls)
         d = f.__dict__
         d["_source"] = source
         d["_row"] = row
+        d["file_size_in_bytes"] = sizes[row]
         yield f
