@@ -55,8 +55,12 @@ _log = logging.getLogger(__name__)
 DELETED_PATH, DELETED_POS = "__icepark_fp__", "__icepark_pos__"  # file path, row index
 # The bitmap filter's limits: its bytes (a bit a row, from the first to the last deleted
 # position of each file) and the number of files with deletes. Beyond either, the anti join
-# is used.
-MAX_BITMAP_BYTES = 2 << 20  # ~5 MB of JSON in the plan; 16M rows spanned
+# is used. 32 MB spans 256M rows: the bitmap is a scalar subquery's result, one primitive
+# array in the plan that Spark ships once a stage (in the broadcast task binary), not once a
+# task. Measured on 100M rows in 100 files with 1% deleted (a 12.5 MB bitmap, local[2]):
+# the scan took 14.4-14.9 s by the bitmap against 39.6-40.3 s by the anti join (13.9 s
+# without deletes; Java 18.5 s).
+MAX_BITMAP_BYTES = 32 << 20
 MAX_BITMAP_FILES = 256
 _STAT_THREADS = 16  # sizes are looked up in parallel (one request each on object stores)
 
