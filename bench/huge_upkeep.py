@@ -25,7 +25,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -33,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.huge import CACHE, REF_VENV, ROOT, _java
+from bench.huge import CACHE, REF_VENV, ROOT, _java, _peak_rss_mb
 
 DAY = 86_400
 OPERATIONS = ("expire_snapshots", "remove_orphan_files", "rewrite_manifests", "doctor")
@@ -123,10 +122,10 @@ def _measure(root: Path, operation: str) -> dict[str, Any]:
         what = f"{found.rewritten_manifests_count} manifests into {found.added_manifests_count}"
     else:
         report = diagnose(table, orphans_older_than=int((time.time() - 2 * DAY) * 1000))
-        what = f"{report.data_files['count']:,} files, {report.orphans['count']:,} orphans"
+        orphans = report.orphans["count"] if report.orphans is not None else 0
+        what = f"{report.data_files['count']:,} files, {orphans:,} orphans"
     seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"seconds": seconds, "peak_mb": peak, "found": what}
+    return {"seconds": seconds, "peak_mb": _peak_rss_mb(), "found": what}
 
 
 def _icepark(root: Path, operation: str) -> dict[str, Any]:
