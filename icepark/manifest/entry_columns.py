@@ -76,7 +76,6 @@ _MAPS = {
     "upper_bounds": 128,
 }
 _BYTES_MAPS = frozenset((125, 128))
-_COUNT_MAPS = (109, 110, 137)  # value, null and NaN counts
 _INTS = {
     "record_count": _COUNT,
     "file_size_in_bytes": _SIZE,
