@@ -175,20 +175,11 @@ class _Judge:
                 return comparable
             hit = np.zeros(len(self.rows), dtype=bool)
             for v in literals:
-                hit |= bounds.lower_at_most(v) & bounds.upper_at_least(v)
+                hit |= bounds.hold(_MIGHT[Operation.EQ], v, missing=True)
             return comparable & hit
         if not isinstance(pred, BoundLiteralPredicate) or op not in _COMPARISONS:
             return None
-        lit = pred.literal
-        if op == Operation.LT:
-            return comparable & bounds.lower_below(lit)
-        if op == Operation.LT_EQ:
-            return comparable & bounds.lower_at_most(lit)
-        if op == Operation.GT:
-            return comparable & bounds.upper_above(lit)
-        if op == Operation.GT_EQ:
-            return comparable & bounds.upper_at_least(lit)
-        return comparable & bounds.lower_at_most(lit) & bounds.upper_at_least(lit)
+        return comparable & bounds.hold(_MIGHT[op], pred.literal, missing=True)
 
 
 class _StrictJudge(_Judge):
@@ -238,16 +229,7 @@ class _StrictJudge(_Judge):
         if bounds is None:
             return None
         comparable = self.no_nulls(ref) & self.no_nans(ref)
-        lit = pred.literal
-        if op == Operation.LT:
-            return comparable & bounds.upper_below(lit)
-        if op == Operation.LT_EQ:
-            return comparable & bounds.upper_at_most(lit)
-        if op == Operation.GT:
-            return comparable & bounds.lower_above(lit)
-        if op == Operation.GT_EQ:
-            return comparable & bounds.lower_at_least(lit)
-        return comparable & bounds.both_equal(lit)
+        return comparable & bounds.hold(_MUST[op], pred.literal, missing=False)
 
 
 # -- bounds ---------------------------------------------------------------------------------------
@@ -319,40 +301,21 @@ class _Bounds:
         scalar = pa.scalar(self.literal(v), type=pa.binary())
         return np.asarray(op(values, scalar).to_numpy(zero_copy_only=False), dtype=bool)
 
-    def _compare(
-        self, ok: np.ndarray, values: Any, op: Callable[[Any, Any], Any], v: Any
-    ) -> np.ndarray:
-        return ~ok | self._passed(values, op, v)
-
-    def lower_below(self, v: Any) -> np.ndarray:
-        return self._compare(self.lower_ok, self.lower, _lt, v)
-
-    def lower_at_most(self, v: Any) -> np.ndarray:
-        return self._compare(self.lower_ok, self.lower, _le, v)
-
-    def upper_above(self, v: Any) -> np.ndarray:
-        return self._compare(self.upper_ok, self.upper, _gt, v)
-
-    def upper_at_least(self, v: Any) -> np.ndarray:
-        return self._compare(self.upper_ok, self.upper, _ge, v)
-
-    # the strict forms: true only where the bound is usable and passes
-
-    def upper_below(self, v: Any) -> np.ndarray:
-        return self.upper_ok & self._passed(self.upper, _lt, v)
-
-    def upper_at_most(self, v: Any) -> np.ndarray:
-        return self.upper_ok & self._passed(self.upper, _le, v)
-
-    def lower_above(self, v: Any) -> np.ndarray:
-        return self.lower_ok & self._passed(self.lower, _gt, v)
-
-    def lower_at_least(self, v: Any) -> np.ndarray:
-        return self.lower_ok & self._passed(self.lower, _ge, v)
-
-    def both_equal(self, v: Any) -> np.ndarray:
-        lower = self.lower_ok & self._passed(self.lower, _eq, v)
-        return lower & self.upper_ok & self._passed(self.upper, _eq, v)
+    def hold(self, rule: _Rule, v: Any, *, missing: bool) -> np.ndarray:
+        """For each entry, does every test of ``rule`` (a bound, ``"lower"`` or
+        ``"upper"``, compared with ``v``) hold? A bound that is missing or unusable passes
+        with ``missing`` (it rules nothing out, as the inclusive evaluator holds) and fails
+        without (it proves nothing, as the strict one holds)."""
+        out: np.ndarray | None = None
+        for side, op in rule:
+            ok, values = (
+                (self.lower_ok, self.lower) if side == "lower" else (self.upper_ok, self.upper)
+            )
+            passed = self._passed(values, op, v)
+            held = (~ok | passed) if missing else (ok & passed)
+            out = held if out is None else out & held
+        assert out is not None
+        return out
 
 
 def _lt(a: Any, b: Any) -> Any:
@@ -393,6 +356,29 @@ def _eq(a: Any, b: Any) -> Any:
     import pyarrow.compute as pc
 
     return pc.equal(a, b)
+
+
+_Rule = tuple[tuple[str, Callable[[Any, Any], Any]], ...]
+"""Tests of a comparison on a column's bounds: (which bound, its comparison with the
+literal), all of which must hold."""
+
+_MIGHT: dict[Operation, _Rule] = {
+    Operation.LT: (("lower", _lt),),
+    Operation.LT_EQ: (("lower", _le),),
+    Operation.GT: (("upper", _gt),),
+    Operation.GT_EQ: (("upper", _ge),),
+    Operation.EQ: (("lower", _le), ("upper", _ge)),
+}
+"""When a file may hold rows ``x op literal`` (the inclusive evaluator's rules)."""
+
+_MUST: dict[Operation, _Rule] = {
+    Operation.LT: (("upper", _lt),),
+    Operation.LT_EQ: (("upper", _le),),
+    Operation.GT: (("lower", _gt),),
+    Operation.GT_EQ: (("lower", _ge),),
+    Operation.EQ: (("lower", _eq), ("upper", _eq)),
+}
+"""When every row of a file has ``x op literal`` (the strict evaluator's rules)."""
 
 
 def _same(v: Any) -> Any:

@@ -207,39 +207,27 @@ def _manifest(tmp_path: Path, files: list[DataFile]) -> str:
 
 @settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), row_filter=FILTERS)
-def test_same_answers_as_the_inclusive_evaluator(
+def test_same_answers_as_the_evaluators(
     tmp_path: Path, data: st.DataObject, row_filter: object
 ) -> None:
     files = [data.draw(_file(n)) for n in range(data.draw(st.integers(1, 12)))]
     location = _manifest(tmp_path, files)
-    evaluator = InclusiveMetricsEvaluator(SCHEMA, row_filter)  # type: ignore[arg-type]
-    # decoded as a planner decodes: only the metrics of the columns the filter reads
-    wanted = referenced_field_ids(evaluator.expr)
-    columns = read_entry_columns(location, Path(location).read_bytes(), metrics_of=wanted)
-    expected = [evaluator.eval(columns.entry(i).data_file) for i in range(columns.count)]
-    assert expected == [evaluator.eval(f) for f in files]
-    rows = np.arange(columns.count)
-    got = metrics_might_match(evaluator.expr, columns, rows)
-    assert got.tolist() == expected
-    picked = rows[::2]  # a subset of the entries, as a planner asks after partition pruning
-    assert metrics_might_match(evaluator.expr, columns, picked).tolist() == expected[::2]
-
-
-@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.data(), row_filter=FILTERS)
-def test_same_answers_as_the_strict_evaluator(
-    tmp_path: Path, data: st.DataObject, row_filter: object
-) -> None:
-    files = [data.draw(_file(n)) for n in range(data.draw(st.integers(1, 12)))]
-    location = _manifest(tmp_path, files)
-    evaluator = StrictMetricsEvaluator(SCHEMA, row_filter)  # type: ignore[arg-type]
-    wanted = referenced_field_ids(evaluator.expr)
-    columns = read_entry_columns(location, Path(location).read_bytes(), metrics_of=wanted)
-    expected = [evaluator.eval(f) for f in files]
-    rows = np.arange(columns.count)
-    assert metrics_must_match(evaluator.expr, columns, rows).tolist() == expected
-    picked = rows[1::2]
-    assert metrics_must_match(evaluator.expr, columns, picked).tolist() == expected[1::2]
+    raw = Path(location).read_bytes()
+    judges = (
+        (InclusiveMetricsEvaluator(SCHEMA, row_filter), metrics_might_match),  # type: ignore[arg-type]
+        (StrictMetricsEvaluator(SCHEMA, row_filter), metrics_must_match),  # type: ignore[arg-type]
+    )
+    for evaluator, judge in judges:
+        # decoded as a planner decodes: only the metrics of the columns the filter reads
+        columns = read_entry_columns(location, raw, metrics_of=referenced_field_ids(evaluator.expr))
+        expected = [evaluator.eval(f) for f in files]
+        decoded = [evaluator.eval(columns.entry(i).data_file) for i in range(columns.count)]
+        assert decoded == expected
+        rows = np.arange(columns.count)
+        assert judge(evaluator.expr, columns, rows).tolist() == expected
+        # subsets of the entries, as a planner asks after partition pruning
+        assert judge(evaluator.expr, columns, rows[::2]).tolist() == expected[::2]
+        assert judge(evaluator.expr, columns, rows[1::2]).tolist() == expected[1::2]
 
 
 def test_the_strict_comparisons_at_their_bounds(tmp_path: Path) -> None:
