@@ -269,7 +269,7 @@ class _Bounds:
         elif isinstance(t, DoubleType):
             decode = _fixed_width({8: "<f8", 4: "<f4"})
         elif isinstance(t, BooleanType):
-            decode = _fixed_width({1: "u1"})
+            decode = _fixed_width({1: "?"})
             literal = int
         elif isinstance(t, StringType):
             decode = _binary(None, utf8=True)
@@ -397,8 +397,9 @@ def _fixed_width(
     widths: dict[int, str],
 ) -> Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """Bounds stored as little-endian numbers of the given byte widths (others unusable),
-    as int64 or float64; a NaN bound is unusable."""
-    floating = any(code[1] == "f" for code in widths.values())
+    as int64 or float64; a NaN bound is unusable. A boolean (``"?"``) is 1 for any byte but
+    zero, as the spec's single-value serialization reads it."""
+    floating = any(code.endswith(("f4", "f8")) for code in widths.values())
 
     def decode(
         raw: np.ndarray, at: np.ndarray, lengths: np.ndarray
@@ -410,7 +411,10 @@ def _fixed_width(
             if len(mine) == 0:
                 continue
             picked = raw[at[mine, None] + np.arange(width)]
-            out[mine] = np.ascontiguousarray(picked).view(code).reshape(-1)
+            if code == "?":
+                out[mine] = picked.reshape(-1) != 0
+            else:
+                out[mine] = np.ascontiguousarray(picked).view(code).reshape(-1)
             ok[mine] = True
         if floating:
             ok &= ~np.isnan(out)
