@@ -17,8 +17,9 @@ falls back to :func:`~icepark.manifest.reader.read_manifest` and judges the full
 so the result never depends on the path taken.
 
 Scanned manifests are kept in a small process-wide cache (manifests are immutable), so that
-planning the same snapshot again only re-judges the scanned values; the file is still read
-and a cached scan used only for the very same bytes.
+planning the same snapshot again only re-judges the scanned values and takes the entries it
+decoded before from there (a filtered query over a small table is mostly this); the file is
+still read and a cached scan used only for the very same bytes.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import gc
 import io
 from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import fastavro
@@ -263,17 +264,20 @@ class _Scanned:
     raw: bytes  # the file
     blocks: AvroBlocks
     records: dict[frozenset[int], list[list[tuple[Any, ...]]]]
+    entries: dict[tuple[Any, ...], ManifestEntry] = field(default_factory=dict)
+    """Entries decoded already, inheritance applied, by what they inherit and where their
+    records start (:func:`_decode`)."""
 
     def weight(self) -> int:
-        """About how many bytes this takes: the file, its decompressed blocks and ~1 KB per
-        scanned entry."""
+        """About how many bytes this takes: the file, its decompressed blocks, ~1 KB per
+        scanned entry and ~8 KB per decoded one."""
         data = sum(len(b.data) for b in self.blocks.blocks)
         entries = sum(len(r) for scan in self.records.values() for r in scan)
-        return len(self.raw) + data + 1024 * entries
+        return len(self.raw) + data + 1024 * entries + 8192 * len(self.entries)
 
 
 # Recently scanned manifests by path and length (manifests never change once written), up to
-# 64 MB of decompressed blocks; and compiled scanners by writer schema and field ids.
+# 64 MB as weighed; and compiled scanners by writer schema and field ids.
 _MANIFESTS: LruCache[tuple[str, int], _Scanned] = LruCache(64 * 1024 * 1024, _Scanned.weight)
 _SCANNERS: LruCache[tuple[str, frozenset[int]], _Scanner] = LruCache(256)
 
@@ -311,8 +315,9 @@ def read_manifest_pruned(
 
     ``might_match`` is given an :class:`EntryStats` (or, on the fallback path, the full
     :class:`DataFile`) and may only read its record count and the metrics of ``field_ids``.
-    With ``manifest``, the scanned manifest is kept in a process-wide cache (by path and
-    length, up to 64 MB of decompressed blocks) so that planning it again skips scanning it;
+    With ``manifest``, the scanned manifest and the entries decoded from it are kept in a
+    process-wide cache (by path and length, up to 64 MB: decompressed blocks, scanned values
+    and entries) so that planning it again skips scanning and decoding them;
     the file is still read, and the cached scan used only when its bytes are the same.
     ``fetched`` is the file when it was read already (:func:`fetch_manifest`).
     """
@@ -341,7 +346,11 @@ def read_manifest_pruned(
             and manifest.first_row_id is not None
         )
         candidates = _select(records, blocks, ids, might_match, live_only, count_rows, added_only)
-        return _decode(blocks, decoder, candidates)
+        known = len(scanned.entries)
+        entries = _decode(blocks, decoder, candidates, scanned.entries, spec)
+        if key is not None and len(scanned.entries) != known:
+            _MANIFESTS.put(key, scanned)  # weighed again, with the entries decoded now
+        return entries
     except _FALLBACK_ERRORS:
         entries = read_manifest(input_file, manifest, spec=spec)
         return [
@@ -381,12 +390,29 @@ def fetch_manifest(input_file: Any, manifest: ManifestFile | None = None) -> Fet
 
 
 def _decode(
-    blocks: AvroBlocks, decoder: EntryDecoder, candidates: list[_Candidate]
+    blocks: AvroBlocks,
+    decoder: EntryDecoder,
+    candidates: list[_Candidate],
+    decoded: dict[tuple[Any, ...], ManifestEntry],
+    spec: PartitionSpec | None,
 ) -> list[ManifestEntry]:
-    """The candidates' entries: fastavro decodes their records only (a container of one
-    block holding them), not the whole blocks they are in."""
+    """The candidates' entries: those in ``decoded`` as kept there, the others decoded by
+    fastavro (their records only, in a container of one block holding them, not the whole
+    blocks they are in) and added to it."""
     if not candidates:
         return []
+    inherits = (decoder.manifest, spec)  # all that entries inherit, and how they decode
+    keys = [(inherits, c.block, c.start) for c in candidates]
+    missing = [c for c, k in zip(candidates, keys, strict=True) if k not in decoded]
+    if missing:
+        for c, entry in zip(missing, _decode_records(blocks, decoder, missing), strict=True):
+            decoded[(inherits, c.block, c.start)] = entry
+    return [decoded[k] for k in keys]
+
+
+def _decode_records(
+    blocks: AvroBlocks, decoder: EntryDecoder, candidates: list[_Candidate]
+) -> list[ManifestEntry]:
     chosen = [blocks.blocks[c.block].data[c.start : c.end] for c in candidates]
     try:
         reader = fastavro.reader(io.BytesIO(blocks.records_container(chosen)))
@@ -395,8 +421,7 @@ def _decode(
         raise InvalidAvroFileError(f"Cannot read Avro file {blocks.location}: {exc}") from exc
     if len(records) != len(candidates):
         raise InvalidAvroFileError(f"Cannot read Avro file {blocks.location}: records differ")
-    manifest = decoder.manifest
-    start_row_id = None if manifest is None else manifest.first_row_id
+    start_row_id = None if decoder.manifest is None else decoder.manifest.first_row_id
     out = []
     for c, record in zip(candidates, records, strict=True):
         inherit = decoder.inheritance()
