@@ -18,8 +18,9 @@ concurrent groups each have their own settings; adaptive execution off, as in Ja
   moving their few bytes;
 * **binpack**: Spark packs the files into read splits of the group's split size (files open
   for free, no minimum number of partitions), each split becomes one file; rows are sorted
-  within a split by the table's sort order, and moved by a shuffle only when the group's files
-  are of another spec than the output spec (or are tiny, above);
+  within a split by partition and the table's sort order when it has one (else written as
+  they come, a file per partition open, as Java's fanout writers do), and moved by a shuffle
+  only when the group's files are of another spec than the output spec (or are tiny, above);
 * **sort**: rows are range-partitioned into the group's expected number of output files by the
   output spec's partition and the sort order (the table's, or ``sort_order="id desc nulls
   last, ts"``), and sorted within each;
@@ -277,6 +278,7 @@ class _Runner:
             metadata=target,
             cluster=self._cluster(group),
             max_records_per_file=_max_records(group),
+            fanout=self._fanout(group),
         )
         known = {o.order_id for o in self.metadata.sort_orders}
         return [
@@ -334,6 +336,12 @@ class _Runner:
             updates += _set_order(self.metadata, order)
         return MetadataBuilder(self.metadata).apply_all(updates).build()
 
+    def _fanout(self, group: RewriteFileGroup) -> bool:
+        """Whether each task's rows are written as they come, a file per partition open, not
+        sorted by partition first: when nothing asks for an order (no sort order, no change
+        of spec), as Java's writes default to fanout writers on an unsorted table."""
+        return self._sort_order().is_unsorted and not self._repartitions(group)
+
     def _repartitions(self, group: RewriteFileGroup) -> bool:
         """The group's files are of another spec than the output spec."""
         return group.tasks[0].spec_id != group.output_spec_id
@@ -341,13 +349,14 @@ class _Runner:
     def _cluster(self, group: RewriteFileGroup) -> Cluster:
         repartition = self._repartitions(group)
         spread = self._spread(group)
+        fanout = self._fanout(group)
 
         def cluster(df: DataFrame, partition: list[Column], sort: list[Column]) -> DataFrame:
             if repartition and partition:
                 df = df.repartition(*partition)
             elif spread:
                 df = df.repartition(group.expected_output_files)
-            if partition or sort:
+            if (partition or sort) and not fanout:
                 df = df.sortWithinPartitions(*partition, *sort)
             return df
 
@@ -398,6 +407,9 @@ class _Shuffling(_Runner):
     def _keys(self, df: DataFrame, sort: list[Column]) -> tuple[DataFrame, list[Column], list[str]]:
         """The DataFrame with any extra sort columns, the sort columns, the extra names."""
         return df, sort, []
+
+    def _fanout(self, group: RewriteFileGroup) -> bool:
+        return False  # the rows are sorted by the strategy's order
 
     def _cluster(self, group: RewriteFileGroup) -> Cluster:
         partitions = max(1, group.expected_output_files * self.per_file)

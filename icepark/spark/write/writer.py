@@ -314,7 +314,7 @@ def _write_native(
     sort, complete = _sort_columns(schema, order)
     with_parts = aligned.select("*", *[expr.alias(name) for name, expr in hidden])
     part_refs = [F.col(quote_column(name)) for name, _ in hidden]
-    fans_out = fanout and not sort and cluster is None
+    fans_out = fanout and not sort  # a cluster given with fanout does not sort either
     clustered = (cluster or _default_cluster(metadata, fanout))(with_parts, part_refs, sort)
     props = metadata.properties
     codec = _SPARK_CODECS[P.PARQUET_COMPRESSION.get(props)]
@@ -509,7 +509,8 @@ def write_files(
     :data:`Cluster`); ``max_records_per_file`` caps the rows of a file on the native path
     (the python path rolls files at ``write.target-file-size-bytes``). With ``fanout``
     (Java's ``fanout-enabled``) and no sort order, each task's rows are not sorted by
-    partition: a file per partition stays open instead."""
+    partition: a file per partition stays open instead (a ``cluster`` given with it must not
+    sort them either)."""
     prepare_session(df.sparkSession)
     metadata = metadata or table.metadata
     chosen, why = choose_write_path(metadata, spark=df.sparkSession, io=table.io)
