@@ -282,6 +282,41 @@ def test_the_strict_comparisons_at_their_bounds(tmp_path: Path) -> None:
 _SMALL = {2: LongType(), 1: IntegerType(), 6: DoubleType()}
 
 
+def test_a_boolean_bound_is_true_for_any_byte_but_zero(tmp_path: Path) -> None:
+    """The spec reads a boolean's single value as true for any non-zero byte: bounds of 0x02
+    (found by the property test above) are judged as bounds of true, both ways (``t = true``
+    over them might match; ``t > true`` cannot)."""
+    files = [
+        DataFile(
+            FileContent.DATA,
+            f"/d/{n}.parquet",
+            FileFormat.PARQUET,
+            (),
+            5,
+            100,
+            value_counts={11: 5},
+            null_value_counts={11: 0},
+            lower_bounds={11: lo},
+            upper_bounds={11: hi},
+        )
+        for n, (lo, hi) in enumerate([(b"\x02", b"\x02"), (b"\x00", b"\xff"), (b"\x00", b"\x00")])
+    ]
+    location = _manifest(tmp_path, files)
+    columns = read_entry_columns(location, Path(location).read_bytes(), metrics_of={11})
+    rows = np.arange(len(files))
+    for op in (Operation.LT, Operation.LT_EQ, Operation.GT, Operation.GT_EQ, Operation.EQ):
+        for value in (True, False):
+            row_filter = predicate(op, "t", value)
+            for evaluator, judge in (
+                (InclusiveMetricsEvaluator(SCHEMA, row_filter), metrics_might_match),
+                (StrictMetricsEvaluator(SCHEMA, row_filter), metrics_must_match),
+            ):
+                expected = [evaluator.eval(f) for f in files]
+                assert judge(evaluator.expr, columns, rows).tolist() == expected, row_filter
+    might = InclusiveMetricsEvaluator(SCHEMA, predicate(Operation.EQ, "t", True))
+    assert metrics_might_match(might.expr, columns, rows).tolist() == [True, True, False]
+
+
 def test_a_decimal_or_a_prefix_is_judged_per_entry(tmp_path: Path) -> None:
     files = [
         DataFile(
