@@ -272,7 +272,8 @@ class _Scanned:
         """About how many bytes this takes: the file, its decompressed blocks, ~1 KB per
         scanned entry and ~8 KB per decoded one."""
         data = sum(len(b.data) for b in self.blocks.blocks)
-        entries = sum(len(r) for scan in self.records.values() for r in scan)
+        # a copy of the values: another thread may be adding a scan of other field ids
+        entries = sum(len(r) for scan in list(self.records.values()) for r in scan)
         return len(self.raw) + data + 1024 * entries + 8192 * len(self.entries)
 
 
