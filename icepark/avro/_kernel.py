@@ -19,6 +19,11 @@ A :data:`MARK` op stores no value: it puts the position the next value starts at
 ``vals[row, slot]`` (length -1), so that a caller can find a value's encoded bytes (a
 manifest rewrite copies each entry's ``data_file`` record as it is stored).
 
+A :data:`SKIP` op is an array (``[SKIP, -1, body, 0]``, its items' ops after it, then its
+``END``) of which nothing is stored: its items are stepped over by a tight loop that reads
+only what it must to find where each value ends (the metric maps of a plan that reads no
+metrics are most of a manifest entry's bytes).
+
 A slot of -1 is stepped over without being stored. An int key of an array item with
 ``in_item == 2`` is looked up in ``wanted``: when it is not there, nothing more of that item is
 stored (a planner keeps the metrics of the columns its filter reads, not of every column).
@@ -39,7 +44,7 @@ from numba import njit
 __all__ = ["run"]
 
 # opcodes (kept in step with icepark.avro.compiled)
-LONG, FLOAT, DOUBLE, BOOLEAN, BYTES, FIXED, NULLABLE, ARRAY, END, MARK = range(1, 11)
+LONG, FLOAT, DOUBLE, BOOLEAN, BYTES, FIXED, NULLABLE, ARRAY, END, MARK, SKIP = range(1, 12)
 FULL, CORRUPT = 1, 2
 
 
@@ -80,6 +85,53 @@ def _put(
     item_rows[slot, k] = row
     item_counts[slot] = k + 1
     return True
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _skip_items(
+    buf: np.ndarray, pos: int, end: int, ops: np.ndarray, first: int, last: int, n: int
+) -> tuple[int, bool]:
+    """Step over ``n`` array items whose values are the ops ``first`` to ``last - 1``
+    (primitives and null unions), storing nothing; every read checked against ``end``.
+    Returns (position after them, ok)."""
+    for _ in range(n):
+        q = first
+        while q < last:
+            code = ops[q, 0]
+            if code == LONG:  # a varint: up to the first byte without the high bit
+                stop = min(end, pos + 10)
+                while pos < stop and buf[pos] >= 0x80:
+                    pos += 1
+                if pos >= stop:
+                    return pos, False
+                pos += 1
+            elif code == NULLABLE:
+                branch, pos, ok = _varint(buf, pos, end)
+                if not ok or branch < 0 or branch > 1:
+                    return pos, False
+                if branch == ops[q, 2]:
+                    q += 1 + ops[q, 1]
+                    continue
+            else:
+                if code == BYTES:
+                    length, pos, ok = _varint(buf, pos, end)
+                    if not ok or length < 0:
+                        return pos, False
+                elif code == FIXED:
+                    length = ops[q, 2]
+                elif code == FLOAT:
+                    length = 4
+                elif code == DOUBLE:
+                    length = 8
+                elif code == BOOLEAN:
+                    length = 1
+                else:
+                    return pos, False
+                if length > end - pos:
+                    return pos, False
+                pos += length
+            q += 1
+    return pos, True
 
 
 @njit(cache=True, nogil=True)
@@ -142,6 +194,29 @@ def run(
                     pc += 1 + slot
                 else:
                     pc += 1
+                continue
+            if code == SKIP:  # an array of which nothing is stored: its blocks, then its END
+                ok = True
+                while True:
+                    n, pos, ok = _varint(buf, pos, end)
+                    if not ok or n == 0:
+                        break
+                    if n < 0:  # a block with its size in bytes
+                        n = -n
+                        size, pos, ok = _varint(buf, pos, end)
+                        if not ok or size < 0:
+                            ok = False
+                            break
+                    if n > end - pos:  # every item takes at least a byte
+                        ok = False
+                        break
+                    pos, ok = _skip_items(buf, pos, end, ops, pc + 1, pc + arg, n)
+                    if not ok:
+                        break
+                if not ok:
+                    error = CORRUPT
+                    break
+                pc += arg + 1
                 continue
             if code == ARRAY or code == END:
                 if code == END:

@@ -47,7 +47,9 @@ __all__ = [
 ]
 
 # opcodes (kept in step with icepark.avro._kernel)
-_LONG, _FLOAT, _DOUBLE, _BOOLEAN, _BYTES, _FIXED, _NULLABLE, _ARRAY, _END, _MARK = range(1, 11)
+_LONG, _FLOAT, _DOUBLE, _BOOLEAN, _BYTES, _FIXED, _NULLABLE, _ARRAY, _END, _MARK, _SKIP = range(
+    1, 12
+)
 _FULL, _CORRUPT = 1, 2
 
 _PRIMITIVE_OPS = {
@@ -158,6 +160,8 @@ class _Compiler:
             body = len(self.ops) - at
             self.ops.append([_END, -1, body, 0])
             self.ops[at][2] = body
+            if count < 0 and all(op[0] == _NULLABLE or op[1] < 0 for op in self.ops[at + 1 :]):
+                self.ops[at][0] = _SKIP  # nothing of it is stored: a tight loop steps over it
         elif kind == "null":
             pass  # nothing is encoded
         else:
