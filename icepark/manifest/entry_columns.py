@@ -409,13 +409,18 @@ class EntryColumns:
         codes = np.zeros(len(vals), dtype=np.int64)
         distinct: list[bytes | None] = []
         raw = np.frombuffer(self._raw, dtype=np.uint8)
-        for n in np.unique(lens).tolist():
-            mine = np.flatnonzero(lens == n)
+        one = len(lens) > 0 and lens.min() == lens.max()  # one length: no sort to find it
+        for n in [int(lens[0])] if one else np.unique(lens).tolist():
+            mine = np.arange(len(lens)) if one else np.flatnonzero(lens == n)
             if n < 0:
                 codes[mine] = len(distinct)
                 distinct.append(None)
                 continue
             matrix = raw[vals[mine, None] + np.arange(n)]
+            if (matrix == matrix[0]).all():  # one value (a manifest's file format, mostly)
+                codes[mine] = len(distinct)
+                distinct.append(bytes(matrix[0]))
+                continue
             hashes = np.zeros(len(mine), dtype=np.uint64)
             with np.errstate(over="ignore"):
                 for k in range(n):
