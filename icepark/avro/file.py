@@ -23,6 +23,7 @@ from typing import Any, cast
 
 import fastavro
 import fastavro.write
+from zlib_ng import zlib_ng
 
 from icepark.avro.codecs import decompress_block, file_budget
 from icepark.avro.schema import strip_logical_types
@@ -538,7 +539,7 @@ class AvroBlockWriter:
     def _compress(self, data: bytes) -> bytes:
         if self._codec == "deflate":
             level = -1 if self._level is None else self._level
-            packer = zlib.compressobj(level, zlib.DEFLATED, -15)
+            packer = zlib_ng.compressobj(level, zlib_ng.DEFLATED, -15)
             return packer.compress(data) + packer.flush()
         if self._codec == "zstandard":
             import zstandard
