@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import repeat
+from itertools import chain, repeat
 from typing import TYPE_CHECKING, overload
 
 from icepark.expressions import AlwaysTrue, BooleanExpression, residual_evaluator
@@ -49,6 +49,7 @@ __all__ = [
     "CombinedScanTask",
     "PlannedFiles",
     "TaskBuilder",
+    "data_task_groups",
     "data_tasks",
     "delete_index",
     "index_deletes",
@@ -135,15 +136,16 @@ class PlannedFiles(Sequence[FileScanTask]):
     def __iter__(self) -> Iterator[FileScanTask]:
         if self._tasks is not None:
             return iter(self._tasks)
-        return self._stream()
+        return chain.from_iterable(self._stream())
 
-    def _stream(self) -> Iterator[FileScanTask]:
-        """An iteration that plans when first advanced (a generator's body starts then), so
-        that ``list(plan)`` (which takes an iterator, then asks the length, which keeps the
-        list) plans once, from the list kept if there is one by then. Closing it stops the
-        plan."""
+    def _stream(self) -> Iterator[Iterable[FileScanTask]]:
+        """What an iteration goes through, found when it is first advanced (a generator's
+        body starts then), so that ``list(plan)`` (which takes an iterator, then asks the
+        length, which keeps the list) plans once, from the list kept if there is one by
+        then. The tasks pass through ``chain`` (in C), not through a generator of tasks:
+        a million of them would each pay a generator's resumption here."""
         kept = self._tasks
-        yield from (kept if kept is not None else self._start())
+        yield kept if kept is not None else self._start()
 
     def _start(self) -> Iterator[FileScanTask]:
         """A new plan (the one started when the plan was asked for, if still unread)."""
@@ -337,14 +339,28 @@ def iter_plan_files(
     workers: int = 8,
 ) -> Iterator[FileScanTask]:
     """:func:`plan_files` as a stream: the tasks of each data manifest as soon as it is read
-    (delete manifests are read first), so that reading can start before planning ends and a
-    reader that stops early stops planning too."""
+    (delete manifests are read first, when the stream is first advanced), so that reading can
+    start before planning ends and a reader that stops early stops planning too."""
+    return chain.from_iterable(
+        _plan_groups(io, metadata, snapshot, row_filter, schema, case_sensitive, workers)
+    )
+
+
+def _plan_groups(
+    io: FileIO,
+    metadata: TableMetadata,
+    snapshot: Snapshot | None,
+    row_filter: BooleanExpression,
+    schema: Schema | None,
+    case_sensitive: bool,
+    workers: int,
+) -> Iterator[Iterable[FileScanTask]]:
     if snapshot is None or not snapshot.manifest_list:
         return
     builder = TaskBuilder(metadata, row_filter, schema, case_sensitive)
     deletes = delete_index(io, metadata, snapshot, builder.matcher, workers)
     manifests = live_manifests(io, snapshot, builder.matcher, ManifestContent.DATA)
-    yield from data_tasks(io, builder, manifests, deletes, workers)
+    yield from data_task_groups(io, builder, manifests, deletes, workers)
 
 
 def data_tasks(
@@ -357,16 +373,29 @@ def data_tasks(
     """The tasks of the data files of ``manifests`` (read here, in order) that may hold rows
     ``builder``'s filter selects, ``deletes`` attached: by arrays when the manifests are big
     enough (:func:`~icepark.planning.walk.use_columns`), else entry by entry."""
+    return chain.from_iterable(data_task_groups(io, builder, manifests, deletes, workers))
+
+
+def data_task_groups(
+    io: FileIO,
+    builder: TaskBuilder,
+    manifests: Sequence[ManifestFile],
+    deletes: DeleteFileIndex | None,
+    workers: int = 8,
+) -> Iterator[Iterable[FileScanTask]]:
+    """:func:`data_tasks` a manifest at a time: an iterable of each manifest's tasks. A plan
+    of a million files hands each task through every generator between its maker and the
+    reader, so the levels above the maker are flattened by ``chain`` (in C) instead."""
     if use_columns(manifests):
         for scanned in scan_columns(io, manifests, builder.matcher, workers=workers):
             if len(scanned) == 3:
-                yield from builder.tasks_of(scanned[1], scanned[2], deletes)
+                yield builder.tasks_of(scanned[1], scanned[2], deletes)
             else:
-                yield from (builder.task(e, deletes) for e in scanned[1])
+                yield [builder.task(e, deletes) for e in scanned[1]]
         return
     for _, entries in read_entries(io, manifests, builder.matcher, workers=workers):
-        for e in entries:  # pruned by partition and metrics already
-            yield builder.task(e, deletes)
+        # pruned by partition and metrics already
+        yield [builder.task(e, deletes) for e in entries]
 
 
 def _split(task: FileScanTask, target: int) -> Iterable[FileScanTask]:
