@@ -136,16 +136,16 @@ class PlannedFiles(Sequence[FileScanTask]):
     def __iter__(self) -> Iterator[FileScanTask]:
         if self._tasks is not None:
             return iter(self._tasks)
-        return chain.from_iterable(self._stream())
+        return self._stream()
 
-    def _stream(self) -> Iterator[Iterable[FileScanTask]]:
-        """What an iteration goes through, found when it is first advanced (a generator's
-        body starts then), so that ``list(plan)`` (which takes an iterator, then asks the
-        length, which keeps the list) plans once, from the list kept if there is one by
-        then. The tasks pass through ``chain`` (in C), not through a generator of tasks:
-        a million of them would each pay a generator's resumption here."""
+    def _stream(self) -> Iterator[FileScanTask]:
+        """An iteration that plans when first advanced (a generator's body starts then), so
+        that ``list(plan)`` (which takes an iterator, then asks the length, which keeps the
+        list) plans once, from the list kept if there is one by then. Closing it stops the
+        plan (the planner's own stream is an ``itertools.chain``, which has no ``close``:
+        dropping it closes the generators it holds)."""
         kept = self._tasks
-        yield kept if kept is not None else self._start()
+        yield from (kept if kept is not None else self._start())
 
     def _start(self) -> Iterator[FileScanTask]:
         """A new plan (the one started when the plan was asked for, if still unread)."""
