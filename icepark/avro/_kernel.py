@@ -26,7 +26,8 @@ metrics are most of a manifest entry's bytes).
 
 A slot of -1 is stepped over without being stored. An int key of an array item with
 ``in_item == 2`` is looked up in ``wanted``: when it is not there, nothing more of that item is
-stored (a planner keeps the metrics of the columns its filter reads, not of every column).
+stored, and the rest of it is stepped over as a :data:`SKIP` array's items are (a planner
+keeps the metrics of the columns its filter reads, not of every column).
 ``starts[row]`` is where each record starts. Every read is checked against ``end``: a
 truncated or corrupt block stops the run with an error code, never reads past the buffer.
 Returns ``(rows, pos, error)``; ``error`` is 0, :data:`FULL` when an item column is full
@@ -164,6 +165,7 @@ def run(
         pc = 0
         left = 0  # items left in the current block of the current array
         count_slot = -1
+        array_end = 0  # the END op of the current array
         error = 0
         while pc < nops:
             code = ops[pc, 0]
@@ -239,6 +241,7 @@ def run(
                     break
                 if code == ARRAY:
                     count_slot = slot
+                    array_end = pc + arg
                     skipping = False
                     if slot >= 0:
                         vals[row, slot] = n
@@ -292,6 +295,13 @@ def run(
                     if wanted[k] == value:
                         skipping = False
                         break
+                if skipping:  # the rest of the item is stepped over, to the array's END
+                    pos, ok = _skip_items(buf, pos, end, ops, pc + 1, array_end, 1)
+                    if not ok:
+                        error = CORRUPT
+                        break
+                    pc = array_end
+                    continue
             if slot >= 0 and not (skipping and in_item >= 1):
                 if in_item >= 1:
                     if not _put(
