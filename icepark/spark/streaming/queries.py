@@ -117,7 +117,7 @@ def write_stream(
             where ``table`` is a name (default: ``icepark.load_catalog()``).
         branch: the branch committed to (default ``main``); it must exist.
         fanout: keep a file open per partition whatever the rows' order (default: the
-            table's ``write.spark.fanout.enabled``).
+            table's ``write.spark.fanout.enabled`` when set, else true, as Java's writes).
         query_name: the query's name (``DataStreamWriter.queryName``).
         options: the sink's options: Java's write options (``target-file-size-bytes``,
             ``compression-codec``, ``distribution-mode``...), ``write.*`` table properties

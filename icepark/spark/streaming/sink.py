@@ -36,12 +36,12 @@ location (Spark then uses a temporary one, so it cannot restart) gets an id of i
 Output modes: ``append`` adds the batch's files (a fast append, as Java's); ``complete``
 replaces the table's rows with the batch (an overwrite of every row). Options: ``table``
 and the catalog as in batch writes, ``branch``, ``fanout-enabled`` (default: the table's
-``write.spark.fanout.enabled``; icepark's Arrow writer keeps a file per partition open
-whatever the input order, and with it the native path also skips sorting each task's rows by
-partition), ``snapshot-property.<key>``, and the table's write properties
-for this stream only (their names, e.g. ``write.target-file-size-bytes``, or Java's write
-options ``target-file-size-bytes``, ``compression-codec``, ``compression-level``,
-``distribution-mode``, ``write-format``).
+``write.spark.fanout.enabled`` when set, else true, as Java's writes; icepark's Arrow writer
+keeps a file per partition open whatever the input order, and with it the native path also
+skips sorting each task's rows by partition), ``snapshot-property.<key>``, and the table's
+write properties for this stream only (their names, e.g. ``write.target-file-size-bytes``, or
+Java's write options ``target-file-size-bytes``, ``compression-codec``,
+``compression-level``, ``distribution-mode``, ``write-format``).
 """
 
 from __future__ import annotations
@@ -468,10 +468,8 @@ class BatchCommitter:
             table.io,
             None,
         )
-        fanout = self.parsed.fanout
-        if fanout is None:  # as Java: the option, else the table's property
-            fanout = P.SPARK_WRITE_PARTITIONED_FANOUT_ENABLED.get(writing.metadata.properties)
-        files = write_files(df, writing, path=self.path, fanout=fanout)
+        # as Java: the option, else the table's choice (writer.fanout_enabled)
+        files = write_files(df, writing, path=self.path, fanout=self.parsed.fanout)
         commit_epoch(
             table,
             files,

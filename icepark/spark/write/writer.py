@@ -96,6 +96,7 @@ __all__ = [
     "WritePath",
     "choose_write_path",
     "align_to_schema",
+    "fanout_enabled",
 ]
 
 WriteMode = Literal["append", "overwrite", "overwrite-partitions"]
@@ -499,7 +500,7 @@ def write_files(
     metadata: TableMetadata | None = None,
     cluster: Cluster | None = None,
     max_records_per_file: int | None = None,
-    fanout: bool = False,
+    fanout: bool | None = None,
 ) -> list[DataFile]:
     """Write ``df`` as data files of ``table`` (executors write, nothing is committed) and
     return their entries; if the job fails the files it wrote are deleted.
@@ -508,11 +509,13 @@ def write_files(
     write with (a rewrite passes its output spec); ``cluster`` lays the rows out (see
     :data:`Cluster`); ``max_records_per_file`` caps the rows of a file on the native path
     (the python path rolls files at ``write.target-file-size-bytes``). With ``fanout``
-    (Java's ``fanout-enabled``) and no sort order, each task's rows are not sorted by
-    partition: a file per partition stays open instead (a ``cluster`` given with it must not
-    sort them either)."""
+    (Java's ``fanout-enabled``; by default :func:`fanout_enabled`) and no sort order, each
+    task's rows are not sorted by partition: a file per partition stays open instead (a
+    ``cluster`` given with it must not sort them either)."""
     prepare_session(df.sparkSession)
     metadata = metadata or table.metadata
+    if fanout is None:
+        fanout = fanout_enabled(metadata)
     chosen, why = choose_write_path(metadata, spark=df.sparkSession, io=table.io)
     if path == "native" and chosen == "python":
         raise ValidationError(f"Cannot write natively: {why}")
@@ -527,6 +530,17 @@ def write_files(
         if f.record_count == 0:  # Spark writes a schema-only file for an empty input
             table.io.delete_quietly(f.file_path)
     return [f for f in files if f.record_count > 0]
+
+
+def fanout_enabled(metadata: TableMetadata) -> bool:
+    """Whether Spark writes keep a file per partition open (on a table without a sort order)
+    rather than sort each task's rows by partition: ``write.spark.fanout.enabled`` when the
+    table sets it, else true. That is what Java's Spark writes do, whatever the property's
+    documented default of false: ``SparkWriteConf.writeRequirements`` asks for no local
+    order on an unsorted table unless the property (or the ``fanout-enabled`` option) is
+    false, and ``useFanoutWriter`` then picks the fanout writers."""
+    prop = P.SPARK_WRITE_PARTITIONED_FANOUT_ENABLED
+    return prop.raw(metadata.properties) is None or prop.get(metadata.properties)
 
 
 def write(

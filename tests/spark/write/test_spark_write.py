@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 import pytest
 
 from icepark.spark import choose_write_path, create_table_from, read, write
 from icepark.spark.types import spark_schema_to_arrow
+from icepark.spark.write.writer import fanout_enabled
 
 pytestmark = pytest.mark.spark
 
@@ -47,6 +49,17 @@ def _check_partitions(table: Any) -> None:
                 assert fn(internal) == task.file.partition[i], (task.file.file_path, pf, value)
 
 
+def _executed_plans(spark: Any) -> dict[int, str]:
+    """The physical plans of the session's SQL executions so far, by id (the test's window
+    into Spark's status store, through the classic session's JVM)."""
+    found = spark._jsparkSession.sharedState().statusStore().executionsList().iterator()
+    plans = {}
+    while found.hasNext():
+        e = found.next()
+        plans[e.executionId()] = e.physicalPlanDescription()
+    return plans
+
+
 def _internal(value: Any) -> Any:
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
@@ -79,6 +92,33 @@ def test_write_partitioned_reads_back(
     assert all(f.lower_bounds and f.value_counts and f.split_offsets for f in files)
     # the metrics prune: a point query plans few files
     assert 1 <= len(table.scan(filter="id = 17").plan_files()) < len(files) / 4
+
+
+@pytest.mark.parametrize("fanout", [None, "true", "false"])
+@pytest.mark.parametrize("path", ["native", "python"])
+def test_unsorted_partitioned_write_keeps_a_file_per_partition(
+    spark: Any, catalog: Any, fanout: str | None, path: str
+) -> None:
+    """One task whose rows switch partition at every row: with fanout (by default on an
+    unsorted table, as Java's writes) a file per partition stays open and Spark sorts
+    nothing (its executed plans have no Sort), without it the rows are sorted by partition
+    first; either way one file per partition, not one per switch."""
+    df = _source(spark, 0, 600).repartition(1)
+    props = {} if fanout is None else {"write.spark.fanout.enabled": fanout}
+    table = catalog.create_table(
+        "db.fan", spark_schema_to_arrow(df.schema), partition_by=["name"], properties=props
+    )
+    assert fanout_enabled(table.metadata) == (fanout != "false")
+    before = _executed_plans(spark)
+    write(df, table, path=path)
+    plans = [p for i, p in _executed_plans(spark).items() if i not in before]
+    sorted_rows = any(re.search(r"\bSort \(\d+\)", p) for p in plans)
+    assert plans and sorted_rows == (fanout == "false")
+    files = [t.file for t in table.scan().plan_files()]
+    assert sorted(f.partition[0] for f in files) == [f"name-{i}" for i in range(5)]
+    assert sum(f.record_count for f in files) == 600
+    assert _rows(read(spark, table)) == _rows(df)
+    _check_partitions(table)
 
 
 def test_modes_and_python_path(spark: Any, catalog: Any) -> None:
