@@ -328,7 +328,9 @@ SPARK_WRITE_PARTITIONED_FANOUT_ENABLED = _p(
     "write.spark.fanout.enabled",
     False,
     parse_bool,
-    "Keep a file open per partition instead of requiring clustered input.",
+    "Keep a file open per partition instead of sorting each task's rows by partition. Spark "
+    "writes on a table without a sort order treat it as true when it is not set, as Java's "
+    "do; false sorts.",
 )
 WRITE_AUDIT_PUBLISH_ENABLED = _p(
     "write.wap.enabled",
