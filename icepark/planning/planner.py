@@ -391,11 +391,12 @@ def data_task_groups(
             if len(scanned) == 3:
                 yield builder.tasks_of(scanned[1], scanned[2], deletes)
             else:
-                yield [builder.task(e, deletes) for e in scanned[1]]
+                yield (builder.task(e, deletes) for e in scanned[1])
         return
     for _, entries in read_entries(io, manifests, builder.matcher, workers=workers):
-        # pruned by partition and metrics already
-        yield [builder.task(e, deletes) for e in entries]
+        # pruned by partition and metrics already; made as they are read (a list of a
+        # manifest's tasks would keep thousands of young objects for the collector to scan)
+        yield (builder.task(e, deletes) for e in entries)
 
 
 def _split(task: FileScanTask, target: int) -> Iterable[FileScanTask]:
