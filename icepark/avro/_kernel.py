@@ -89,6 +89,22 @@ def _put(
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _block_count(buf: np.ndarray, pos: int, end: int) -> tuple[Any, int, bool]:
+    """The item count of the array block at ``pos`` (its byte size, when written, read and
+    not used): (count, position after it, ok). Not ok when the count cannot be right:
+    every item takes at least a byte."""
+    n, pos, ok = _varint(buf, pos, end)
+    if not ok:
+        return n, pos, False
+    if n < 0:  # a block with its size in bytes
+        n = -n
+        size, pos, ok = _varint(buf, pos, end)
+        if not ok or size < 0:
+            return n, pos, False
+    return n, pos, n <= end - pos
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _skip_items(
     buf: np.ndarray, pos: int, end: int, ops: np.ndarray, first: int, last: int, n: int
 ) -> tuple[int, bool]:
@@ -198,19 +214,9 @@ def run(
                     pc += 1
                 continue
             if code == SKIP:  # an array of which nothing is stored: its blocks, then its END
-                ok = True
                 while True:
-                    n, pos, ok = _varint(buf, pos, end)
+                    n, pos, ok = _block_count(buf, pos, end)
                     if not ok or n == 0:
-                        break
-                    if n < 0:  # a block with its size in bytes
-                        n = -n
-                        size, pos, ok = _varint(buf, pos, end)
-                        if not ok or size < 0:
-                            ok = False
-                            break
-                    if n > end - pos:  # every item takes at least a byte
-                        ok = False
                         break
                     pos, ok = _skip_items(buf, pos, end, ops, pc + 1, pc + arg, n)
                     if not ok:
@@ -226,17 +232,8 @@ def run(
                     if left > 0:
                         pc = pc - arg + 1
                         continue
-                n, pos, ok = _varint(buf, pos, end)
+                n, pos, ok = _block_count(buf, pos, end)
                 if not ok:
-                    error = CORRUPT
-                    break
-                if n < 0:  # a block with its size in bytes
-                    n = -n
-                    size, pos, ok = _varint(buf, pos, end)
-                    if not ok or size < 0:
-                        error = CORRUPT
-                        break
-                if n > end - pos:  # every item takes at least a byte
                     error = CORRUPT
                     break
                 if code == ARRAY:
