@@ -89,6 +89,29 @@ def _put(
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _sized(buf: np.ndarray, pos: int, end: int, code: int, arg: int) -> tuple[Any, int, bool]:
+    """The length of the value of op ``code`` (not a long) at ``pos``: read before a bytes
+    value, ``arg`` for a fixed, the width of a float, double or boolean; (length, position of
+    the value, ok). Not ok for another op, or a value that would run past ``end``."""
+    length = 0
+    if code == BYTES:
+        length, pos, ok = _varint(buf, pos, end)
+        if not ok or length < 0:
+            return length, pos, False
+    elif code == FIXED:
+        length = arg
+    elif code == FLOAT:
+        length = 4
+    elif code == DOUBLE:
+        length = 8
+    elif code == BOOLEAN:
+        length = 1
+    else:
+        return length, pos, False
+    return length, pos, length <= end - pos
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _block_count(buf: np.ndarray, pos: int, end: int) -> tuple[Any, int, bool]:
     """The item count of the array block at ``pos`` (its byte size, when written, read and
     not used): (count, position after it, ok). Not ok when the count cannot be right:
@@ -130,21 +153,8 @@ def _skip_items(
                     q += 1 + ops[q, 1]
                     continue
             else:
-                if code == BYTES:
-                    length, pos, ok = _varint(buf, pos, end)
-                    if not ok or length < 0:
-                        return pos, False
-                elif code == FIXED:
-                    length = ops[q, 2]
-                elif code == FLOAT:
-                    length = 4
-                elif code == DOUBLE:
-                    length = 8
-                elif code == BOOLEAN:
-                    length = 1
-                else:
-                    return pos, False
-                if length > end - pos:
+                length, pos, ok = _sized(buf, pos, end, code, ops[q, 2])
+                if not ok:
                     return pos, False
                 pos += length
             q += 1
@@ -265,23 +275,8 @@ def run(
                     break
                 length = -1
             else:
-                if code == BYTES:
-                    length, pos, ok = _varint(buf, pos, end)
-                    if not ok or length < 0:
-                        error = CORRUPT
-                        break
-                elif code == FIXED:
-                    length = arg
-                elif code == FLOAT:
-                    length = 4
-                elif code == DOUBLE:
-                    length = 8
-                elif code == BOOLEAN:
-                    length = 1
-                else:
-                    error = CORRUPT
-                    break
-                if length > end - pos:
+                length, pos, ok = _sized(buf, pos, end, code, arg)
+                if not ok:
                     error = CORRUPT
                     break
                 value = pos
