@@ -94,24 +94,37 @@ def test_write_partitioned_reads_back(
     assert 1 <= len(table.scan(filter="id = 17").plan_files()) < len(files) / 4
 
 
-@pytest.mark.parametrize("fanout", [None, "true", "false"])
-@pytest.mark.parametrize("path", ["native", "python"])
+@pytest.mark.parametrize(
+    ("session", "path", "fanout"),
+    [
+        *[("classic", p, f) for p in ("native", "python") for f in (None, "true", "false")],
+        *[("connect", p, f) for p in ("native", "python") for f in (None, "false")],
+    ],
+)
 def test_unsorted_partitioned_write_keeps_a_file_per_partition(
-    spark: Any, catalog: Any, fanout: str | None, path: str
+    request: pytest.FixtureRequest,
+    _classic_spark: Any,
+    catalog: Any,
+    session: str,
+    path: str,
+    fanout: str | None,
 ) -> None:
     """One task whose rows switch partition at every row: with fanout (by default on an
     unsorted table, as Java's writes) a file per partition stays open and Spark sorts
     nothing (its executed plans have no Sort), without it the rows are sorted by partition
-    first; either way one file per partition, not one per switch."""
+    first; either way one file per partition, not one per switch. On a classic session and
+    on a Spark Connect one (its server runs in the same application, so the classic
+    session's status store sees its plans too)."""
+    spark = request.getfixturevalue("spark" if session == "classic" else "connect_spark")
     df = _source(spark, 0, 600).repartition(1)
     props = {} if fanout is None else {"write.spark.fanout.enabled": fanout}
     table = catalog.create_table(
         "db.fan", spark_schema_to_arrow(df.schema), partition_by=["name"], properties=props
     )
     assert fanout_enabled(table.metadata) == (fanout != "false")
-    before = _executed_plans(spark)
+    before = _executed_plans(_classic_spark)
     write(df, table, path=path)
-    plans = [p for i, p in _executed_plans(spark).items() if i not in before]
+    plans = [p for i, p in _executed_plans(_classic_spark).items() if i not in before]
     sorted_rows = any(re.search(r"\bSort \(\d+\)", p) for p in plans)
     assert plans and sorted_rows == (fanout == "false")
     files = [t.file for t in table.scan().plan_files()]
