@@ -49,7 +49,6 @@ __all__ = [
     "CombinedScanTask",
     "PlannedFiles",
     "TaskBuilder",
-    "data_task_groups",
     "data_tasks",
     "delete_index",
     "index_deletes",
@@ -360,7 +359,7 @@ def _plan_groups(
     builder = TaskBuilder(metadata, row_filter, schema, case_sensitive)
     deletes = delete_index(io, metadata, snapshot, builder.matcher, workers)
     manifests = live_manifests(io, snapshot, builder.matcher, ManifestContent.DATA)
-    yield from data_task_groups(io, builder, manifests, deletes, workers)
+    yield from _data_task_groups(io, builder, manifests, deletes, workers)
 
 
 def data_tasks(
@@ -373,10 +372,10 @@ def data_tasks(
     """The tasks of the data files of ``manifests`` (read here, in order) that may hold rows
     ``builder``'s filter selects, ``deletes`` attached: by arrays when the manifests are big
     enough (:func:`~icepark.planning.walk.use_columns`), else entry by entry."""
-    return chain.from_iterable(data_task_groups(io, builder, manifests, deletes, workers))
+    return chain.from_iterable(_data_task_groups(io, builder, manifests, deletes, workers))
 
 
-def data_task_groups(
+def _data_task_groups(
     io: FileIO,
     builder: TaskBuilder,
     manifests: Sequence[ManifestFile],
