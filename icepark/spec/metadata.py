@@ -350,6 +350,14 @@ class TableMetadata:
         ref = self.refs.get(name)
         return None if ref is None else self._snapshots_by_id.get(ref.snapshot_id)
 
+    def branch_head(self, branch: str) -> Snapshot | None:
+        """The snapshot a write to ``branch`` builds on: the branch's head, or the current
+        snapshot while no ref of that name exists (the write then creates the branch from it),
+        as Java's ``SnapshotUtil.latestSnapshot``."""
+        if branch not in self.refs:
+            return self.current_snapshot()
+        return self.snapshot_by_name(branch)
+
     def snapshot_as_of(self, timestamp_ms: int) -> Snapshot | None:
         """The snapshot that was current (on main) at ``timestamp_ms``, from the snapshot log."""
         found: int | None = None

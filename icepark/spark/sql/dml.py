@@ -17,9 +17,11 @@ existing operations (one path: :func:`icepark.spark.write.writer.write` and
 - ``MERGE INTO t USING s ON c WHEN ...``: every clause form, in order, as
   :class:`~icepark.spark.write.row_level.MergeClause` (qualifiers rewritten to ``t`` and
   ``s``).
-- ``t`` may be ``db.t.branch_b`` (the write goes to branch ``b``); with ``spark.wap.id``
-  set, a write (insert, delete, update, merge) to a table with ``write.wap.enabled=true`` is
-  staged under that id as Java stages it (and the id is ignored otherwise, as in Java).
+- ``t`` may be ``db.t.branch_b`` (the write goes to branch ``b``). On a table with
+  ``write.wap.enabled=true`` (Java ignores both settings otherwise), a write (insert, delete,
+  update, merge) with ``spark.wap.id`` set is staged under that id as Java stages it, and one
+  with ``spark.wap.branch`` set goes to that branch (created from the current snapshot when it
+  does not exist), which queries of the table then read (:mod:`~icepark.spark.sql.query`).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
 from icepark.spark.sql.identifiers import Resolved
 from icepark.spark.sql.pushdown import literal_value, split_and, to_filter
-from icepark.spark.sql.query import prepare_query, session_is_utc, table_parts
+from icepark.spark.sql.query import WAP_BRANCH, prepare_query, session_is_utc, table_parts
 from icepark.spark.sql.script import Statement
 from icepark.spark.types import to_spark_schema
 from icepark.spec import properties as P
@@ -186,13 +188,13 @@ def _insert(ctx: SqlContext, tree: exp.Insert, node: exp.Table, resolved: Resolv
             mode = "overwrite"
         else:
             mode = "overwrite-partitions" if dynamic else "overwrite"
-    wap_id = _wap_id(ctx, resolved)
+    branch, wap_id = _write_ref(ctx, resolved)
     write(
         df,
         resolved.table,  # type: ignore[arg-type]
         mode,  # type: ignore[arg-type]
         row_filter,
-        branch=_branch(resolved),
+        branch=branch,
         wap_id=wap_id,
     )
 
@@ -276,12 +278,31 @@ def _over_target(
     return with_iceberg_functions_over(ctx, sql, sources)
 
 
-def _wap_id(ctx: SqlContext, resolved: Resolved) -> str | None:
-    """The session's ``spark.wap.id`` when the table enables WAP (Java ignores it otherwise)."""
+def _write_ref(ctx: SqlContext, resolved: Resolved) -> tuple[str, str | None]:
+    """The branch a write commits to and the WAP id it is staged under, as Java's
+    ``SparkWriteConf.branch()``: on a table with ``write.wap.enabled=true``, the session's
+    ``spark.wap.branch`` is the branch (created by the write when missing) and its
+    ``spark.wap.id`` stages the write; both at once, or a WAP branch with a ``branch_`` name,
+    is a :class:`ValidationError`. Without WAP enabled, Java ignores both settings."""
+    branch = _branch(resolved)
     assert resolved.table is not None
+    if not P.WRITE_AUDIT_PUBLISH_ENABLED.get(resolved.table.metadata.properties):
+        return branch, None
     wap_id = ctx.spark.conf.get(_WAP_ID, None) or None
-    enabled = P.WRITE_AUDIT_PUBLISH_ENABLED.get(resolved.table.metadata.properties)
-    return wap_id if enabled else None
+    wap_branch = ctx.spark.conf.get(WAP_BRANCH, None) or None
+    if wap_id is not None and wap_branch is not None:
+        raise ValidationError(
+            f"Cannot set both WAP ID and branch, but got ID [{wap_id}] and branch "
+            f"[{wap_branch}] (table {resolved.name})"
+        )
+    if wap_branch is None:
+        return branch, wap_id
+    if resolved.ref is not None:
+        raise ValidationError(
+            f"Cannot write to both branch and WAP branch, but got branch [{resolved.ref}] and "
+            f"WAP branch [{wap_branch}] (table {resolved.name})"
+        )
+    return wap_branch, None
 
 
 def _delete(ctx: SqlContext, tree: exp.Delete, node: exp.Table, resolved: Resolved) -> None:
@@ -289,8 +310,8 @@ def _delete(ctx: SqlContext, tree: exp.Delete, node: exp.Table, resolved: Resolv
 
     where = _condition(ctx, tree.args.get("where"), resolved, node)
     assert resolved.table is not None
-    wap_id = _wap_id(ctx, resolved)
-    delete(ctx.spark, resolved.table, where, branch=_branch(resolved), wap_id=wap_id)
+    branch, wap_id = _write_ref(ctx, resolved)
+    delete(ctx.spark, resolved.table, where, branch=branch, wap_id=wap_id)
 
 
 def _update(ctx: SqlContext, tree: exp.Update, node: exp.Table, resolved: Resolved) -> None:
@@ -305,14 +326,15 @@ def _update(ctx: SqlContext, tree: exp.Update, node: exp.Table, resolved: Resolv
         values[item.this.name] = _over_target(ctx, value, resolved)
     where = _condition(ctx, tree.args.get("where"), resolved, node)
     assert resolved.table is not None
+    branch, wap_id = _write_ref(ctx, resolved)
     update(
         ctx.spark,
         resolved.table,
         values,
         where,
-        branch=_branch(resolved),
+        branch=branch,
         case_sensitive=False,
-        wap_id=_wap_id(ctx, resolved),
+        wap_id=wap_id,
     )
 
 
@@ -388,13 +410,14 @@ def _merge(ctx: SqlContext, tree: exp.Merge, node: exp.Table, resolved: Resolved
     if on is None:
         raise UnsupportedSqlError("MERGE without ON", ctx.statement)
     assert resolved.table is not None
+    branch, wap_id = _write_ref(ctx, resolved)
     merge(
         ctx.spark,
         resolved.table,
         source,
         sql(on),
         clauses=clauses,
-        branch=_branch(resolved),
+        branch=branch,
         case_sensitive=False,
-        wap_id=_wap_id(ctx, resolved),
+        wap_id=wap_id,
     )

@@ -15,6 +15,10 @@ planned N of M") in the log and in ``EXPLAIN``'s output.
 Time travel: ``FOR VERSION AS OF`` / ``VERSION AS OF`` a snapshot id or a branch or tag name,
 ``FOR TIMESTAMP AS OF`` / ``TIMESTAMP AS OF`` an expression Spark evaluates as a timestamp
 (in the session's time zone, as Java's Spark does); for metadata tables where Java allows it.
+A table with ``write.wap.enabled=true`` read without either, while the session's
+``spark.wap.branch`` names one of its branches, is read at that branch (Java's
+``SparkReadConf.branch()``: the write-audit-publish branch a session writes to is the one it
+reads).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
 from icepark.spark.sql.identifiers import Resolved
 from icepark.spark.sql.pushdown import conjuncts_for, translated
+from icepark.spec import properties as P
 
 __all__ = [
     "prepare_query",
@@ -45,11 +50,14 @@ __all__ = [
     "owned_columns",
     "session_is_utc",
     "TimeTravel",
+    "WAP_BRANCH",
 ]
 
 TimeTravel = tuple[int | None, int | None, str | None]  # snapshot id, as-of ms, ref
 
 _MAX_VIEW_DEPTH = 32
+
+WAP_BRANCH = "spark.wap.branch"  # Java's Spark session setting (SparkSQLProperties.WAP_BRANCH)
 
 
 def table_parts(node: exp.Table) -> list[str]:
@@ -75,7 +83,7 @@ def time_travel(ctx: SqlContext, version: exp.Expr | None, resolved: Resolved) -
     as_of: int | None = None
     ref = resolved.ref
     if version is None:
-        return None, None, ref
+        return None, None, ref if ref is not None else _wap_branch(ctx, resolved)
     if ref is not None:
         raise ValidationError(
             f"Cannot time travel {resolved.name} at {resolved.ref_kind} {ref!r} and AS OF at once"
@@ -103,6 +111,18 @@ def time_travel(ctx: SqlContext, version: exp.Expr | None, resolved: Resolved) -
             raise ValidationError(f"TIMESTAMP AS OF {expr} is no timestamp")
         as_of = int(row[0]) // 1000
     return snapshot_id, as_of, ref
+
+
+def _wap_branch(ctx: SqlContext, resolved: Resolved) -> str | None:
+    """The session's ``spark.wap.branch`` when the table enables WAP and has a ref of that
+    name (Java checks the refs, not that it is a branch)."""
+    table = resolved.table
+    if resolved.kind != "table" or table is None:
+        return None
+    if not P.WRITE_AUDIT_PUBLISH_ENABLED.get(table.metadata.properties):
+        return None  # no setting asked: on Spark Connect each is a round trip
+    branch = ctx.spark.conf.get(WAP_BRANCH, None) or None
+    return branch if branch in table.metadata.refs else None
 
 
 def owned_columns(qualifier: str, only: bool) -> Any:

@@ -114,11 +114,11 @@ class _Target:
         return [f.name for f in self.schema.fields]
 
     def head_id(self) -> int | None:
-        head = self.metadata.snapshot_by_name(self.branch)
+        head = self.metadata.branch_head(self.branch)
         return head.snapshot_id if head else None
 
     def plan(self, prune: BooleanExpression) -> list[FileScanTask]:
-        head = self.metadata.snapshot_by_name(self.branch)
+        head = self.metadata.branch_head(self.branch)
         return plan_files(
             self.table.io, self.metadata, head, prune, self.schema, self.case_sensitive
         )
@@ -131,7 +131,7 @@ class _Target:
             self.metadata,
             AlwaysTrue(),
             (*self.columns, _FILE, _POS),
-            ref=None if self.branch == MAIN_BRANCH else self.branch,
+            ref=self.branch if self.branch in self.metadata.refs else None,
             case_sensitive=self.case_sensitive,
             use_snapshot_schema=False,
         )

@@ -224,7 +224,7 @@ def _no_conflicting_data(
 
     def validate(base: TableMetadata, start: TableMetadata) -> None:
         if isolation == "serializable":
-            planned = start.snapshot_by_name(branch)
+            planned = start.branch_head(branch)
             planned_id = planned.snapshot_id if planned else None
             check_no_conflicting_data(io, base, branch, planned_id, key_filter, True, what)
 

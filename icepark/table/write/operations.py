@@ -116,7 +116,7 @@ def added_files_since(
     ``matcher``, only those that may hold rows matching its filter). Only ``append`` and
     ``overwrite`` snapshots add rows (Java's ``VALIDATE_ADDED_FILES_OPERATIONS``): the files a
     ``replace`` (compaction) adds hold rows the table already had."""
-    head = metadata.snapshot_by_name(branch)
+    head = metadata.branch_head(branch)
     changes = changes_since(
         io,
         metadata,
@@ -143,7 +143,7 @@ def check_no_conflicting_data(
     """The ``serializable`` check: fail with :class:`ValidationError` when a commit on
     ``branch`` after ``since_snapshot_id`` added a data file that may hold rows matching
     ``conflict_filter`` (rows the committing change would have read or replaced)."""
-    head = base.snapshot_by_name(branch)
+    head = base.branch_head(branch)
     if head is None or head.snapshot_id == since_snapshot_id:
         return
     matcher = FileMatcher(base.schema(), base.specs(), conflict_filter, case_sensitive)
@@ -167,7 +167,7 @@ class _SnapshotAction(Action):
         _delete_all(io, [f.file_path for f in self.files])
 
     def _start_snapshot_id(self, start: TableMetadata) -> int | None:
-        head = start.snapshot_by_name(self.branch)
+        head = start.branch_head(self.branch)
         return head.snapshot_id if head else None
 
 
@@ -235,7 +235,7 @@ class OverwriteAction(_SnapshotAction):
                     f"Cannot overwrite rows matching {self.row_filter} in table {base.location} "
                     f"with file {f.file_path}: its rows do not all match the filter"
                 )
-        head = base.snapshot_by_name(self.branch)
+        head = base.branch_head(self.branch)
         tasks = plan_files(self.io, base, head, self.row_filter, None, self.case_sensitive)
         doomed = {t.file.file_path for t in tasks}
         # a removed data file's deletion vector goes with it

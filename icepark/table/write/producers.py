@@ -216,7 +216,7 @@ class SnapshotProducer:
                 f"{self.branch} is a tag, not a branch: cannot commit to it in table "
                 f"{base.location}"
             )
-        return base.snapshot_by_name(self.branch)
+        return base.branch_head(self.branch)
 
     def _choose_snapshot_id(self, base: TableMetadata) -> int:
         """One id for every attempt, unless a concurrent commit took it: then a new one,

@@ -212,7 +212,7 @@ class DeleteAction(Action):
     # -- the work, once --------------------------------------------------------------------
 
     def _prepare(self, base: TableMetadata) -> RowLevelChange:
-        head = base.snapshot_by_name(self.branch)
+        head = base.branch_head(self.branch)
         prepared = RowLevelChange(head.snapshot_id if head else None)
         if self.mode == MERGE_ON_READ and base.format_version < 2:
             raise ValidationError(
@@ -264,7 +264,7 @@ def validate_row_level(
     """Fail with :class:`ValidationError` if a commit made on ``branch`` since ``p`` was
     planned conflicts with it (see the module docstring); ``conflict_filter`` is the condition
     whose matching rows the change read, for ``serializable`` isolation."""
-    head = base.snapshot_by_name(branch)
+    head = base.branch_head(branch)
     if head is None or head.snapshot_id == p.head_id:
         return
     where = f"table {base.location}, branch {branch}, isolation {isolation}"

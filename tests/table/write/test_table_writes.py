@@ -161,6 +161,22 @@ def test_time_travel_branches_and_tags(table: Table) -> None:
         table.append(_rows(1), branch="v1")
 
 
+def test_a_write_to_a_new_branch_starts_from_the_current_snapshot(table: Table) -> None:
+    """As Java's (``SnapshotUtil.latestSnapshot``): a branch that does not exist yet is
+    created by the write, its first snapshot's parent the table's current snapshot; a delete
+    on it sees the current snapshot's rows; main stays as it was."""
+    table.append(_rows(10))
+    head = table.current_snapshot()
+    assert head is not None
+    table.append(_rows(5, start=100), branch="fresh")
+    fresh = table.metadata.snapshot_by_name("fresh")
+    assert fresh is not None and fresh.parent_snapshot_id == head.snapshot_id
+    assert table.scan(ref="fresh").count() == 15
+    table.delete(col("id") < 3, branch="other")
+    assert table.scan(ref="other").count() == 7
+    assert table.scan().count() == 10 and table.current_snapshot() == head
+
+
 def test_transaction_commits_only_on_clean_exit(table: Table) -> None:
     data_dir = Path(table.location) / "data"
     with pytest.raises(RuntimeError):
