@@ -26,6 +26,8 @@ both kinds share:
   either way on a loaded machine).
 - :func:`arrow_frame`: an Arrow table as a DataFrame, also an empty one (a Connect session
   cannot infer a schema from no rows).
+- :func:`application_id` and :func:`spark_summary`: Spark's application id, which every
+  snapshot a Spark write commits records as ``spark.app.id`` (as Java's do).
 - :func:`local_property`: a Spark job property, classic sessions only (None on Connect).
 - :func:`set_log_level`: the JVM's log level where this process owns it.
 - :class:`UnsupportedOnConnectError`: what a feature that cannot work on a Connect session
@@ -39,7 +41,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -58,6 +60,8 @@ __all__ = [
     "server_key",
     "set_log_level",
     "task_frame",
+    "application_id",
+    "spark_summary",
 ]
 
 _LOG = logging.getLogger(__name__)
@@ -67,6 +71,7 @@ TASK_INDEX, TASK_PAYLOAD = "i", "payload"
 
 _lock = threading.Lock()
 _parallelism: dict[Hashable, int] = {}
+_application_ids: dict[Hashable, str | None] = {}
 
 
 class UnsupportedOnConnectError(UnsupportedOperationError):
@@ -109,6 +114,29 @@ def default_parallelism(spark: SparkSession) -> int:
     with _lock:
         _parallelism[key] = found
     return found
+
+
+def application_id(spark: SparkSession) -> str | None:
+    """Spark's application id, which Java's Spark writes put in every snapshot's summary
+    (``spark.app.id``): the Spark context's on a classic session; on a Connect one the
+    server's setting, asked once per session (a round trip each otherwise)."""
+    if not is_connect(spark):
+        return str(spark.sparkContext.applicationId)
+    key = ("connect-session", str(getattr(spark, "session_id", id(spark))))
+    with _lock:
+        if key in _application_ids:
+            return _application_ids[key]
+    found = spark.conf.get("spark.app.id", None)
+    with _lock:
+        _application_ids[key] = str(found) if found else None
+    return _application_ids[key]
+
+
+def spark_summary(spark: SparkSession, props: Mapping[str, str] | None) -> dict[str, str]:
+    """The summary entries of a commit made by a Spark write: ``spark.app.id`` (as Java's
+    ``SparkWrite`` sets it), then ``props``, which win."""
+    app = application_id(spark)
+    return {**({"spark.app.id": app} if app else {}), **dict(props or {})}
 
 
 def _range_partitions(spark: SparkSession) -> int:

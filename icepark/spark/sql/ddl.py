@@ -31,6 +31,7 @@ from pyspark.sql import types as T
 from sqlglot import exp
 
 from icepark.errors import NoSuchNamespaceError, NoSuchTableError, ValidationError
+from icepark.spark.runtime import spark_summary
 from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
 from icepark.spark.sql.ext_ast import quote_name
@@ -192,7 +193,8 @@ def _create_table(
 
     staged_table: Any = staged
     files = write_files(df.select(*[df[c] for c in df.columns]), staged_table)
-    action = write_action(staged_table, files, "append", AlwaysTrue(), MAIN_BRANCH, {}, True)
+    props = spark_summary(df.sparkSession, None)
+    action = write_action(staged_table, files, "append", AlwaysTrue(), MAIN_BRANCH, props, True)
     try:
         staged.transaction().add_action(action)
     except BaseException:

@@ -20,6 +20,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from icepark.expressions import AlwaysTrue
+from icepark.spark.runtime import spark_summary
 from icepark.spark.write.writer import write_action, write_files
 from icepark.spec.builder import MetadataBuilder
 from icepark.spec.new_table import replacement_updates
@@ -46,7 +47,8 @@ def replace_table(
         staged = MetadataBuilder(table.metadata).apply_all(updates).build()
         files = write_files(df, table, metadata=staged)
         target: Any = table
-        action = write_action(target, files, "overwrite", AlwaysTrue(), MAIN_BRANCH, {}, True)
+        props = spark_summary(df.sparkSession, None)
+        action = write_action(target, files, "overwrite", AlwaysTrue(), MAIN_BRANCH, props, True)
         try:
             tx.add_action(action)
         except BaseException:

@@ -61,7 +61,7 @@ from icepark.errors import IceparkError, ValidationError
 from icepark.expressions import AlwaysTrue
 from icepark.io import FileIO, load_file_io
 from icepark.manifest import DataFile
-from icepark.spark.runtime import local_property
+from icepark.spark.runtime import local_property, spark_summary
 from icepark.spark.setup import mark_workers_checked
 from icepark.spark.tables import CATALOG_OPTION_KEYS, catalog_from_options
 from icepark.spark.write.writer import WritePath
@@ -477,5 +477,5 @@ class BatchCommitter:
             epoch_id=batch_id,
             mode=self.mode,
             branch=self.parsed.branch,
-            snapshot_properties=self.parsed.snapshot_properties,
+            snapshot_properties=spark_summary(df.sparkSession, self.parsed.snapshot_properties),
         )

@@ -57,6 +57,7 @@ from icepark.planning.planner import FileScanTask, plan_files
 from icepark.spark.filters import quote_column, to_spark_column
 from icepark.spark.paths import spark_reported_path
 from icepark.spark.read.reader import read_resolved, resolve_path
+from icepark.spark.runtime import spark_summary
 from icepark.spark.tables import resolve_table
 from icepark.spark.write.merge_clauses import ACTIONS, Assignments, MergeClause, legacy_clauses
 from icepark.spark.write.writer import write_files
@@ -326,7 +327,7 @@ def delete(
     if partial:
         rows = target.read(spark, partial)
         _apply(spark, target, change, partial, _matching(rows, condition), None)
-    return target.commit(change, prune, snapshot_properties, wap_id)
+    return target.commit(change, prune, spark_summary(spark, snapshot_properties), wap_id)
 
 
 # -- update ------------------------------------------------------------------------------------
@@ -402,7 +403,7 @@ def update(
         matched = matched.localCheckpoint()  # one evaluation for the deletes and new rows
         new_rows = matched.drop(_FILE, _POS)
         _apply(spark, target, change, tasks, matched, new_rows)
-    return target.commit(change, prune, snapshot_properties, wap_id)
+    return target.commit(change, prune, spark_summary(spark, snapshot_properties), wap_id)
 
 
 # -- merge -------------------------------------------------------------------------------------
@@ -643,7 +644,7 @@ def merge(
         changed = planned.filter(F.lit(False))
     _apply(spark, target, change, tasks, changed, new_rows if added else None)
     # new data outside the source's key range cannot match: it does not conflict
-    return target.commit(change, key_range, snapshot_properties, wap_id)
+    return target.commit(change, key_range, spark_summary(spark, snapshot_properties), wap_id)
 
 
 def _check_cardinality(planned: DataFrame, target: _Target) -> None:

@@ -54,6 +54,7 @@ from icepark.manifest import DataFile
 from icepark.planning.planner import FileScanTask
 from icepark.spark.filters import quote_column
 from icepark.spark.paths import to_spark_location
+from icepark.spark.runtime import spark_summary
 from icepark.spark.setup import prepare_session, temporary_conf
 from icepark.spark.storage import choose_storage_path
 from icepark.spark.tables import resolve_table
@@ -583,7 +584,10 @@ def write(
             the files written for it are deleted.
     """
     resolved = resolve_table(table, catalog)
-    props = with_wap_id(resolved.metadata, snapshot_properties, wap_id, resolved.name)
+    props = with_wap_id(
+        resolved.metadata, spark_summary(df.sparkSession, snapshot_properties), wap_id,
+        resolved.name,
+    )  # fmt: skip
     if mode not in ("append", "overwrite", "overwrite-partitions"):
         raise ValidationError(
             f"Unknown write mode {mode!r} (append, overwrite, overwrite-partitions)"

@@ -309,9 +309,16 @@ def _producer(
 ) -> SnapshotProducer:
     """The producer of a row-level change's snapshot: the same on every attempt."""
     adds = [*added_files, *p.added_data]
+    # as Java's BaseRowDelta and BaseOverwriteFiles: only rows added (a MERGE whose rows all
+    # went to its NOT MATCHED clauses) is an append; only rows deleted, a delete
+    operation = Operation.OVERWRITE
+    if not adds:
+        operation = Operation.DELETE
+    elif not p.added_deletes and not p.removed_data:
+        operation = Operation.APPEND
     return SnapshotProducer(
         io,
-        Operation.OVERWRITE if adds else Operation.DELETE,
+        operation,
         added_files=adds,
         added_delete_files=p.added_deletes,
         remove_entry=lambda e: e.data_file.file_path in p.removed_data,
@@ -327,7 +334,8 @@ def _producer(
 class RowLevelAction(Action):
     """Commit a row-level change worked out by the caller (e.g. a Spark job): remove the
     data and delete files it replaces, add the files it wrote, in one snapshot (``delete``
-    when it only removes or deletes rows, ``overwrite`` when it adds data). On a retry the
+    when it only removes or deletes rows, ``append`` when it only adds rows, else
+    ``overwrite``). On a retry the
     concurrent commits are checked as :func:`validate_row_level` says; ``what`` names the
     operation in errors (``delete``, ``update``, ``merge``)."""
 

@@ -1,0 +1,54 @@
+"""Every snapshot a Spark write commits records Spark's application id (``spark.app.id``),
+as Java's ``SparkWrite`` does: the Iceberg Spark documentation's history-and-snapshots query
+shows it for the same statements on both engines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from icepark import spark as ispark
+from icepark.catalog import load_catalog
+from icepark.spark.runtime import application_id
+
+pytestmark = [pytest.mark.spark, pytest.mark.interop]
+
+SCRIPT = [
+    "CREATE TABLE db.t (id bigint, data string) USING iceberg"
+    " TBLPROPERTIES ('write.delete.mode' = 'merge-on-read')",
+    "INSERT INTO db.t VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+    "DELETE FROM db.t WHERE id = 1",
+    "UPDATE db.t SET data = 'z' WHERE id = 2",
+    "MERGE INTO db.t t USING (SELECT 4 AS id, 'd' AS data) s ON t.id = s.id"
+    " WHEN NOT MATCHED THEN INSERT *",
+    "INSERT OVERWRITE db.t SELECT * FROM db.t WHERE id > 2",
+    "CREATE TABLE db.c USING iceberg AS SELECT * FROM db.t",
+]
+
+QUERY = (
+    "SELECT s.operation, s.summary['spark.app.id'] FROM {t}.history h"
+    " JOIN {t}.snapshots s ON h.snapshot_id = s.snapshot_id ORDER BY h.made_current_at"
+)
+
+
+def test_spark_writes_record_the_application_id_as_java(
+    any_spark: Any, refspark: Any, tmp_path: Path
+) -> None:
+    ours = load_catalog("appid", type="sql", uri=f"sqlite:///{tmp_path}/c.db",
+                        warehouse=str(tmp_path / "ice"))  # fmt: skip
+    ours.create_namespace("db")
+    (tmp_path / "java").mkdir()
+    java = refspark.catalog_for(tmp_path / "java")
+    refspark.request([f"CREATE NAMESPACE {java}.db"])
+    refspark.request([f"USE {java}", *SCRIPT, "USE spark_catalog"])
+    ispark.sql(any_spark, ";\n".join(SCRIPT), ours)
+    app = application_id(any_spark)
+    assert app and app.startswith("local-")
+    for table in ("db.t", "db.c"):
+        mine = [tuple(r) for r in ispark.sql(any_spark, QUERY.format(t=table), ours).collect()]
+        theirs = refspark.rows(QUERY.format(t=f"{java}.{table}"))
+        assert [op for op, _ in mine] == [op for op, _ in theirs], (mine, theirs)
+        assert all(str(value).startswith("local-") for _, value in theirs)
+        assert all(value == app for _, value in mine), mine
