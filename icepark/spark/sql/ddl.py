@@ -38,6 +38,7 @@ from icepark.spark.sql.ext_ast import quote_name
 from icepark.spark.sql.identifiers import SPARK_CATALOG
 from icepark.spark.sql.query import prepare_query, table_parts
 from icepark.spark.sql.script import Statement, parse_statement
+from icepark.spark.sql.view_show import show_create_view, show_view_properties
 from icepark.spark.types import iceberg_schema_from_spark, to_spark_schema, to_spark_type
 from icepark.spec import properties as P
 from icepark.spec.snapshots import MAIN_BRANCH
@@ -315,6 +316,9 @@ def show(ctx: SqlContext, stmt: Statement) -> DataFrame:
         pm = re.match(r"\s*(?P<t>[`\w.]+)\s*(?:\(\s*'(?P<key>[^']*)'\s*\))?\s*$", rest)
         if pm is None:
             raise stmt.error("cannot read SHOW TBLPROPERTIES", len(stmt.text) - len(rest))
+        view = _view(ctx, _names(pm["t"]))
+        if view is not None:
+            return show_view_properties(ctx, view, pm["key"])
         table = _load(ctx, _names(pm["t"]))
         props = _shown_properties(table)
         if pm["key"] is not None:
@@ -327,6 +331,9 @@ def show(ctx: SqlContext, stmt: Statement) -> DataFrame:
         cm = re.match(r"\s*TABLE\s+(?P<t>[`\w.]+)\s*$", rest, re.I)
         if cm is None:
             raise stmt.error("cannot read SHOW CREATE TABLE", len(stmt.text) - len(rest))
+        view = _view(ctx, _names(cm["t"]))
+        if view is not None:
+            return show_create_view(ctx, view)
         table = _load(ctx, _names(cm["t"]))
         return ctx.spark.createDataFrame(
             [(_create_statement(ctx, table),)], "createtab_stmt string"
@@ -395,6 +402,14 @@ def use(ctx: SqlContext, stmt: Statement) -> DataFrame:
         raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(ns)}")
     ctx.use_namespace(ns)
     return ctx.empty()
+
+
+def _view(ctx: SqlContext, parts: Sequence[str]) -> Any:
+    """The view ``parts`` names, or None (no such view, or a catalog without views)."""
+    ident = ctx.identifier(parts)
+    if ident is None or not ctx.catalog.supports_views or not ctx.catalog.view_exists(ident):
+        return None
+    return ctx.catalog.load_view(ident)
 
 
 def _load(ctx: SqlContext, parts: Sequence[str]) -> Any:

@@ -6,7 +6,11 @@
 (icepark tables read as in :mod:`~icepark.spark.sql.query`, nothing is run), the columns
 renamed as listed; the stored ``spark`` SQL is the query, with the view's namespace as its
 default namespace and this catalog as its default catalog. ``ALTER VIEW v SET|UNSET
-TBLPROPERTIES``, ``DROP VIEW [IF EXISTS]``, ``DESCRIBE v``. Selecting from a view expands it
+TBLPROPERTIES``, ``DROP VIEW [IF EXISTS]``, ``DESCRIBE [EXTENDED] v``, ``SHOW TBLPROPERTIES v``
+and ``SHOW CREATE TABLE v`` (:mod:`~icepark.spark.sql.view_show`). The stored properties are
+Java's: the engine (``create_engine_version``, ``engine_version``) and the query's own column
+names (``spark.query-column-names``) besides the given ones; a ``location`` given is the view's
+location. Selecting from a view expands it
 (:func:`~icepark.spark.sql.query.prepare_query`). A catalog that cannot hold views (the
 file-system catalog, like Java's Hadoop catalog) raises its own error on ``CREATE VIEW``; it
 holds no view to drop (``DROP VIEW IF EXISTS`` does nothing, ``DROP VIEW`` raises
@@ -27,7 +31,8 @@ from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
 from icepark.spark.sql.query import prepare_query, table_parts
 from icepark.spark.sql.script import Statement
-from icepark.spark.types import iceberg_schema_from_spark, to_spark_schema
+from icepark.spark.sql.view_show import QUERY_COLUMN_NAMES, describe_view
+from icepark.spark.types import iceberg_schema_from_spark
 
 __all__ = ["run_view", "alter_view"]
 
@@ -63,12 +68,8 @@ def run_view(ctx: SqlContext, stmt: Statement, tree: exp.Expr) -> DataFrame:
         return ctx.empty()
     if isinstance(tree, exp.Describe):
         view = ctx.catalog.load_view(_ident(ctx, tree.this))
-        schema = to_spark_schema(view.schema, with_ids=False)
-        rows = [
-            (f.name, f.dataType.simpleString(), ice.doc or "")  # Java: "" when none
-            for f, ice in zip(schema.fields, view.schema.fields, strict=True)
-        ]
-        return ctx.spark.createDataFrame(rows, "col_name string, data_type string, comment string")
+        extended = str(tree.args.get("style") or "").upper() == "EXTENDED"
+        return describe_view(ctx, view, extended)
     raise UnsupportedSqlError(f"view statement {type(tree).__name__}", stmt.text)
 
 
@@ -142,7 +143,10 @@ def _create_view(ctx: SqlContext, tree: exp.Create) -> DataFrame:
         for i, f in enumerate(schema.fields)
     ]
     view_schema = iceberg_schema_from_spark(T.StructType(fields))
-    props: dict[str, str] = {}
+    # as Java's CreateV2ViewExec and SparkCatalog.createView: the engine, and the query's
+    # own column names (a column list renames them)
+    engine = f"Spark {ctx.spark.version}"
+    props: dict[str, str] = {"create_engine_version": engine, "engine_version": engine}
     p = tree.args.get("properties")
     for item in p.expressions if isinstance(p, exp.Properties) else []:
         if isinstance(item, exp.SchemaCommentProperty):
@@ -152,6 +156,9 @@ def _create_view(ctx: SqlContext, tree: exp.Create) -> DataFrame:
             props[item.this.name] = value.name if isinstance(value, exp.Expr) else str(value)
         else:
             raise UnsupportedSqlError(f"CREATE VIEW clause {item.sql('spark')}", ctx.statement)
+    props[QUERY_COLUMN_NAMES] = ",".join(f.name for f in schema.fields)
+    props.pop("provider", None)  # Java keeps neither: the location is the view's own
+    location = props.pop("location", None)
     ctx.catalog.create_view(
         ident,
         view_schema,
@@ -160,6 +167,7 @@ def _create_view(ctx: SqlContext, tree: exp.Create) -> DataFrame:
         default_namespace=list(ident[:-1]),
         default_catalog=ctx.catalog_name or None,
         properties=props,
+        location=location,
         replace=replace,
     )
     return ctx.empty()
