@@ -25,7 +25,8 @@ class ReferenceError_(AssertionError):
 class RefEngine:
     def __init__(self) -> None:
         python = REF_VENV / "bin" / "python"
-        self._stderr = open(ROOT / ".services-refspark.log", "w")
+        self.log_path = ROOT / ".services-refspark.log"  # the JVM's log (its stderr)
+        self._stderr = open(self.log_path, "w")
         # a classic session of its own, whatever pyspark mode this process is in
         env = {
             k: v

@@ -24,11 +24,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from icepark.arrow.avro_writer import AvroOpenFile
-from icepark.arrow.metrics import MetricsCollector, MetricsConfig
-from icepark.arrow.orc_writer import OrcOpenFile
+from icepark.arrow.rows_file import write_rows
 from icepark.arrow.writer import data_file_format, data_location, write_data_files
 from icepark.io.fileio import FileIO
 from icepark.puffin.dv import serialize_deletion_vector
@@ -75,30 +72,6 @@ _POSITION_ICEBERG_SCHEMA = Schema(
 )
 
 
-def _write_rows(
-    io: FileIO, location: str, file_format: FileFormat, table: pa.Table, props: Mapping[str, str]
-) -> int:
-    """Write the position delete rows as one file of ``file_format``; its size."""
-    if file_format == FileFormat.PARQUET:
-        with io.new_output(location).create() as stream:
-            pq.write_table(table, stream, compression="zstd")
-        return io.new_input(location).length()
-    out: AvroOpenFile | OrcOpenFile
-    if file_format == FileFormat.AVRO:
-        out = AvroOpenFile(io, location, _POSITION_ICEBERG_SCHEMA, props)
-    else:
-        config = MetricsConfig.from_properties(props, _POSITION_ICEBERG_SCHEMA, UNSORTED_ORDER)
-        collector = MetricsCollector(_POSITION_ICEBERG_SCHEMA, config)
-        out = OrcOpenFile(io, location, _POSITION_ICEBERG_SCHEMA, props, collector)
-    try:
-        out.write(table)
-    except BaseException:
-        out.abort()
-        raise
-    closed = out.close()
-    return closed if isinstance(closed, int) else closed[0]
-
-
 def _folder(metadata: TableMetadata, spec_id: int, partition: tuple[Any, ...]) -> str:
     base = data_location(metadata.location, metadata.properties)
     spec = metadata.spec_by_id(spec_id)
@@ -130,7 +103,9 @@ def write_position_delete_file(
     file_format = data_file_format(metadata.properties, delete=True)
     extension = file_format.value.lower()
     location = f"{_folder(metadata, spec_id, partition)}/{uuid.uuid4()}-deletes.{extension}"
-    size = _write_rows(io, location, file_format, table, metadata.properties)
+    size = write_rows(
+        io, location, file_format, table, _POSITION_ICEBERG_SCHEMA, metadata.properties
+    )
     n = table.num_rows
     lo, hi = int(min(int(p[0]) for p in positions)), int(max(int(p[-1]) for p in positions))
     ids = (DELETE_FILE_PATH_FIELD_ID, DELETE_FILE_POS_FIELD_ID)

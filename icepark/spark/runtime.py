@@ -26,8 +26,9 @@ both kinds share:
   either way on a loaded machine).
 - :func:`arrow_frame`: an Arrow table as a DataFrame, also an empty one (a Connect session
   cannot infer a schema from no rows).
-- :func:`application_id` and :func:`spark_summary`: Spark's application id, which every
-  snapshot a Spark write commits records as ``spark.app.id`` (as Java's do).
+- :func:`application_id` and :func:`spark_summary`: Spark's application id and version, which
+  every snapshot a Spark write commits records (``spark.app.id``, ``app-id``,
+  ``engine-name``, ``engine-version``, as Java's do).
 - :func:`local_property`: a Spark job property, classic sessions only (None on Connect).
 - :func:`set_log_level`: the JVM's log level where this process owns it.
 - :class:`UnsupportedOnConnectError`: what a feature that cannot work on a Connect session
@@ -71,7 +72,7 @@ TASK_INDEX, TASK_PAYLOAD = "i", "payload"
 
 _lock = threading.Lock()
 _parallelism: dict[Hashable, int] = {}
-_application_ids: dict[Hashable, str | None] = {}
+_engines: dict[Hashable, tuple[str | None, str]] = {}
 
 
 class UnsupportedOnConnectError(UnsupportedOperationError):
@@ -117,26 +118,35 @@ def default_parallelism(spark: SparkSession) -> int:
 
 
 def application_id(spark: SparkSession) -> str | None:
-    """Spark's application id, which Java's Spark writes put in every snapshot's summary
-    (``spark.app.id``): the Spark context's on a classic session; on a Connect one the
-    server's setting, asked once per session (a round trip each otherwise)."""
+    """Spark's application id: the Spark context's on a classic session; on a Connect one
+    the server's setting, asked once per session (a round trip each otherwise)."""
+    return _engine(spark)[0]
+
+
+def _engine(spark: SparkSession) -> tuple[str | None, str]:
+    """(application id, Spark version) of ``spark``'s application."""
     if not is_connect(spark):
-        return str(spark.sparkContext.applicationId)
+        return str(spark.sparkContext.applicationId), str(spark.version)
     key = ("connect-session", str(getattr(spark, "session_id", id(spark))))
     with _lock:
-        if key in _application_ids:
-            return _application_ids[key]
+        if key in _engines:
+            return _engines[key]
     found = spark.conf.get("spark.app.id", None)
+    engine = (str(found) if found else None, str(spark.version))
     with _lock:
-        _application_ids[key] = str(found) if found else None
-    return _application_ids[key]
+        _engines[key] = engine
+    return engine
 
 
 def spark_summary(spark: SparkSession, props: Mapping[str, str] | None) -> dict[str, str]:
-    """The summary entries of a commit made by a Spark write: ``spark.app.id`` (as Java's
-    ``SparkWrite`` sets it), then ``props``, which win."""
-    app = application_id(spark)
-    return {**({"spark.app.id": app} if app else {}), **dict(props or {})}
+    """The summary entries of a commit made by a Spark write, as Java's Spark writes give
+    them (``SparkWrite`` sets ``spark.app.id``; its catalog's environment adds
+    ``engine-name``, ``engine-version`` and ``app-id``), then ``props``, which win."""
+    app, version = _engine(spark)
+    out = {"engine-name": "spark", "engine-version": version}
+    if app:
+        out.update({"app-id": app, "spark.app.id": app})
+    return {**out, **dict(props or {})}
 
 
 def _range_partitions(spark: SparkSession) -> int:

@@ -25,7 +25,7 @@ from icepark.io import FileIO, load_file_io
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
-from icepark.spec.snapshots import MAIN_BRANCH, Snapshot, SnapshotRef
+from icepark.spec.snapshots import MAIN_BRANCH, PartitionStatisticsFile, Snapshot, SnapshotRef
 from icepark.spec.sorting import SortOrder
 from icepark.spec.updates import TableRequirement, TableUpdate
 from icepark.table.interface import TableCommitter, read_table_metadata
@@ -1197,6 +1197,28 @@ class Table:
         from icepark.table.maintenance.rewrite_manifests import rewrite_manifests
 
         return rewrite_manifests(self, spec_id, cluster_by, branch=branch)
+
+    def compute_partition_stats(
+        self, snapshot_id: int | None = None
+    ) -> PartitionStatisticsFile | None:
+        """Compute, write and register the partition statistics file of a snapshot (Java's
+        ``compute_partition_stats``): per partition, its data and delete record and file
+        counts and last update. See :mod:`icepark.table.maintenance.partition_stats`.
+
+        Args:
+            snapshot_id: the snapshot (default: the current one). One that has a file
+                already keeps it.
+
+        Returns:
+            The registered file, or None for a table without snapshots.
+
+        Raises:
+            ValidationError: the table is not partitioned, or has no such snapshot.
+            CommitStateUnknownError: the catalog's answer was lost.
+        """
+        from icepark.table.maintenance.partition_stats import compute_partition_stats
+
+        return compute_partition_stats(self, snapshot_id)
 
     def add_files(
         self, paths: str | Sequence[str], check_duplicate_files: bool = True

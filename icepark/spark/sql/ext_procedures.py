@@ -433,6 +433,11 @@ def _compute_table_stats(ctx: _Context) -> list[tuple[Any, ...]]:
     return [(None if statistics is None else statistics.statistics_path,)]
 
 
+def _compute_partition_stats(ctx: _Context) -> list[tuple[Any, ...]]:
+    statistics = ctx.table().compute_partition_stats(ctx.args.get("snapshot_id"))
+    return [] if statistics is None else [(statistics.statistics_path,)]
+
+
 # -- the registry ----------------------------------------------------------------------------
 
 _TABLE = Param("table", "string", True)
@@ -585,11 +590,16 @@ PROCEDURES: dict[str, _Procedure] = {
         (("statistics_file", "string", True),),
         _compute_table_stats,
     ),
+    "compute_partition_stats": _Procedure(
+        (_TABLE, Param("snapshot_id", "long")),
+        (("partition_statistics_file", "string", True),),
+        _compute_partition_stats,
+    ),
 }
 
 
 # Java's other procedures (Iceberg 1.10's SparkProcedures)
-_JAVA_ONLY = ("migrate", "snapshot", "compute_partition_stats", "rewrite_table_path")
+_JAVA_ONLY = ("migrate", "snapshot", "rewrite_table_path")
 
 
 def _procedure_name(call: A.Call, catalog_name: str) -> str:

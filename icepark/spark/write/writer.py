@@ -66,7 +66,7 @@ from icepark.spec.metadata import TableMetadata
 from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.snapshots import MAIN_BRANCH
-from icepark.spec.sorting import NullOrder, SortDirection, SortOrder
+from icepark.spec.sorting import UNSORTED_ORDER, NullOrder, SortDirection, SortOrder
 from icepark.spec.transforms import DayTransform
 from icepark.spec.types import (
     BinaryType,
@@ -350,7 +350,8 @@ def _write_native(
             if not _is_data_file(e.location):
                 io.delete_quietly(e.location)
         config = MetricsConfig.from_properties(props, schema, order)
-        sorted_order = order if complete and not order.is_unsorted else None
+        # as Java's: a file not known to be sorted has the unsorted order's id (0)
+        sorted_order = order if complete and not order.is_unsorted else UNSORTED_ORDER
 
         def entry(e: Any) -> DataFile:
             location = _table_location(out, e.location)

@@ -1,6 +1,7 @@
-"""Every snapshot a Spark write commits records Spark's application id (``spark.app.id``),
-as Java's ``SparkWrite`` does: the Iceberg Spark documentation's history-and-snapshots query
-shows it for the same statements on both engines."""
+"""Every snapshot a Spark write commits records Spark's application id (``spark.app.id``,
+``app-id``) and the engine (``engine-name``, ``engine-version``), as Java's Spark writes do:
+the Iceberg Spark documentation's history-and-snapshots query shows them for the same
+statements on both engines; and the files Spark writes carry the unsorted order's id."""
 
 from __future__ import annotations
 
@@ -52,3 +53,14 @@ def test_spark_writes_record_the_application_id_as_java(
         assert [op for op, _ in mine] == [op for op, _ in theirs], (mine, theirs)
         assert all(str(value).startswith("local-") for _, value in theirs)
         assert all(value == app for _, value in mine), mine
+    # the engine's entries, as Java's catalog environment adds them (not iceberg-version)
+    keys = "SELECT summary FROM {t}.snapshots"
+    theirs_keys = {k for (s,) in refspark.rows(keys.format(t=f"{java}.db.t")) for k in s}
+    for (summary,) in ispark.sql(any_spark, keys.format(t="db.t"), ours).collect():
+        assert summary["app-id"] == app and summary["engine-name"] == "spark"
+        assert summary["engine-version"] == any_spark.version
+        assert {"app-id", "engine-name", "engine-version", "spark.app.id"} <= theirs_keys
+    # Spark's native writer's files are not known sorted: the unsorted order's id, as Java's
+    files = "SELECT DISTINCT sort_order_id FROM {t}.files"
+    assert ispark.sql(any_spark, files.format(t="db.c"), ours).collect()[0][0] == 0
+    assert refspark.rows(files.format(t=f"{java}.db.c")) == [[0]]
