@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     from icepark.spark.maintenance.rewrite_position_delete_files import (
         rewrite_position_delete_files,
     )
+    from icepark.spark.maintenance.snapshot_table import snapshot_table
     from icepark.spark.read.reader import ReadPath, choose_path, read, read_scan
     from icepark.spark.session import session
     from icepark.spark.setup import SparkSetupError, prepare_session
@@ -105,6 +106,7 @@ __all__ = [
     "merge",
     "prepare_session",
     "session",
+    "snapshot_table",
     "sql",
     "SparkSetupError",
     "read",
@@ -135,6 +137,7 @@ _LAZY = {
     "remove_orphan_files": "icepark.spark.maintenance.remove_orphan_files",
     "rewrite_data_files": "icepark.spark.maintenance.rewrite_data_files",
     "rewrite_position_delete_files": "icepark.spark.maintenance.rewrite_position_delete_files",
+    "snapshot_table": "icepark.spark.maintenance.snapshot_table",
     "ReadPath": "icepark.spark.read.reader",
     "choose_path": "icepark.spark.read.reader",
     "read": "icepark.spark.read.reader",

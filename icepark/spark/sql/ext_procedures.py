@@ -438,6 +438,31 @@ def _compute_partition_stats(ctx: _Context) -> list[tuple[Any, ...]]:
     return [] if statistics is None else [(statistics.statistics_path,)]
 
 
+def _snapshot(ctx: _Context) -> list[tuple[Any, ...]]:
+    from icepark.spark.maintenance.snapshot_table import snapshot_table
+
+    _positive(ctx, "parallelism")
+    if ctx.args.get("ignore_missing_files"):
+        raise ctx.fail("ignore_missing_files", "icepark imports every file the source lists")
+    source = parse_name(ctx.args["source_table"])
+    resolved = ctx.sql.resolve(source, views=False) if len(source) > 1 else None
+    if resolved is None or resolved.kind != "spark":
+        found = ctx.sql.catalog_name or "icepark's"
+        raise ValidationError(
+            "Cannot snapshot a table that isn't in the session catalog (i.e. spark_catalog). "
+            f"Found source catalog: {found}."
+        )
+    count = snapshot_table(
+        ctx.spark,
+        ".".join(source),
+        ".".join(ctx.identifier()),
+        catalog=ctx.catalog,
+        location=ctx.args.get("location"),
+        properties=ctx.args.get("properties"),
+    )
+    return [(count,)]
+
+
 # -- the registry ----------------------------------------------------------------------------
 
 _TABLE = Param("table", "string", True)
@@ -590,6 +615,18 @@ PROCEDURES: dict[str, _Procedure] = {
         (("statistics_file", "string", True),),
         _compute_table_stats,
     ),
+    "snapshot": _Procedure(
+        (
+            Param("source_table", "string", True),
+            _TABLE,
+            Param("location", "string"),
+            Param("properties", "map"),
+            Param("parallelism", "int"),
+            Param("ignore_missing_files", "boolean"),
+        ),
+        (("imported_files_count", "bigint", False),),
+        _snapshot,
+    ),
     "compute_partition_stats": _Procedure(
         (_TABLE, Param("snapshot_id", "long")),
         (("partition_statistics_file", "string", True),),
@@ -599,7 +636,7 @@ PROCEDURES: dict[str, _Procedure] = {
 
 
 # Java's other procedures (Iceberg 1.10's SparkProcedures)
-_JAVA_ONLY = ("migrate", "snapshot", "rewrite_table_path")
+_JAVA_ONLY = ("migrate", "rewrite_table_path")
 
 
 def _procedure_name(call: A.Call, catalog_name: str) -> str:
