@@ -242,18 +242,11 @@ def create_table_from(
             it); InvalidTransformError for a transform the column's type does not take.
         CatalogConfigError: ``catalog`` names no configured catalog.
     """
-    from icepark.catalog import Catalog, load_catalog
+    from icepark.spark.tables import resolve_catalog
     from icepark.spark.types import iceberg_schema_from_spark
     from icepark.spark.write.writer import write
 
-    if isinstance(catalog, Catalog):
-        cat = catalog
-    elif isinstance(catalog, Mapping):
-        from icepark.spark.tables import catalog_from_options
-
-        cat = catalog_from_options({f"catalog.{k}": str(v) for k, v in catalog.items()})
-    else:
-        cat = load_catalog(catalog)
+    cat = resolve_catalog(catalog)
     iceberg_schema = iceberg_schema_from_spark(df.schema, optional=True)
     table = cat.create_table(
         name,

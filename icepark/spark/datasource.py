@@ -59,7 +59,7 @@ from pyspark.sql.types import StructType as SparkStructType
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
 from icepark.spark.filters import from_spark_filters
-from icepark.spark.tables import catalog_from_options
+from icepark.spark.tables import catalog_from_options, resolve_catalog
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
 from icepark.table import Table
 from icepark.table.scan import DataScan
@@ -386,16 +386,9 @@ def register_tables(spark: SparkSession, namespace: str, catalog: Any = None) ->
         CatalogConfigError: ``catalog`` names no configured catalog.
         SparkSetupError: the session's Python workers cannot import icepark.
     """
-    from icepark.catalog import load_catalog
-
     register(spark)
     options = catalog_options(catalog)
-    if catalog is None or isinstance(catalog, str):
-        cat = load_catalog(catalog)
-    elif isinstance(catalog, Mapping):
-        cat = catalog_from_options(options)
-    else:
-        cat = catalog
+    cat = resolve_catalog(catalog)
     views = []
     for identifier in cat.list_tables(namespace):
         name = identifier[-1]

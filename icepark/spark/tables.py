@@ -8,7 +8,7 @@ from typing import Any
 
 from icepark.table import Table
 
-__all__ = ["CATALOG_OPTION_KEYS", "catalog_from_options", "resolve_table"]
+__all__ = ["CATALOG_OPTION_KEYS", "catalog_from_options", "resolve_catalog", "resolve_table"]
 
 #: data source options that are catalog properties (``catalog`` names the catalog itself)
 CATALOG_OPTION_KEYS = ("uri", "warehouse", "type")
@@ -51,13 +51,21 @@ def resolve_table(table: Table | str, catalog: Any = None) -> Table:
     """
     if isinstance(table, Table):
         return table
-    if catalog is None or isinstance(catalog, str):
-        from icepark.catalog import load_catalog
-
-        catalog = load_catalog(catalog)
-    elif isinstance(catalog, Mapping):
-        catalog = catalog_from_options(
-            {f"{_CATALOG_PREFIX}{k}": str(v) for k, v in catalog.items()}
-        )
-    loaded: Table = catalog.load_table(table)
+    loaded: Table = resolve_catalog(catalog).load_table(table)
     return loaded
+
+
+def resolve_catalog(catalog: Any = None) -> Any:
+    """The Catalog a ``catalog`` argument stands for: a Catalog as it is, a configured
+    catalog's name (None: the default), or a mapping of catalog properties.
+
+    Raises:
+        CatalogConfigError: no catalog of that name, or properties that do not make one.
+    """
+    from icepark.catalog import Catalog, load_catalog
+
+    if isinstance(catalog, Catalog):
+        return catalog
+    if isinstance(catalog, Mapping):
+        return catalog_from_options({f"{_CATALOG_PREFIX}{k}": str(v) for k, v in catalog.items()})
+    return load_catalog(catalog)

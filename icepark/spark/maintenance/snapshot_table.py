@@ -9,7 +9,7 @@ source's properties (but its location ones and ``path``, ``transient_lastDdlTime
 location must not overlap the source's. The source's files are then added in one ``append``
 (:func:`~icepark.spark.maintenance.add_files.add_files`: footers read on the executors, a
 name mapping committed for files without field ids). If that fails, the new table is dropped
-and the metadata it wrote deleted; the source's files are never touched.
+and its metadata file deleted; the source's files are never touched.
 """
 
 from __future__ import annotations
@@ -94,19 +94,14 @@ def snapshot_table(
             or the locations overlap.
         TableAlreadyExistsError: ``table`` exists.
     """
-    from icepark.catalog import Catalog, load_catalog
-    from icepark.spark.tables import catalog_from_options
+    from icepark.catalog.identifiers import to_identifier
+    from icepark.spark.tables import resolve_catalog
 
     if source == table:
         raise ValidationError(
             "Cannot create a snapshot with the same name as the source of the snapshot."
         )
-    if isinstance(catalog, Catalog):
-        cat = catalog
-    elif isinstance(catalog, Mapping):
-        cat = catalog_from_options({f"catalog.{k}": str(v) for k, v in catalog.items()})
-    else:
-        cat = load_catalog(catalog)
+    cat = resolve_catalog(catalog)
     source_location, props, partitions = _source_details(spark, source)
     for key in _LOCATIONS:
         props.pop(key, None)
@@ -114,20 +109,17 @@ def snapshot_table(
     props.update({P.GC_ENABLED.name: "false", "snapshot": "true"})
     props.pop("provider", None)
     schema = iceberg_schema_from_spark(spark.table(source).schema, optional=True)
-    if location is not None and source_location and _overlap(location, source_location):
+    # checked before anything is created: undoing a table dropped its folder, which would
+    # hold source files if the two overlapped
+    target = location or cat.default_table_location(to_identifier(table))
+    if source_location and _overlap(target, source_location):
         raise ValidationError(
-            f"Cannot create a snapshot at location {location} because it would overlap with "
+            f"Cannot create a snapshot at location {target} because it would overlap with "
             f"source table location {source_location}"
         )
     created = cat.create_table(
         table, schema, partition_by=partitions, location=location, properties=props
     )
-    if source_location and _overlap(created.location, source_location):
-        _undo(cat, created)
-        raise ValidationError(
-            f"Cannot create a snapshot at location {created.location} because it would "
-            f"overlap with source table location {source_location}"
-        )
     try:
         add_files(spark, created, source, check_duplicate_files=True)
     except BaseException:
@@ -140,10 +132,8 @@ def snapshot_table(
 
 
 def _undo(cat: Any, created: Any) -> None:
-    """Drop the new table and delete the metadata it wrote: never a data file (they are the
-    source's)."""
-    io = created.io
-    folder = P.metadata_folder(created.location, created.metadata.properties)
+    """Drop the new table and delete the one metadata file its creation wrote (``add_files``
+    removes what it wrote itself when it fails): never a data file, they are the source's."""
     cat.drop_table(created.identifier, purge=False)
-    for entry in list(io.list_prefix(folder)):
-        io.delete_quietly(entry.location)
+    if created.metadata_location:
+        created.io.delete_quietly(created.metadata_location)

@@ -23,7 +23,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from icepark.spark.sql.context import SqlContext, load_sql_catalog
+from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import (
     SqlAnalysisError,
     SqlError,
@@ -32,6 +32,7 @@ from icepark.spark.sql.errors import (
     UnsupportedSqlError,
 )
 from icepark.spark.sql.runner import run_script
+from icepark.spark.tables import resolve_catalog
 
 __all__ = [
     "sql",
@@ -64,5 +65,5 @@ def sql(spark: SparkSession, text: str, catalog: Any = None) -> DataFrame:
         UnsupportedSqlError: a statement icepark does not run.
         SqlScriptError: a statement of a script failed.
     """
-    ctx = SqlContext(spark, load_sql_catalog(catalog))
+    ctx = SqlContext(spark, resolve_catalog(catalog))
     return run_script(ctx, text)

@@ -28,22 +28,13 @@ from icepark.spark.sql.identifiers import (
     table_identifier,
 )
 
-__all__ = ["SqlContext", "load_sql_catalog", "LOG", "NAMESPACE_CONF"]
+__all__ = ["SqlContext", "LOG", "NAMESPACE_CONF"]
 
 #: the session setting (one per catalog name) holding the namespace ``USE`` chose
 NAMESPACE_CONF = "spark.icepark.sql.current-namespace"
 _SEP = "\x1f"
 
 LOG = logging.getLogger("icepark.spark.sql")
-
-
-def load_sql_catalog(catalog: Any) -> Any:
-    """A Catalog given as itself, a catalog name, or None (``icepark.load_catalog()``)."""
-    from icepark.catalog import Catalog, load_catalog
-
-    if isinstance(catalog, Catalog):
-        return catalog
-    return load_catalog(catalog)
 
 
 @dataclass

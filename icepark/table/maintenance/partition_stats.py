@@ -25,6 +25,7 @@ required and ``dv_count`` is added. Failing before the commit leaves no file beh
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -80,9 +81,10 @@ def partition_statistics_schema(partition_type: StructType, format_version: int)
     return Schema(*fields)
 
 
-def _entries(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> pa.Table:
-    """Every entry of the snapshot's manifests: its status, snapshot and the file's content,
-    format, spec, partition (in the table's partition type), records and bytes."""
+def _entry_parts(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> Iterator[pa.Table]:
+    """The entries of the snapshot's manifests, a part at a time: status, snapshot and the
+    file's content, format, spec, partition (in the table's partition type), records and
+    bytes."""
     ptype = table_partition_type(metadata)
     struct = StructType(
         *[f for f in data_file_struct(ptype).fields if f.name in _ENTRY_FIELDS]
@@ -90,26 +92,15 @@ def _entries(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> pa.Table:
     arrow_type = type_to_arrow(struct, include_field_ids=False)
     assert isinstance(arrow_type, pa.StructType)
     specs = {s.spec_id: s for s in metadata.partition_specs}
-    parts = iter_entries_tables(
+    yield from iter_entries_tables(
         io, manifests_of(io, snapshot), arrow_type, struct, specs, live_only=False
     )
-    return pa.concat_tables([p.select(["status", "snapshot_id", "data_file"]) for p in parts])
 
 
-def _sort_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple((v is not None, v) for v in row)
-
-
-def partition_stats_rows(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> pa.Table:
-    """The partition statistics of ``snapshot`` (see the module docstring), as Arrow of
-    :func:`partition_statistics_schema`'s shape, sorted by partition."""
-    ptype = table_partition_type(metadata)
-    schema = partition_statistics_schema(ptype, metadata.format_version)
-    arrow_schema = schema_to_arrow(schema, include_field_ids=True)
-    entries = _entries(io, metadata, snapshot)
+def _grouped(entries: pa.Table, fields: int) -> pa.Table:
+    """One part's entries summed per partition (``p0``... and ``spec``) and snapshot."""
     f = entries.column("data_file").combine_chunks()
     part = f.field("partition")
-    names = [pf.name for pf in ptype.fields]
     live = pc.not_equal(entries.column("status"), _DELETED)
     content = f.field("content")
     puffin = pc.equal(f.field("file_format"), FileFormat.PUFFIN.value)
@@ -123,7 +114,7 @@ def partition_stats_rows(io: Any, metadata: TableMetadata, snapshot: Snapshot) -
     zero = pa.scalar(0, pa.int64())
     flat = pa.table(
         {
-            **{f"p{i}": part.field(i) for i in range(len(names))},
+            **{f"p{i}": part.field(i) for i in range(fields)},
             "spec": f.field("spec_id"),
             "snapshot": entries.column("snapshot_id"),
             "data_record_count": pc.if_else(data, records, zero),
@@ -138,24 +129,39 @@ def partition_stats_rows(io: Any, metadata: TableMetadata, snapshot: Snapshot) -
             "dv_count": pc.cast(pc.and_(positions, puffin), pa.int64()),
         }
     )
+    keys = [*[f"p{i}" for i in range(fields)], "spec", "snapshot"]
+    return flat.group_by(keys, use_threads=False).aggregate([(c, "sum") for c in _COUNTS])
+
+
+def _sort_key(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple((v is not None, v) for v in row)
+
+
+def partition_stats_rows(io: Any, metadata: TableMetadata, snapshot: Snapshot) -> pa.Table:
+    """The partition statistics of ``snapshot`` (see the module docstring), as Arrow of
+    :func:`partition_statistics_schema`'s shape, sorted by partition. The manifests are
+    summed a part at a time (per partition and snapshot: few rows), so memory follows the
+    partitions and snapshots, not the files."""
+    ptype = table_partition_type(metadata)
+    schema = partition_statistics_schema(ptype, metadata.format_version)
+    arrow_schema = schema_to_arrow(schema, include_field_ids=True)
+    names = [pf.name for pf in ptype.fields]
     keys = [*[f"p{i}" for i in range(len(names))], "spec"]
-    # per partition and snapshot first (few rows), then per partition in Python
-    grouped = flat.group_by([*keys, "snapshot"], use_threads=False).aggregate(
-        [(c, "sum") for c in _COUNTS]
-    )
     times = {s.snapshot_id: s.timestamp_ms for s in metadata.snapshots}
     stats: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for row in grouped.to_pylist():
-        key = tuple(row[k] for k in keys)
-        found = stats.get(key)
-        if found is None:
-            found = stats[key] = dict.fromkeys(_COUNTS, 0)
-            found["last_updated_at"] = found["last_updated_snapshot_id"] = None
-        for c in _COUNTS:
-            found[c] += row[f"{c}_sum"]
-        at = times.get(row["snapshot"])
-        if at is not None and (found["last_updated_at"] is None or found["last_updated_at"] < at):
-            found["last_updated_at"], found["last_updated_snapshot_id"] = at, row["snapshot"]
+    for entries in _entry_parts(io, metadata, snapshot):
+        for row in _grouped(entries, len(names)).to_pylist():
+            key = tuple(row[k] for k in keys)
+            found = stats.get(key)
+            if found is None:
+                found = stats[key] = dict.fromkeys(_COUNTS, 0)
+                found["last_updated_at"] = found["last_updated_snapshot_id"] = None
+            for c in _COUNTS:
+                found[c] += row[f"{c}_sum"]
+            at = times.get(row["snapshot"])
+            last = found["last_updated_at"]
+            if at is not None and (last is None or last < at):
+                found["last_updated_at"], found["last_updated_snapshot_id"] = at, row["snapshot"]
     ordered = sorted(stats.items(), key=lambda kv: (_sort_key(kv[0][:-1]), kv[0][-1]))
     columns: dict[str, Any] = {
         "partition": [dict(zip(names, key[:-1], strict=True)) for key, _ in ordered],

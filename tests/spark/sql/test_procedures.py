@@ -397,7 +397,7 @@ def test_empty_changelog_view_reads_nothing(
     assert view.count() == 0
 
 
-def test_compute_partition_stats_registers_the_file(spark: Any, catalog: Any) -> None:
+def test_compute_partition_stats_registers_the_file(any_spark: Any, catalog: Any) -> None:
     """``CALL system.compute_partition_stats``: Java's output column, the file registered
     for the snapshot (its rows judged against Java's in
     tests/table/maintenance/test_partition_stats.py), no row for a table without snapshots."""
@@ -408,12 +408,12 @@ def test_compute_partition_stats_registers_the_file(spark: Any, catalog: Any) ->
     parted = catalog.create_table(
         "db.ps", pa.schema([("id", pa.int64()), ("c", pa.string())]), partition_by=["c"]
     )
-    empty = ispark.sql(spark, "CALL system.compute_partition_stats('db.ps')", catalog)
+    empty = ispark.sql(any_spark, "CALL system.compute_partition_stats('db.ps')", catalog)
     assert empty.columns == ["partition_statistics_file"] and empty.collect() == []
     parted.append(pa.table({"id": pa.array([1, 2, 3], pa.int64()), "c": ["a", "b", "a"]}))
     parted = catalog.load_table("db.ps")
     snapshot_id = parted.metadata.current_snapshot_id
     call = f"CALL system.compute_partition_stats(table => 'db.ps', snapshot_id => {snapshot_id})"
-    (row,) = ispark.sql(spark, call, catalog).collect()
+    (row,) = ispark.sql(any_spark, call, catalog).collect()
     (registered,) = catalog.load_table("db.ps").metadata.partition_statistics
     assert row[0] == registered.statistics_path and registered.snapshot_id == snapshot_id
