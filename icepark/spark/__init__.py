@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from icepark.spark.datasource import IcebergDataSource, register, register_tables
     from icepark.spark.maintenance.add_files import add_files
     from icepark.spark.maintenance.compute_table_stats import compute_table_stats
+    from icepark.spark.maintenance.migrate_table import migrate_table
     from icepark.spark.maintenance.remove_orphan_files import remove_orphan_files
     from icepark.spark.maintenance.rewrite_data_files import rewrite_data_files
     from icepark.spark.maintenance.rewrite_position_delete_files import (
@@ -104,6 +105,7 @@ __all__ = [
     "create_table_from",
     "delete",
     "merge",
+    "migrate_table",
     "prepare_session",
     "session",
     "snapshot_table",
@@ -134,6 +136,7 @@ _LAZY = {
     "register_tables": "icepark.spark.datasource",
     "add_files": "icepark.spark.maintenance.add_files",
     "compute_table_stats": "icepark.spark.maintenance.compute_table_stats",
+    "migrate_table": "icepark.spark.maintenance.migrate_table",
     "remove_orphan_files": "icepark.spark.maintenance.remove_orphan_files",
     "rewrite_data_files": "icepark.spark.maintenance.rewrite_data_files",
     "rewrite_position_delete_files": "icepark.spark.maintenance.rewrite_position_delete_files",

@@ -20,6 +20,9 @@ register_table                     ``Catalog.register_table``
 ancestors_of                       ``TableMetadata.ancestors_of``
 create_changelog_view              ``icepark.table.incremental.changelog`` (a temp view)
 compute_table_stats                ``icepark.spark.maintenance.compute_table_stats``
+compute_partition_stats            ``Table.compute_partition_stats``
+snapshot                           ``icepark.spark.maintenance.snapshot_table``
+migrate                            ``icepark.spark.maintenance.migrate_table``
 =================================  ================================================
 
 The output is a DataFrame with Java's schema. An unknown procedure is an
@@ -463,6 +466,31 @@ def _snapshot(ctx: _Context) -> list[tuple[Any, ...]]:
     return [(count,)]
 
 
+def _migrate(ctx: _Context) -> list[tuple[Any, ...]]:
+    from icepark.spark.maintenance.migrate_table import migrate_table
+
+    _positive(ctx, "parallelism")
+    if ctx.args.get("ignore_missing_files"):
+        raise ctx.fail("ignore_missing_files", "icepark imports every file the source lists")
+    if not ctx.args["table"]:
+        raise ctx.fail("table", "Cannot handle an empty identifier for argument table")
+    source = parse_name(ctx.args["table"])
+    if ctx.sql.resolve(source, views=False).kind != "spark":
+        raise ValidationError(
+            "Cannot migrate a table that isn't in Spark's session catalog (i.e. spark_catalog):"
+            f" {'.'.join(source)} is a table of {ctx.sql.catalog_name or 'icepark'}'s catalog."
+        )
+    count = migrate_table(
+        ctx.spark,
+        ".".join(f"`{p}`" for p in source),
+        catalog=ctx.catalog,
+        properties=ctx.args.get("properties"),
+        drop_backup=bool(ctx.args.get("drop_backup")),
+        backup_table_name=ctx.args.get("backup_table_name"),
+    )
+    return [(count,)]
+
+
 # -- the registry ----------------------------------------------------------------------------
 
 _TABLE = Param("table", "string", True)
@@ -627,6 +655,18 @@ PROCEDURES: dict[str, _Procedure] = {
         (("imported_files_count", "bigint", False),),
         _snapshot,
     ),
+    "migrate": _Procedure(
+        (
+            _TABLE,
+            Param("properties", "map"),
+            Param("drop_backup", "boolean"),
+            Param("backup_table_name", "string"),
+            Param("parallelism", "int"),
+            Param("ignore_missing_files", "boolean"),
+        ),
+        (("migrated_files_count", "bigint", False),),
+        _migrate,
+    ),
     "compute_partition_stats": _Procedure(
         (_TABLE, Param("snapshot_id", "long")),
         (("partition_statistics_file", "string", True),),
@@ -636,12 +676,17 @@ PROCEDURES: dict[str, _Procedure] = {
 
 
 # Java's other procedures (Iceberg 1.10's SparkProcedures)
-_JAVA_ONLY = ("migrate", "rewrite_table_path")
+_JAVA_ONLY = ("rewrite_table_path",)
+# procedures whose source is a table of Spark's session catalog, which Java's users call on
+# that catalog (``CALL spark_catalog.system.migrate(...)``)
+_SESSION = ("migrate", "snapshot")
 
 
 def _procedure_name(call: A.Call, catalog_name: str) -> str:
     parts = tuple(call.procedure)
     if len(parts) == 3 and parts[0] == catalog_name:
+        parts = parts[1:]
+    elif len(parts) == 3 and parts[0].lower() == "spark_catalog" and parts[2].lower() in _SESSION:
         parts = parts[1:]
     if len(parts) == 2 and parts[0].lower() == "system" and parts[1].lower() in PROCEDURES:
         return parts[1].lower()

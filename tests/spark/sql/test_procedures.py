@@ -228,7 +228,7 @@ def table(catalog: Any) -> Table:
     ("statement", "error", "named"),
     [
         ("CALL system.nope('db.e')", UnknownProcedureError, "system.rollback_to_snapshot"),
-        ("CALL system.migrate('db.e')", UnknownProcedureError, "does not run"),
+        ("CALL system.migrate('db.e')", ValidationError, "session catalog"),
         ("CALL other.rollback_to_snapshot('db.e', 1)", UnknownProcedureError, "other"),
         (
             "CALL fs.system.rollback_to_snapshot(table => 'db.e', snap => 1)",
