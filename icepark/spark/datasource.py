@@ -14,7 +14,11 @@ Options: ``table``; the catalog as ``catalog`` (a configured name), ``uri``, ``w
 ``type`` and ``catalog.<property>``; for reads ``snapshot-id``, ``as-of-timestamp`` (epoch
 ms), ``branch`` or ``tag``, ``filter`` (an icepark filter string); for writes
 ``overwrite-mode`` = ``dynamic`` to replace only the partitions written (``mode("overwrite")``
-otherwise replaces the whole table) and ``branch``.
+otherwise replaces the whole table), ``branch`` and ``snapshot-property.<key>`` (an entry of
+the commit's snapshot summary, as Java's). Commits record Spark's application id and version
+as Java's Spark writes do (``spark.app.id``, ``app-id``, ``engine-name``,
+``engine-version``): :func:`register` gives Spark a subclass of :class:`IcebergDataSource`
+that carries them, since the commit runs in a Python worker, which has no session to ask.
 
 This path always runs through Python (icepark's Arrow reader and writer in each task): Spark
 offers Python data sources no column pruning, so every column is read. Spark's filters are
@@ -41,7 +45,7 @@ import pickle
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 from pyspark.sql import SparkSession
@@ -73,6 +77,9 @@ try:  # Spark 4.1+: writers that receive Arrow batches
     from pyspark.sql.datasource import DataSourceArrowWriter as _WriterBase
 except ImportError:  # pragma: no cover - older Spark
     _WriterBase = DataSourceWriter  # type: ignore[misc, assignment]
+
+
+SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -164,13 +171,26 @@ class _Written(WriterCommitMessage):
     files: bytes
 
 
+def snapshot_properties(options: Mapping[str, str], engine: Mapping[str, str]) -> dict[str, str]:
+    """The summary entries of a commit of the data source: ``engine`` (Spark's application,
+    from :func:`register`), then the options' ``snapshot-property.<key>`` ones."""
+    props = dict(engine)
+    for key, value in options.items():
+        if key.lower().startswith(SNAPSHOT_PROPERTY_PREFIX):
+            props[key[len(SNAPSHOT_PROPERTY_PREFIX) :]] = value
+    return props
+
+
 class _Writer(_WriterBase):
-    def __init__(self, options: Mapping[str, str], overwrite: bool) -> None:
+    def __init__(
+        self, options: Mapping[str, str], overwrite: bool, engine: Mapping[str, str]
+    ) -> None:
         table = _load_table(options)
         if table.read_only:
             raise ValidationError(f"Table {table.name} was opened from a metadata file: read-only")
         self.options = dict(options)
         self.overwrite = overwrite
+        self.summary = snapshot_properties(options, engine)
         self.io = table.io
         self.metadata = table.metadata
         self.write_uuid = str(uuid.uuid4())
@@ -203,7 +223,8 @@ class _Writer(_WriterBase):
             if opts.get("filter") and mode == "overwrite"
             else AlwaysTrue()
         )
-        action = write_action(table, files, mode, row_filter, opts.get("branch", "main"), {}, True)  # type: ignore[arg-type]
+        branch = opts.get("branch", "main")
+        action = write_action(table, files, mode, row_filter, branch, self.summary, True)  # type: ignore[arg-type]
         tx = table.transaction()
         tx.add_action(action)
         tx.commit_transaction()
@@ -230,7 +251,11 @@ class IcebergDataSource(DataSource):
             path), the catalog (``catalog``, ``uri``, ``warehouse``, ``type``,
             ``catalog.<property>``), and the read, write or stream options the module
             docstring lists.
+        engine_summary: the summary entries naming Spark's application that every commit
+            records; :func:`register` registers a subclass that sets them.
     """
+
+    engine_summary: ClassVar[Mapping[str, str]] = {}
 
     @classmethod
     def name(cls) -> str:
@@ -287,7 +312,7 @@ class IcebergDataSource(DataSource):
         Returns:
             The writer: each task writes its rows with icepark's writer, the driver commits.
         """
-        return _Writer(self.options, overwrite)
+        return _Writer(self.options, overwrite, self.engine_summary)
 
     def streamReader(self, schema: SparkStructType) -> DataSourceStreamReader:
         """The streaming reader of a ``readStream`` query (Spark calls it); see
@@ -322,7 +347,7 @@ class IcebergDataSource(DataSource):
         """
         from icepark.spark.streaming.sink import IcebergStreamWriter
 
-        return IcebergStreamWriter(self.options, overwrite)
+        return IcebergStreamWriter(self.options, overwrite, self.engine_summary)
 
 
 def register(spark: SparkSession) -> None:
@@ -338,11 +363,18 @@ def register(spark: SparkSession) -> None:
     Raises:
         SparkSetupError: the session's Python workers cannot import icepark.
     """
+    from icepark.spark.runtime import spark_summary
     from icepark.spark.setup import prepare_session
 
     prepare_session(spark)
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")  # for option pushdown
-    spark.dataSource.register(IcebergDataSource)
+    # a class of its own, pickled with its attributes: commits run in Python workers
+    source = type(
+        "IcebergDataSource",
+        (IcebergDataSource,),
+        {"engine_summary": spark_summary(spark, None), "__doc__": IcebergDataSource.__doc__},
+    )
+    spark.dataSource.register(source)
 
 
 def _sql_string(value: str) -> str:

@@ -61,6 +61,7 @@ from icepark.errors import IceparkError, ValidationError
 from icepark.expressions import AlwaysTrue
 from icepark.io import FileIO, load_file_io
 from icepark.manifest import DataFile
+from icepark.spark.datasource import SNAPSHOT_PROPERTY_PREFIX
 from icepark.spark.runtime import local_property, spark_summary
 from icepark.spark.setup import mark_workers_checked
 from icepark.spark.tables import CATALOG_OPTION_KEYS, catalog_from_options
@@ -89,7 +90,6 @@ __all__ = [
 QUERY_ID_PROPERTY = "spark.sql.streaming.queryId"
 EPOCH_ID_PROPERTY = "spark.sql.streaming.epochId"
 _QUERY_ID_LOCAL_PROPERTY = "sql.streaming.queryId"  # Spark's StreamExecution.QUERY_ID_KEY
-_SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
 _JAVA_WRITE_OPTIONS = {
     "target-file-size-bytes": P.WRITE_TARGET_FILE_SIZE_BYTES.name,
     "compression-codec": P.PARQUET_COMPRESSION.name,
@@ -210,8 +210,8 @@ def sink_options(options: Mapping[str, str]) -> SinkOptions:
             properties[_JAVA_WRITE_OPTIONS[lowered]] = value
         elif lowered in P.ALL and lowered.startswith("write."):
             properties[lowered] = value
-        elif lowered.startswith(_SNAPSHOT_PROPERTY_PREFIX):
-            snapshot_properties[key[len(_SNAPSHOT_PROPERTY_PREFIX) :]] = value
+        elif lowered.startswith(SNAPSHOT_PROPERTY_PREFIX):
+            snapshot_properties[key[len(SNAPSHOT_PROPERTY_PREFIX) :]] = value
         elif lowered == "fanout-enabled":
             try:
                 fanout = P.parse_bool(value)
@@ -276,8 +276,11 @@ class _EpochFiles(WriterCommitMessage):
 class IcebergStreamWriter(DataSourceStreamArrowWriter):
     """``df.writeStream.format("icepark")``'s writer (see the module docstring)."""
 
-    def __init__(self, options: Mapping[str, str], overwrite: bool) -> None:
+    def __init__(
+        self, options: Mapping[str, str], overwrite: bool, engine: Mapping[str, str]
+    ) -> None:
         self.options = dict(options)
+        self.engine = dict(engine)  # Spark's application (IcebergDataSource.engine_summary)
         self.mode: OutputMode = "complete" if overwrite else "append"
         self.parsed = sink_options(options)
         table = _load(options)
@@ -329,7 +332,7 @@ class IcebergStreamWriter(DataSourceStreamArrowWriter):
             epoch_id=batchId,
             mode=self.mode,
             branch=self.parsed.branch,
-            snapshot_properties=self.parsed.snapshot_properties,
+            snapshot_properties={**self.engine, **self.parsed.snapshot_properties},
         )
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:

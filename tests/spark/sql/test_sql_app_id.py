@@ -64,3 +64,37 @@ def test_spark_writes_record_the_application_id_as_java(
     files = "SELECT DISTINCT sort_order_id FROM {t}.files"
     assert ispark.sql(any_spark, files.format(t="db.c"), ours).collect()[0][0] == 0
     assert refspark.rows(files.format(t=f"{java}.db.c")) == [[0]]
+
+
+def test_data_source_commits_record_the_application_id(any_spark: Any, tmp_path: Path) -> None:
+    """``format("icepark")`` commits run in a Python worker, without a session: the
+    registered data source carries the application's entries to them; a batch write's
+    ``snapshot-property.<key>`` options are recorded too, as Java's."""
+    from icepark import schema
+
+    catalog = load_catalog("dsapp", type="sql", uri=f"sqlite:///{tmp_path}/c.db",
+                           warehouse=str(tmp_path / "ice"))  # fmt: skip
+    catalog.create_namespace("db")
+    for name in ("db.batch", "db.stream"):
+        catalog.create_table(name, schema(("id", "long", False), ("data", "string", False)))
+    options = {"catalog.type": "sql", "catalog.uri": f"sqlite:///{tmp_path}/c.db",
+               "catalog.warehouse": str(tmp_path / "ice"), "catalog": "dsapp"}  # fmt: skip
+    rows = any_spark.createDataFrame([(1, "a"), (2, "b")], "id bigint, data string")
+    rows.write.format("icepark").options(**options, table="db.batch").option(
+        "snapshot-property.job", "nightly"
+    ).mode("append").save()
+    query = (
+        any_spark.readStream.format("icepark").options(**options, table="db.batch").load()
+        .writeStream.format("icepark").options(**options, table="db.stream")
+        .option("snapshot-property.job", "stream")
+        .option("checkpointLocation", str(tmp_path / "chk")).trigger(availableNow=True).start()
+    )  # fmt: skip
+    query.awaitTermination(300)
+    app = application_id(any_spark)
+    for name, job in (("db.batch", "nightly"), ("db.stream", "stream")):
+        snapshot = catalog.load_table(name).current_snapshot()
+        assert snapshot is not None and snapshot.summary is not None
+        summary = snapshot.summary
+        assert summary.get("spark.app.id") == summary.get("app-id") == app, summary
+        assert summary.get("engine-version") == any_spark.version
+        assert summary.get("job") == job
