@@ -80,7 +80,8 @@ def _java(refspark: Any, conf: dict[str, str], statements: list[str]) -> list[An
     return [r["rows"] for r in results]
 
 
-def test_views_shown_as_java_shows_them(spark: Any, refspark: Any, tmp_path: Path) -> None:
+def test_views_shown_as_java_shows_them(any_spark: Any, refspark: Any, tmp_path: Path) -> None:
+    spark = any_spark
     for creator in ("icepark", "java"):
         tmp = tmp_path / creator
         name = f"vs{next(_names)}"
