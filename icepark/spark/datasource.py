@@ -63,6 +63,7 @@ from pyspark.sql.types import StructType as SparkStructType
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysTrue, BooleanExpression, parse_filter
 from icepark.spark.filters import from_spark_filters
+from icepark.spark.runtime import snapshot_properties
 from icepark.spark.tables import catalog_from_options, resolve_catalog
 from icepark.spark.types import cast_to_spark_arrow, spark_arrow_schema, to_spark_schema
 from icepark.table import Table
@@ -77,9 +78,6 @@ try:  # Spark 4.1+: writers that receive Arrow batches
     from pyspark.sql.datasource import DataSourceArrowWriter as _WriterBase
 except ImportError:  # pragma: no cover - older Spark
     _WriterBase = DataSourceWriter  # type: ignore[misc, assignment]
-
-
-SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
 
 
 def _lower(options: Mapping[str, str]) -> dict[str, str]:
@@ -171,16 +169,6 @@ class _Written(WriterCommitMessage):
     files: bytes
 
 
-def snapshot_properties(options: Mapping[str, str], engine: Mapping[str, str]) -> dict[str, str]:
-    """The summary entries of a commit of the data source: ``engine`` (Spark's application,
-    from :func:`register`), then the options' ``snapshot-property.<key>`` ones."""
-    props = dict(engine)
-    for key, value in options.items():
-        if key.lower().startswith(SNAPSHOT_PROPERTY_PREFIX):
-            props[key[len(SNAPSHOT_PROPERTY_PREFIX) :]] = value
-    return props
-
-
 class _Writer(_WriterBase):
     def __init__(
         self, options: Mapping[str, str], overwrite: bool, engine: Mapping[str, str]
@@ -190,7 +178,7 @@ class _Writer(_WriterBase):
             raise ValidationError(f"Table {table.name} was opened from a metadata file: read-only")
         self.options = dict(options)
         self.overwrite = overwrite
-        self.summary = snapshot_properties(options, engine)
+        self.summary = {**engine, **snapshot_properties(options)}
         self.io = table.io
         self.metadata = table.metadata
         self.write_uuid = str(uuid.uuid4())

@@ -28,7 +28,8 @@ both kinds share:
   cannot infer a schema from no rows).
 - :func:`application_id` and :func:`spark_summary`: Spark's application id and version, which
   every snapshot a Spark write commits records (``spark.app.id``, ``app-id``,
-  ``engine-name``, ``engine-version``, as Java's do).
+  ``engine-name``, ``engine-version``, as Java's do); :func:`snapshot_properties`, the
+  entries a write's ``snapshot-property.<key>`` options add.
 - :func:`local_property`: a Spark job property, classic sessions only (None on Connect).
 - :func:`set_log_level`: the JVM's log level where this process owns it.
 - :class:`UnsupportedOnConnectError`: what a feature that cannot work on a Connect session
@@ -63,6 +64,8 @@ __all__ = [
     "task_frame",
     "application_id",
     "spark_summary",
+    "snapshot_properties",
+    "SNAPSHOT_PROPERTY_PREFIX",
 ]
 
 _LOG = logging.getLogger(__name__)
@@ -147,6 +150,20 @@ def spark_summary(spark: SparkSession, props: Mapping[str, str] | None) -> dict[
     if app:
         out.update({"app-id": app, "spark.app.id": app})
     return {**out, **dict(props or {})}
+
+
+SNAPSHOT_PROPERTY_PREFIX = "snapshot-property."
+
+
+def snapshot_properties(options: Mapping[str, str]) -> dict[str, str]:
+    """The snapshot summary entries a write's options give, ``snapshot-property.<key>``
+    (Java's ``SparkWriteOptions.SNAPSHOT_PROPERTY_PREFIX``)."""
+    n = len(SNAPSHOT_PROPERTY_PREFIX)
+    return {
+        key[n:]: value
+        for key, value in options.items()
+        if key.lower().startswith(SNAPSHOT_PROPERTY_PREFIX)
+    }
 
 
 def _range_partitions(spark: SparkSession) -> int:

@@ -61,8 +61,7 @@ from icepark.errors import IceparkError, ValidationError
 from icepark.expressions import AlwaysTrue
 from icepark.io import FileIO, load_file_io
 from icepark.manifest import DataFile
-from icepark.spark.datasource import SNAPSHOT_PROPERTY_PREFIX
-from icepark.spark.runtime import local_property, spark_summary
+from icepark.spark.runtime import SNAPSHOT_PROPERTY_PREFIX, local_property, spark_summary
 from icepark.spark.setup import mark_workers_checked
 from icepark.spark.tables import CATALOG_OPTION_KEYS, catalog_from_options
 from icepark.spark.write.writer import WritePath
