@@ -20,6 +20,7 @@ register_table                     ``Catalog.register_table``
 ancestors_of                       ``TableMetadata.ancestors_of``
 create_changelog_view              ``icepark.table.incremental.changelog`` (a temp view)
 compute_table_stats                ``icepark.spark.maintenance.compute_table_stats``
+rewrite_table_path                 ``Table.rewrite_table_path`` (no Spark job)
 =================================  ================================================
 
 The output is a DataFrame with Java's schema. An unknown procedure is an
@@ -438,6 +439,17 @@ def _compute_partition_stats(ctx: _Context) -> list[tuple[Any, ...]]:
     return [] if statistics is None else [(statistics.statistics_path,)]
 
 
+def _rewrite_table_path(ctx: _Context) -> list[tuple[Any, ...]]:
+    result = ctx.table().rewrite_table_path(
+        ctx.args["source_prefix"],
+        ctx.args["target_prefix"],
+        start_version=ctx.args.get("start_version"),
+        end_version=ctx.args.get("end_version"),
+        staging_location=ctx.args.get("staging_location"),
+    )
+    return [(result.latest_version, result.file_list_location)]
+
+
 def _snapshot(ctx: _Context) -> list[tuple[Any, ...]]:
     from icepark.spark.maintenance.snapshot_table import snapshot_table
 
@@ -632,11 +644,23 @@ PROCEDURES: dict[str, _Procedure] = {
         (("partition_statistics_file", "string", True),),
         _compute_partition_stats,
     ),
+    "rewrite_table_path": _Procedure(
+        (
+            _TABLE,
+            Param("source_prefix", "string", True),
+            Param("target_prefix", "string", True),
+            Param("start_version", "string"),
+            Param("end_version", "string"),
+            Param("staging_location", "string"),
+        ),
+        (("latest_version", "string", True), ("file_list_location", "string", True)),
+        _rewrite_table_path,
+    ),
 }
 
 
 # Java's other procedures (Iceberg 1.10's SparkProcedures)
-_JAVA_ONLY = ("migrate", "rewrite_table_path")
+_JAVA_ONLY = ("migrate",)
 
 
 def _procedure_name(call: A.Call, catalog_name: str) -> str:
