@@ -414,3 +414,31 @@ def test_gzip_metadata_stays_gzip(tmp_path: Path) -> None:
     assert all(p.read_bytes()[:2] == b"\x1f\x8b" for p in versions)
     copied = Table.from_metadata(result.latest_metadata_location)
     assert copied.scan().to_arrow().column("id").to_pylist() == [1]
+
+
+@pytest.mark.parametrize("file_format", ["avro", "orc", "parquet"])
+def test_position_delete_files_of_each_format(tmp_path: Path, file_format: str) -> None:
+    """Position delete files in each format are rewritten in it, their ``file_path`` column
+    moved: the copy applies them (icepark reads it as the original)."""
+    catalog = FileSystemCatalog("pd", warehouse=str(tmp_path / "wh"))
+    catalog.create_namespace("db")
+    table = catalog.create_table(
+        "db.t",
+        pa.schema([("id", pa.int64()), ("cat", pa.string())]),
+        partition_by=["cat"],
+        properties={
+            "write.delete.mode": "merge-on-read",
+            "write.delete.format.default": file_format,
+        },
+    )
+    table.append(pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "cat": list("aabb")}))
+    table.delete("id = 2 or id = 3")
+    deletes = [f for f in table.inspect.delete_files().column("file_path").to_pylist()]
+    assert deletes and all(p.endswith(f".{file_format}") for p in deletes)
+    result = table.rewrite_table_path(table.location, f"{tmp_path}/copy")
+    pairs = _copy(result.file_list_location)
+    staged = [t for s, t in pairs if s.startswith(result.staging_location) and "/data/" in t]
+    assert len(staged) == len(deletes)
+    copied = Table.from_metadata(result.latest_metadata_location)
+    assert sorted(copied.scan().to_arrow().column("id").to_pylist()) == [1, 4]
+    assert _naming(tmp_path / "copy", str(tmp_path / "wh")) == []
