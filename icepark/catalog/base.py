@@ -15,7 +15,6 @@ transaction); the others refuse with ``UnsupportedOperationError``, as Java's do
 
 from __future__ import annotations
 
-import gzip
 import re
 import uuid
 from abc import ABC, abstractmethod
@@ -47,13 +46,13 @@ from icepark.io import FileIO, load_file_io
 from icepark.spec import properties as P
 from icepark.spec.builder import MetadataBuilder
 from icepark.spec.locations import check_location, check_location_properties
-from icepark.spec.metadata import TableMetadata, table_metadata_to_json
+from icepark.spec.metadata import TableMetadata
 from icepark.spec.new_table import creation_updates, new_table_metadata
 from icepark.spec.partitioning import build_partition_spec
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import build_sort_order
 from icepark.spec.updates import AssertCreate, TableRequirement, TableUpdate
-from icepark.table.interface import CommitResult, read_table_metadata
+from icepark.table.interface import CommitResult, read_table_metadata, write_table_metadata
 from icepark.table.table import Table
 
 if TYPE_CHECKING:
@@ -787,10 +786,7 @@ class Catalog(ViewCatalog, ABC):
         return ".gz.metadata.json" if codec == "gzip" else ".metadata.json"
 
     def _write_metadata(self, metadata: TableMetadata, location: str) -> None:
-        data = table_metadata_to_json(metadata).encode("utf-8")
-        if location.endswith(".gz.metadata.json"):
-            data = gzip.compress(data, mtime=0)
-        self.io.new_output(location).write_bytes(data, overwrite=False)
+        write_table_metadata(self.io, location, metadata)
 
     def _delete_old_metadata(self, base: TableMetadata, new: TableMetadata) -> None:
         """After a commit, with ``write.metadata.delete-after-commit.enabled`` (read from the

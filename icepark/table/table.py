@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from icepark.table.maintenance.expire_snapshots import ExpireSnapshotsResult
     from icepark.table.maintenance.remove_orphan_files import RemoveOrphanFilesResult
     from icepark.table.maintenance.rewrite_manifests import RewriteManifestsResult
+    from icepark.table.maintenance.rewrite_table_path import RewriteTablePathResult
     from icepark.table.transaction import Transaction
     from icepark.table.update.schema import UpdateSchema
     from icepark.table.update.sort_order import ReplaceSortOrder
@@ -1219,6 +1220,50 @@ class Table:
         from icepark.table.maintenance.partition_stats import compute_partition_stats
 
         return compute_partition_stats(self, snapshot_id)
+
+    def rewrite_table_path(
+        self,
+        source_prefix: str,
+        target_prefix: str,
+        *,
+        start_version: str | None = None,
+        end_version: str | None = None,
+        staging_location: str | None = None,
+    ) -> RewriteTablePathResult:
+        """Stage a copy of the table's metadata with every path under ``source_prefix`` moved
+        under ``target_prefix``, and the list of files to copy there (Java's
+        ``rewrite_table_path``); nothing of the table changes. Copy each ``source,target``
+        line of the file list, then register ``latest_metadata_location``. See
+        :mod:`icepark.table.maintenance.rewrite_table_path`.
+
+        Args:
+            source_prefix: the prefix to replace (e.g. the table's location).
+            target_prefix: what replaces it.
+            start_version: a metadata file name of the metadata log: only the versions after
+                it are rewritten, and only the files added since are listed (default: all).
+            end_version: the last version to rewrite (default: the current metadata file).
+            staging_location: where the rewritten files go (default: a new
+                ``copy-table-staging-<uuid>/`` folder beside the current metadata file).
+
+        Returns:
+            ``latest_version`` (the end version's file name), ``file_list_location``,
+            ``staging_location`` and ``latest_metadata_location`` (the end version at the
+            target).
+
+        Raises:
+            ValidationError: an empty or equal prefix, a version not in the metadata log, a
+                path not under ``source_prefix`` (named); what was staged is removed.
+        """
+        from icepark.table.maintenance.rewrite_table_path import rewrite_table_path
+
+        return rewrite_table_path(
+            self,
+            source_prefix,
+            target_prefix,
+            start_version=start_version,
+            end_version=end_version,
+            staging_location=staging_location,
+        )
 
     def add_files(
         self, paths: str | Sequence[str], check_duplicate_files: bool = True

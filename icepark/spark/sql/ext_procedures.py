@@ -23,6 +23,7 @@ compute_table_stats                ``icepark.spark.maintenance.compute_table_sta
 compute_partition_stats            ``Table.compute_partition_stats``
 snapshot                           ``icepark.spark.maintenance.snapshot_table``
 migrate                            ``icepark.spark.maintenance.migrate_table``
+rewrite_table_path                 ``Table.rewrite_table_path`` (no Spark job)
 =================================  ================================================
 
 The output is a DataFrame with Java's schema. An unknown procedure is an
@@ -441,6 +442,17 @@ def _compute_partition_stats(ctx: _Context) -> list[tuple[Any, ...]]:
     return [] if statistics is None else [(statistics.statistics_path,)]
 
 
+def _rewrite_table_path(ctx: _Context) -> list[tuple[Any, ...]]:
+    result = ctx.table().rewrite_table_path(
+        ctx.args["source_prefix"],
+        ctx.args["target_prefix"],
+        start_version=ctx.args.get("start_version"),
+        end_version=ctx.args.get("end_version"),
+        staging_location=ctx.args.get("staging_location"),
+    )
+    return [(result.latest_version, result.file_list_location)]
+
+
 def _snapshot(ctx: _Context) -> list[tuple[Any, ...]]:
     from icepark.spark.maintenance.snapshot_table import snapshot_table
 
@@ -672,11 +684,21 @@ PROCEDURES: dict[str, _Procedure] = {
         (("partition_statistics_file", "string", True),),
         _compute_partition_stats,
     ),
+    "rewrite_table_path": _Procedure(
+        (
+            _TABLE,
+            Param("source_prefix", "string", True),
+            Param("target_prefix", "string", True),
+            Param("start_version", "string"),
+            Param("end_version", "string"),
+            Param("staging_location", "string"),
+        ),
+        (("latest_version", "string", True), ("file_list_location", "string", True)),
+        _rewrite_table_path,
+    ),
 }
 
 
-# Java's other procedures (Iceberg 1.10's SparkProcedures)
-_JAVA_ONLY = ("rewrite_table_path",)
 # procedures whose source is a table of Spark's session catalog, which Java's users call on
 # that catalog (``CALL spark_catalog.system.migrate(...)``)
 _SESSION = ("migrate", "snapshot")
@@ -690,12 +712,8 @@ def _procedure_name(call: A.Call, catalog_name: str) -> str:
         parts = parts[1:]
     if len(parts) == 2 and parts[0].lower() == "system" and parts[1].lower() in PROCEDURES:
         return parts[1].lower()
-    java_only = len(parts) == 2 and parts[1].lower() in _JAVA_ONLY
     raise UnknownProcedureError(
-        ".".join(call.procedure),
-        [f"system.{n}" for n in sorted(PROCEDURES)],
-        call.sql,
-        "a procedure of Java's Iceberg that icepark does not run" if java_only else "",
+        ".".join(call.procedure), [f"system.{n}" for n in sorted(PROCEDURES)], call.sql
     )
 
 

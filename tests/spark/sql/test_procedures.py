@@ -297,6 +297,17 @@ def table(catalog: Any) -> Table:
             "retain_last",
         ),
         ("CALL system.set_current_snapshot('db.e')", ProcedureArgumentError, "snapshot_id"),
+        (
+            "CALL system.rewrite_table_path('db.e', '/nowhere', '/elsewhere')",
+            ValidationError,
+            "does not start with /nowhere/",
+        ),
+        ("CALL system.rewrite_table_path('db.e', '/nowhere')", ProcedureArgumentError, "target"),
+        (
+            "CALL system.rewrite_table_path('db.e', '/a', '/b', end_version => 'v9.metadata.json')",
+            ValidationError,
+            "v9.metadata.json",
+        ),
         ("CALL system.rollback_to_snapshot('db.e', 42)", Exception, "42"),
         ("CALL system.rollback_to_snapshot('db.nope', 42)", Exception, "nope"),
     ],
@@ -417,3 +428,48 @@ def test_compute_partition_stats_registers_the_file(any_spark: Any, catalog: Any
     (row,) = ispark.sql(any_spark, call, catalog).collect()
     (registered,) = catalog.load_table("db.ps").metadata.partition_statistics
     assert row[0] == registered.statistics_path and registered.snapshot_id == snapshot_id
+
+
+def test_rewrite_table_path_stages_a_copy(spark: Any, catalog: Any, tmp_path: Path) -> None:
+    """``CALL system.rewrite_table_path``: Java's output columns, the end version's name and
+    the file list, whose files once copied make a table that reads as the original (judged
+    against Java in tests/table/maintenance/test_rewrite_table_path.py); with a start version
+    only the versions after it are listed. Nothing of the table changes."""
+    import shutil
+
+    import pyarrow as pa
+
+    from icepark import spark as ispark
+
+    table = catalog.create_table("db.rtp", pa.schema([("id", pa.int64())]))
+    for ids in ([1, 2], [3]):
+        table.append(pa.table({"id": pa.array(ids, pa.int64())}))
+    table = catalog.load_table("db.rtp")
+    before = table.metadata_location
+    target, stage = tmp_path / "copy", tmp_path / "stage"
+    call = (
+        f"CALL system.rewrite_table_path(table => 'db.rtp', source_prefix => '{table.location}',"
+        f" target_prefix => '{target}', staging_location => '{stage}'{{}})"
+    )
+    result = ispark.sql(spark, call.format(""), catalog)
+    assert [(f.name, f.dataType.simpleString(), f.nullable) for f in result.schema] == [
+        ("latest_version", "string", True),
+        ("file_list_location", "string", True),
+    ]
+    ((latest, file_list),) = result.collect()
+    assert latest == Path(before).name and file_list == f"{stage}/file-list"
+    for line in Path(file_list).read_text().splitlines():
+        source, copy = line.split(",")
+        Path(copy).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, copy)
+    copied = Table.from_metadata(f"{target}/metadata/{latest}")
+    assert sorted(copied.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
+    assert catalog.load_table("db.rtp").metadata_location == before
+
+    previous = Path(table.metadata.metadata_log[-1].metadata_file).name
+    start = f", start_version => '{previous}'"
+    ((again, file_list),) = ispark.sql(spark, call.format(start), catalog).collect()
+    versions = [
+        line for line in Path(file_list).read_text().splitlines() if ".metadata.json" in line
+    ]
+    assert again == latest and versions == [f"{stage}/metadata/{latest},{target}/metadata/{latest}"]
