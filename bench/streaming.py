@@ -81,9 +81,10 @@ def ensure_appends_table(warehouse: Path, small: bool) -> str:
     return name
 
 
-def _until_batches(query: Any, batches: int, timeout: float = 1800) -> None:
+def _until_batches(query: Any, batches: int, timeout: float = 1800, poll: float = 0.05) -> None:
     """Until ``batches`` micro-batches have completed (Spark reports a batch's progress when
-    it ends; batches run back to back, so the query is then stopped mid-batch)."""
+    it ends; batches run back to back, so the query is then stopped mid-batch), asking every
+    ``poll`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
         progress = query.lastProgress
@@ -93,7 +94,7 @@ def _until_batches(query: Any, batches: int, timeout: float = 1800) -> None:
             raise RuntimeError(str(query.exception()))
         if time.monotonic() > deadline:
             raise RuntimeError("timed out")
-        time.sleep(0.05)
+        time.sleep(poll)
 
 
 def _stop_idle(query: Any) -> None:

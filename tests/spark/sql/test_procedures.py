@@ -430,7 +430,7 @@ def test_compute_partition_stats_registers_the_file(any_spark: Any, catalog: Any
     assert row[0] == registered.statistics_path and registered.snapshot_id == snapshot_id
 
 
-def test_rewrite_table_path_stages_a_copy(spark: Any, catalog: Any, tmp_path: Path) -> None:
+def test_rewrite_table_path_stages_a_copy(any_spark: Any, catalog: Any, tmp_path: Path) -> None:
     """``CALL system.rewrite_table_path``: Java's output columns, the end version's name and
     the file list, whose files once copied make a table that reads as the original (judged
     against Java in tests/table/maintenance/test_rewrite_table_path.py); with a start version
@@ -451,7 +451,7 @@ def test_rewrite_table_path_stages_a_copy(spark: Any, catalog: Any, tmp_path: Pa
         f"CALL system.rewrite_table_path(table => 'db.rtp', source_prefix => '{table.location}',"
         f" target_prefix => '{target}', staging_location => '{stage}'{{}})"
     )
-    result = ispark.sql(spark, call.format(""), catalog)
+    result = ispark.sql(any_spark, call.format(""), catalog)
     assert [(f.name, f.dataType.simpleString(), f.nullable) for f in result.schema] == [
         ("latest_version", "string", True),
         ("file_list_location", "string", True),
@@ -468,7 +468,7 @@ def test_rewrite_table_path_stages_a_copy(spark: Any, catalog: Any, tmp_path: Pa
 
     previous = Path(table.metadata.metadata_log[-1].metadata_file).name
     start = f", start_version => '{previous}'"
-    ((again, file_list),) = ispark.sql(spark, call.format(start), catalog).collect()
+    ((again, file_list),) = ispark.sql(any_spark, call.format(start), catalog).collect()
     versions = [
         line for line in Path(file_list).read_text().splitlines() if ".metadata.json" in line
     ]
