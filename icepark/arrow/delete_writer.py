@@ -38,6 +38,7 @@ from icepark.spec.metadata_columns import (
     DELETE_FILE_POS_FIELD_ID,
     POS_FIELD_ID,
 )
+from icepark.spec.partitioning import PartitionSpec
 from icepark.spec.schema import Schema
 from icepark.spec.sorting import UNSORTED_ORDER
 from icepark.spec.types import LongType, NestedField, StringType
@@ -176,15 +177,21 @@ def write_deletion_vectors(
 
 
 def write_equality_delete_files(
-    io: FileIO, metadata: TableMetadata, rows: pa.Table, equality_ids: Sequence[int]
+    io: FileIO,
+    metadata: TableMetadata,
+    rows: pa.Table,
+    equality_ids: Sequence[int],
+    spec: PartitionSpec | None = None,
 ) -> list[DataFile]:
     """Equality delete files matching on ``equality_ids`` for ``rows`` (columns named as the
-    table's, holding at least the equality columns and the current spec's partition source
-    columns; the files keep only those), partitioned by the table's current spec."""
+    table's, holding at least the equality columns and the spec's partition source columns;
+    the files keep only those), partitioned by ``spec`` (default: the table's current one;
+    a delete applies only to data files of its own spec and partition, or to all when its
+    spec is unpartitioned)."""
     if rows.num_rows == 0:
         return []
     schema = metadata.schema()
-    spec = metadata.spec()
+    spec = spec or metadata.spec()
     ids = {*equality_ids, *(f.source_id for f in spec.fields)}
     names = [n for fid in sorted(ids) if (n := schema.find_column_name(fid)) is not None]
     pruned = schema.select(names)

@@ -15,8 +15,11 @@
   ``U`` rows (without ``op_column``). The data and the deletes share the snapshot's
   sequence number and an equality delete only applies to older data, so the new rows are
   not deleted by their own commit. Each key should appear at most once per call. On a
-  partitioned table an equality delete only applies within its row's partition, so the
-  partition must be a function of the key (as for Flink's upserts).
+  partitioned table an equality delete only applies within its row's partition and spec, so
+  the partition must be a function of the key (as for Flink's upserts), under every spec
+  that still has live data files: after a partition change the deletes are written once per
+  such spec (Flink's writer writes them in the current spec only, which leaves the old rows
+  of files written before the change).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from icepark.arrow.delete_writer import write_equality_delete_files
 from icepark.errors import ValidationError
 from icepark.expressions import AlwaysFalse, BooleanExpression, and_, col, or_
 from icepark.io import FileIO
+from icepark.manifest import DataFile, ManifestContent
+from icepark.planning.walk import manifests_of
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH
@@ -154,7 +159,7 @@ def upsert_action(
         ids = [metadata.schema().find_field_id(k) for k in keys]
         files = write_arrow(io, metadata, table)
         try:
-            deletes = write_equality_delete_files(io, metadata, table, ids)
+            deletes = _equality_deletes(io, metadata, table, ids, branch)
         except BaseException:
             _remove(io, [f.file_path for f in files])
             raise
@@ -205,12 +210,35 @@ def apply_changes_action(
     ids = [metadata.schema().find_field_id(k) for k in keys]
     files = write_arrow(io, metadata, added) if added.num_rows else []
     try:
-        deletes = write_equality_delete_files(io, metadata, removed, ids)
+        deletes = _equality_deletes(io, metadata, removed, ids, branch)
     except BaseException:
         _remove(io, [f.file_path for f in files])
         raise
     validate = _no_conflicting_data(io, metadata, branch, _key_filter(removed, keys), "merge")
     return RowDeltaAction(io, files, deletes, branch, dict(snapshot_properties or {}), validate)
+
+
+def _equality_deletes(
+    io: FileIO, metadata: TableMetadata, rows: pa.Table, ids: list[int], branch: str
+) -> list[DataFile]:
+    """Equality delete files for ``rows``: one set partitioned by the current spec, and one
+    by each older spec that still has live data files on ``branch``. A delete applies only
+    to data files of its own spec and partition (the spec's rule), so after a partition
+    change the rows of files written under the old spec would otherwise stay."""
+    specs = {metadata.default_spec_id}
+    for manifest in manifests_of(io, metadata.branch_head(branch), ManifestContent.DATA):
+        if manifest.has_added_files or manifest.has_existing_files:
+            specs.add(manifest.partition_spec_id)
+    written: list[DataFile] = []
+    try:
+        for spec_id in sorted(specs, key=lambda s: s != metadata.default_spec_id):
+            spec = metadata.spec_by_id(spec_id)
+            if spec is not None:
+                written += write_equality_delete_files(io, metadata, rows, ids, spec)
+    except BaseException:
+        _remove(io, [f.file_path for f in written])
+        raise
+    return written
 
 
 def _no_conflicting_data(
