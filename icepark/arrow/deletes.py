@@ -27,8 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icepark.arrow.reader import DEFAULT_BATCH_SIZE, read_data_file
-from icepark.arrow.schema import schema_to_arrow
+from icepark.arrow.reader import DEFAULT_BATCH_SIZE, read_data_file, read_file_table
 from icepark.errors import UnsupportedOperationError, ValidationError
 from icepark.expressions import Expression
 from icepark.io.fileio import FileIO
@@ -166,16 +165,7 @@ def _load_position_file(io: FileIO, f: DataFile) -> dict[str, np.ndarray]:
         paths = _column_by_id(table, DELETE_FILE_PATH_FIELD_ID, "file_path").combine_chunks()
         pos = _column_by_id(table, DELETE_FILE_POS_FIELD_ID, "pos").to_numpy().astype(np.int64)
     else:  # Avro and ORC through the one data file reader
-        batches = read_data_file(
-            io,
-            f,
-            projected_schema=_POSITION_SCHEMA,
-            table_schema=_POSITION_SCHEMA,
-            partition_spec=None,
-            row_filter=None,
-            name_mapping=_POSITION_MAPPING,
-        )
-        table = pa.Table.from_batches(list(batches), schema=schema_to_arrow(_POSITION_SCHEMA))
+        table = read_file_table(io, f, _POSITION_SCHEMA, name_mapping=_POSITION_MAPPING)
         paths = table.column(0).combine_chunks()
         pos = table.column(1).to_numpy().astype(np.int64)
     encoded = pc.dictionary_encode(paths)
@@ -193,18 +183,7 @@ def _load_equality_file(
     if not ids:
         raise ValidationError(f"Equality delete file {f.file_path} has no equality field ids")
     read_schema = _equality_schema(schema, ids, f.file_path)
-    batches = list(
-        read_data_file(
-            io,
-            f,
-            projected_schema=read_schema,
-            table_schema=schema,
-            partition_spec=None,
-            row_filter=None,
-            name_mapping=name_mapping,
-        )
-    )
-    table = pa.Table.from_batches(batches, schema=schema_to_arrow(read_schema))
+    table = read_file_table(io, f, read_schema, table_schema=schema, name_mapping=name_mapping)
     keys = pa.table({str(i): _extract(table, schema, fid) for i, fid in enumerate(ids)})
     return keys.group_by(keys.column_names, use_threads=False).aggregate([])
 

@@ -91,7 +91,7 @@ from icepark.spec.types import (
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
 
-__all__ = ["DEFAULT_BATCH_SIZE", "read_data_file", "file_schema_with_ids"]
+__all__ = ["DEFAULT_BATCH_SIZE", "read_data_file", "read_file_table", "file_schema_with_ids"]
 
 DEFAULT_BATCH_SIZE = 131072
 
@@ -159,6 +159,29 @@ def read_data_file(
 
 
 # -- reading -----------------------------------------------------------------------------------
+
+
+def read_file_table(
+    io: FileIO,
+    data_file: DataFile,
+    schema: Schema,
+    *,
+    table_schema: Schema | None = None,
+    name_mapping: NameMapping | None = None,
+) -> pa.Table:
+    """Every row of one file (a delete file, a file of rows icepark wrote) as one Arrow table
+    of ``schema``: :func:`read_data_file` with no partition and no filter, ``table_schema``
+    defaulting to ``schema``."""
+    batches = read_data_file(
+        io,
+        data_file,
+        projected_schema=schema,
+        table_schema=table_schema or schema,
+        partition_spec=None,
+        row_filter=None,
+        name_mapping=name_mapping,
+    )
+    return pa.Table.from_batches(list(batches), schema=schema_to_arrow(schema))
 
 
 def _type_at(schema: pa.Schema, path: tuple[str, ...]) -> pa.DataType:

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from icepark.arrow.deletes import DeleteCache
-from icepark.arrow.reader import read_data_file
+from icepark.arrow.reader import read_file_table
 from icepark.arrow.schema import schema_to_arrow, type_to_arrow
 from icepark.manifest import ManifestContent
 from icepark.planning.walk import manifests_of, parallel_map, read_entries_table
@@ -116,14 +116,5 @@ def _read_one(
             ],
             schema=arrow_schema,
         )
-    batches = read_data_file(
-        ctx.io,
-        delete_file,
-        projected_schema=file_schema,
-        table_schema=file_schema,
-        partition_spec=None,
-        row_filter=None,
-        name_mapping=None,
-    )
-    read = pa.Table.from_batches(list(batches), schema=schema_to_arrow(file_schema))
+    read = read_file_table(ctx.io, delete_file, file_schema)
     return pa.Table.from_arrays(read.columns, schema=arrow_schema)

@@ -35,9 +35,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icepark.arrow.reader import read_data_file
+from icepark.arrow.reader import read_file_table
 from icepark.arrow.rows_file import write_rows
-from icepark.arrow.schema import schema_to_arrow
 from icepark.errors import IceparkError, ValidationError
 from icepark.io import FileIO
 from icepark.manifest import (
@@ -176,16 +175,7 @@ class PathMover:
             return rows, _POSITIONS  # (Parquet keeps the Arrow schema's field ids)
         row_type = self.metadata.schema().as_struct()
         schema = Schema(*_POSITIONS.fields, NestedField(DELETE_FILE_ROW_FIELD_ID, "row", row_type))
-        batches = read_data_file(
-            self.io,
-            delete_file,
-            projected_schema=schema,
-            table_schema=schema,
-            partition_spec=None,
-            row_filter=None,
-            name_mapping=None,
-        )
-        rows = pa.Table.from_batches(list(batches), schema=schema_to_arrow(schema))
+        rows = read_file_table(self.io, delete_file, schema)
         if rows.column("row").null_count == rows.num_rows:
             return rows.drop_columns(["row"]), _POSITIONS
         return rows, schema
