@@ -71,6 +71,7 @@ __all__ = [
     "changes_since",
     "live_entries",
     "live_manifests",
+    "manifests_at_once",
     "manifests_of",
     "parallel_map",
     "read_entries",
@@ -367,11 +368,12 @@ def scan_columns(
             rows = rows[matcher.metrics_match_rows(columns, rows)]
         return manifest, columns, rows
 
-    yield from parallel_map(read, manifests, _columns_at_once(manifests, workers))
+    yield from parallel_map(read, manifests, manifests_at_once(manifests, workers))
 
 
-def _columns_at_once(manifests: Sequence[ManifestFile], workers: int) -> int:
-    """How many manifests :func:`scan_columns` decodes at once: as many as the cores for
+def manifests_at_once(manifests: Sequence[ManifestFile], workers: int = DEFAULT_WORKERS) -> int:
+    """How many manifests to decode at once (:func:`scan_columns`, rewrites of every
+    manifest): as many as the cores for
     local files (decoding is CPU-bound and local reads are quick; one more held 15 MB more
     at the point query's peak on the 1M-file table, 255 against 240 MB, in no less time; at
     most ``workers``: a Spark task planning on one core decodes one at a time), else as many as
