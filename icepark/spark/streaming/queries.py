@@ -24,10 +24,23 @@ from icepark.errors import ValidationError
 from icepark.spark.datasource import SOURCE_NAME, catalog_options, register
 from icepark.spark.runtime import is_connect
 from icepark.spark.setup import prepare_session
-from icepark.spark.streaming.sink import BatchCommitter, OutputMode, TableRef, sink_options
+from icepark.spark.streaming.sink import (
+    BatchCommitter,
+    OutputMode,
+    SinkOptions,
+    TableRef,
+    sink_options,
+    with_write_properties,
+)
 from icepark.spark.streaming.source import stream_options
 from icepark.spark.tables import resolve_table
-from icepark.spark.write.writer import WritePath
+from icepark.spark.write.writer import (
+    WritePath,
+    align_to_schema,
+    distribute,
+    fanout_enabled,
+    python_partition_columns,
+)
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table import Table
 
@@ -104,6 +117,9 @@ def write_stream(
     :func:`icepark.spark.write` writes, and a batch Spark replays after a crash is not
     committed twice (its query id and epoch are in the snapshot summaries).
 
+    On a classic session a ``foreachBatch`` function writes each batch; on a Spark Connect
+    session the ``icepark`` data source's stream writer does, except where ``path`` says.
+
     Args:
         df: a streaming DataFrame; its columns match the table's by name.
         table: a Table, or a name looked up in ``catalog``.
@@ -122,7 +138,11 @@ def write_stream(
         options: the sink's options: Java's write options (``target-file-size-bytes``,
             ``compression-codec``, ``distribution-mode``...), ``write.*`` table properties
             for this query, ``snapshot-property.<key>`` for the snapshot summaries.
-        path: ``"auto"``, ``"native"`` (Spark's Parquet writer) or ``"python"``.
+        path: ``"auto"``, ``"native"`` (Spark's Parquet writer) or ``"python"``
+            (icepark's Arrow writer). On a Spark Connect session, ``auto`` and ``python``
+            write through the ``icepark`` data source's stream writer (the python path,
+            without the Python process a server starts for each ``foreachBatch`` query)
+            unless the table has a sort order or fan-out is off.
 
     Returns:
         The started query (``query.awaitTermination()``, ``query.stop()``).
@@ -146,8 +166,76 @@ def write_stream(
         raise ValidationError(f"Table {resolved.name} was opened from a metadata file: read-only")
     if branch != MAIN_BRANCH and resolved.metadata.ref(branch) is None:
         raise ValidationError(f"Cannot find branch {branch!r} in table {resolved.name}")
+    # checked here, once per server, and not by the batches: on Connect they run in a process
+    # the server starts with its workers' interpreter (BatchCommitter.__setstate__)
+    prepare_session(df.sparkSession)
 
-    load = TableRef(resolved, catalog_options(resolved.catalog))
+    if is_connect(df) and _through_data_source(resolved, parsed, path):
+        writer = _data_source_writer(df, resolved, opts, mode, checkpoint_location)
+    else:
+        writer = _batch_writer(df, resolved, parsed, mode, path, checkpoint_location, query_name)
+    if query_name:
+        writer = writer.queryName(query_name)
+    if trigger:
+        writer = writer.trigger(**trigger)
+    return _start(writer, resolved.name) if is_connect(df) else writer.start()
+
+
+def _through_data_source(table: Table, parsed: SinkOptions, path: WritePath) -> bool:
+    """Whether a Connect session's :func:`write_stream` writes through the ``icepark`` data
+    source's stream writer (icepark's Arrow writer in the server's Python workers) rather
+    than a ``foreachBatch`` function: unless ``path`` is ``native``, the table has a sort
+    order or fan-out is off, since a streaming DataFrame cannot be sorted.
+
+    A Connect server starts a Python process of its own for each ``foreachBatch`` query,
+    about 2 s of every start here; the data source's writer needs none (bench/README.md,
+    "Spark Connect")."""
+    if path == "native":
+        return False
+    metadata = with_write_properties(table.metadata, parsed.properties)
+    fanout = parsed.fanout if parsed.fanout is not None else fanout_enabled(metadata)
+    return fanout and metadata.sort_order().is_unsorted
+
+
+def _data_source_writer(
+    df: DataFrame,
+    table: Table,
+    options: Mapping[str, str],
+    mode: OutputMode,
+    checkpoint_location: str | None,
+) -> Any:
+    """``df`` aligned to the table's schema and spread by its distribution mode, as the
+    python path of :func:`icepark.spark.write` lays out a batch, into the data source's
+    stream writer (:class:`~icepark.spark.streaming.sink.IcebergStreamWriter`)."""
+    spark = df.sparkSession
+    register(spark)  # the data source, carrying this session's application
+    metadata = with_write_properties(table.metadata, sink_options(options).properties)
+    schema = metadata.schema()
+    aligned = align_to_schema(df, schema, with_ids=False)
+    spread = distribute(aligned, metadata, python_partition_columns(schema, metadata.spec()), [])
+    writer = (
+        spread.writeStream.format(SOURCE_NAME)
+        .outputMode(mode)
+        .options(**options, **catalog_options(table.catalog))
+        .option("table", table.name)
+    )
+    if checkpoint_location:
+        writer = writer.option("checkpointLocation", checkpoint_location)
+    return writer
+
+
+def _batch_writer(
+    df: DataFrame,
+    table: Table,
+    parsed: SinkOptions,
+    mode: OutputMode,
+    path: WritePath,
+    checkpoint_location: str | None,
+    query_name: str | None,
+) -> Any:
+    """``df`` into a ``foreachBatch`` function (:class:`BatchCommitter`) that writes each
+    micro-batch as :func:`icepark.spark.write` does."""
+    load = TableRef(table, catalog_options(table.catalog))
     checkpoint = checkpoint_location
     own_id = None
     if is_connect(df):  # the batch function sees no job properties: see BatchCommitter
@@ -156,18 +244,11 @@ def write_stream(
             checkpoint = f"{str(root).rstrip('/')}/{query_name}"  # where Spark puts it
         if checkpoint is None:
             own_id = str(uuid.uuid4())
-    # checked here, once per server, and not by the batches: on Connect they run in a process
-    # the server starts with its workers' interpreter (BatchCommitter.__setstate__)
-    prepare_session(df.sparkSession)
     committer = BatchCommitter(load, mode, parsed, path, checkpoint=checkpoint, query_id=own_id)
     writer = df.writeStream.outputMode(mode).foreachBatch(committer)
     if checkpoint_location:
         writer = writer.option("checkpointLocation", checkpoint_location)
-    if query_name:
-        writer = writer.queryName(query_name)
-    if trigger:
-        writer = writer.trigger(**trigger)
-    return _start(writer, resolved.name) if is_connect(df) else writer.start()
+    return writer
 
 
 def _start(writer: Any, name: str) -> StreamingQuery:

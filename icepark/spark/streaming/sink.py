@@ -84,6 +84,7 @@ __all__ = [
     "BatchInterruptedError",
     "OutputMode",
     "TableRef",
+    "with_write_properties",
 ]
 
 QUERY_ID_PROPERTY = "spark.sql.streaming.queryId"
@@ -234,7 +235,7 @@ def sink_options(options: Mapping[str, str]) -> SinkOptions:
     )
 
 
-def _with_properties(metadata: TableMetadata, overrides: Mapping[str, str]) -> TableMetadata:
+def with_write_properties(metadata: TableMetadata, overrides: Mapping[str, str]) -> TableMetadata:
     """The metadata files are written against: the table's, with the stream's write
     properties (never committed)."""
     if not overrides:
@@ -284,7 +285,7 @@ class IcebergStreamWriter(DataSourceStreamArrowWriter):
         self.parsed = sink_options(options)
         table = _load(options)
         self.io = table.io
-        self.metadata = _with_properties(table.metadata, self.parsed.properties)
+        self.metadata = with_write_properties(table.metadata, self.parsed.properties)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         from pyspark import TaskContext
@@ -465,7 +466,7 @@ class BatchCommitter:
             return  # a replay of a committed epoch: nothing to write
         writing = Table(
             table.identifier,
-            _with_properties(table.metadata, self.parsed.properties),
+            with_write_properties(table.metadata, self.parsed.properties),
             table.metadata_location,
             table.io,
             None,

@@ -97,7 +97,9 @@ __all__ = [
     "WritePath",
     "choose_write_path",
     "align_to_schema",
+    "distribute",
     "fanout_enabled",
+    "python_partition_columns",
 ]
 
 WriteMode = Literal["append", "overwrite", "overwrite-partitions"]
@@ -271,9 +273,12 @@ def _sort_columns(schema: Schema, order: SortOrder) -> tuple[list[Column], bool]
     return out, True
 
 
-def _distribute(
+def distribute(
     df: DataFrame, metadata: TableMetadata, partition: list[Column], sort: list[Column]
 ) -> DataFrame:
+    """``df``'s rows spread over tasks by the table's ``write.distribution-mode`` (default
+    ``hash`` when partitioned, else ``none``): by partition, by range of partition and sort
+    columns, or as they are. A streaming DataFrame can be spread this way too."""
     spec = metadata.spec()
     default = "none" if spec.is_unpartitioned else "hash"
     mode = P.WRITE_DISTRIBUTION_MODE.get(metadata.properties) or default
@@ -290,7 +295,7 @@ def _default_cluster(metadata: TableMetadata, fanout: bool = False) -> Cluster:
     writers keep a file per partition open instead."""
 
     def cluster(df: DataFrame, partition: list[Column], sort: list[Column]) -> DataFrame:
-        clustered = _distribute(df, metadata, partition, sort)
+        clustered = distribute(df, metadata, partition, sort)
         if (partition or sort) and not (fanout and not sort):
             clustered = clustered.sortWithinPartitions(*partition, *sort)
         return clustered
@@ -411,6 +416,18 @@ class _TaskWriter:
         )
 
 
+def python_partition_columns(schema: Schema, spec: PartitionSpec) -> list[Column]:
+    """The columns the python path groups a write's rows by: the partition values where
+    Spark computes the transforms; where it computes none of them (only bucket and the
+    like), their source columns, which keep each partition in one task as well."""
+    hidden = _partition_columns(schema, spec)
+    if not hidden and not spec.is_unpartitioned:
+        for pf in spec.fields:
+            if not pf.transform.is_void:
+                hidden.append((f"src{pf.source_id}", _source_column(schema, pf.source_id)))
+    return [expr for _, expr in hidden]
+
+
 def _write_python(
     df: DataFrame,
     table: Table,
@@ -421,15 +438,8 @@ def _write_python(
 ) -> list[DataFile]:
     schema, spec, order = metadata.schema(), metadata.spec(), metadata.sort_order()
     aligned = align_to_schema(df, schema, with_ids=False)
-    hidden = _partition_columns(schema, spec)
-    if not hidden and not spec.is_unpartitioned:
-        # only bucket and the like, which Spark cannot compute: cluster by their sources
-        # (with some Spark can compute, clustering by those keeps each partition in one task)
-        for pf in spec.fields:
-            if not pf.transform.is_void:
-                hidden.append((f"src{pf.source_id}", _source_column(schema, pf.source_id)))
     sort, _ = _sort_columns(schema, order)
-    parts = [expr for _, expr in hidden]
+    parts = python_partition_columns(schema, spec)
     clustered = (cluster or _default_cluster(metadata, fanout))(aligned, parts, sort)
     writer = _TaskWriter(table.io, metadata, write_uuid)
     try:

@@ -168,3 +168,99 @@ def test_workers_are_checked_by_the_client_not_by_each_batch_process(
     assert cloudpickle.loads(cloudpickle.dumps(committer))._on_server is True
     setup.mark_workers_checked(connect_spark)
     setup.check_python_workers(connect_spark)  # would raise if it probed
+
+
+def _routes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The way each ``write_stream`` call writes: ``data source`` or ``foreachBatch``."""
+    from icepark.spark.streaming import queries
+
+    taken: list[str] = []
+    for name, route in (("_data_source_writer", "data source"), ("_batch_writer", "foreachBatch")):
+        inner = getattr(queries, name)
+
+        def spy(*args: Any, _inner: Any = inner, _route: str = route, **kwargs: Any) -> Any:
+            taken.append(_route)
+            return _inner(*args, **kwargs)
+
+        monkeypatch.setattr(queries, name, spy)
+    return taken
+
+
+def _files_per_snapshot(table: Any) -> list[int]:
+    snapshots = table.refresh().snapshots()
+    return [int(s.summary["added-data-files"]) for s in snapshots]
+
+
+def test_write_stream_writes_through_the_data_source_with_the_batch_layout(
+    connect_spark: Any, catalog: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On Connect, ``write_stream`` into a table without a sort order goes through the data
+    source's stream writer (no ``foreachBatch`` process), with the layout, options and
+    summaries of the batch write: rows spread by partition (one file per partition and
+    batch), ``distribution-mode`` none (a file per partition and input task: Spark reads the
+    4 small files of a batch in 2 tasks), the application's id and
+    ``snapshot-property.<key>``."""
+    routes = _routes(monkeypatch)
+    source = tmp_path / "in"
+    # 8 files, 4 a trigger: 2 micro-batches, each input task with rows of all 3 partitions
+    _json_input(source, [list(range(10 * n, 10 * n + 10)) for n in range(8)])
+    for name, options, files in (
+        ("spread", {"snapshot-property.source": "json"}, 3),
+        ("kept", {"distribution-mode": "none"}, 6),
+    ):
+        table = catalog.create_table(f"db.{name}", SCHEMA, partition_by=["p"])
+        stream = (
+            connect_spark.readStream.schema("id long, p int")
+            .option("maxFilesPerTrigger", 4)
+            .json(str(source))
+        )
+        query = ispark.write_stream(
+            stream, table, checkpoint_location=str(tmp_path / f"chk-{name}"),
+            trigger={"availableNow": True}, options=options,
+        )  # fmt: skip
+        query.awaitTermination(300)
+        assert query.exception() is None
+        assert _files_per_snapshot(table) == [files, files]
+        assert sorted(table.scan().to_arrow().column("id").to_pylist()) == list(range(80))
+        for (query_id, epoch), snapshot in zip(_summaries(table), table.snapshots(), strict=True):
+            assert query_id == str(query.id) and epoch in ("0", "1")
+            assert snapshot.summary["spark.app.id"] == connect_spark.conf.get("spark.app.id")
+            assert snapshot.summary.get("source") == options.get("snapshot-property.source")
+    assert routes == ["data source", "data source"]
+
+
+def test_write_stream_into_a_sorted_table_writes_each_batch_sorted(
+    connect_spark: Any, catalog: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A streaming DataFrame cannot be sorted, so on Connect a table with a sort order (and
+    a write with fan-out off, or the native path) is written by a ``foreachBatch``
+    function, which sorts each batch as the batch write does."""
+    routes = _routes(monkeypatch)
+    source = tmp_path / "in"
+    _json_input(source, [[5, 3, 9, 1], [8, 2, 7]])
+    table = catalog.create_table("db.sorted", SCHEMA, sort_by=["id"])
+    stream = connect_spark.readStream.schema("id long, p int").json(str(source))
+    query = ispark.write_stream(
+        stream, table, checkpoint_location=str(tmp_path / "chk"), trigger={"availableNow": True}
+    )
+    query.awaitTermination(300)
+    assert query.exception() is None
+    plain = catalog.create_table("db.plain", SCHEMA)
+    for options in ({"fanout": False}, {"path": "native"}):
+        query = ispark.write_stream(
+            connect_spark.readStream.schema("id long, p int").json(str(source)), plain,
+            checkpoint_location=str(tmp_path / f"chk{len(routes)}"),
+            trigger={"availableNow": True}, **options,  # type: ignore[arg-type]
+        )  # fmt: skip
+        query.awaitTermination(300)
+        assert query.exception() is None
+    assert routes == ["foreachBatch"] * 3
+    import pyarrow.parquet as pq
+
+    tasks = list(table.refresh().scan().plan_files())
+    assert {t.file.sort_order_id for t in tasks} == {table.sort_order().order_id}
+    for t in tasks:  # each file's rows in the table's order
+        ids = pq.read_table(t.file.file_path.removeprefix("file:")).column("id").to_pylist()
+        assert ids == sorted(ids)
+    assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3, 5, 7, 8, 9]
+    assert len(plain.refresh().scan().to_arrow()) == 14
