@@ -213,12 +213,8 @@ def _data_source_writer(
     schema = metadata.schema()
     aligned = align_to_schema(df, schema, with_ids=False)
     spread = distribute(aligned, metadata, python_partition_columns(schema, metadata.spec()), [])
-    writer = (
-        spread.writeStream.format(SOURCE_NAME)
-        .outputMode(mode)
-        .options(**options, **catalog_options(table.catalog))
-        .option("table", table.name)
-    )
+    sink = {**options, **catalog_options(table.catalog), "table": table.name}
+    writer = spread.writeStream.format(SOURCE_NAME).outputMode(mode).options(**sink)
     if checkpoint_location:
         writer = writer.option("checkpointLocation", checkpoint_location)
     return writer
