@@ -45,6 +45,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -63,6 +66,7 @@ from icepark.table.maintenance.table_paths import MovedDeletes, PathMover, file_
 __all__ = ["RewriteTablePathResult", "moved_metadata", "rewrite_table_path"]
 
 FILE_LIST = "file-list"
+_COPY_CHUNK = 1 << 20
 # the location properties Java moves (the object storage one icepark does not use itself)
 _MOVED_PROPERTIES = (
     "write.object-storage.path",
@@ -198,16 +202,29 @@ def _versions(
 
 
 class _Plan:
-    """The ``source,target`` pairs of the file list, in the order found, each once."""
+    """The ``source,target`` pairs of the file list, each once, in the order found: written
+    to a local temporary file as they are found, with a 16-byte digest of each kept to skip
+    repeats (a million files' pairs held as strings took about 600 MB)."""
 
     def __init__(self) -> None:
-        self.pairs: dict[tuple[str, str], None] = {}
+        self._seen: set[bytes] = set()
+        self._spool = tempfile.TemporaryFile()
 
     def add(self, source: str, target: str) -> None:
-        self.pairs[(source, target)] = None
+        line = f"{source},{target}\n".encode()
+        digest = hashlib.blake2b(line, digest_size=16).digest()
+        if digest not in self._seen:
+            self._seen.add(digest)
+            self._spool.write(line)
 
-    def text(self) -> str:
-        return "".join(f"{s},{t}\n" for s, t in self.pairs)
+    def write(self, io: FileIO, location: str) -> None:
+        """Write the file list at ``location``, a megabyte at a time."""
+        self._spool.seek(0)
+        with io.new_output(location).create(overwrite=True) as stream:
+            shutil.copyfileobj(self._spool, stream, _COPY_CHUNK)
+
+    def close(self) -> None:
+        self._spool.close()
 
 
 def _entry_snapshot(entry: ManifestEntry, manifest: ManifestFile) -> int | None:
@@ -236,15 +253,13 @@ class _Rewrite:
                 unique.setdefault(m.manifest_path, m)
         for version in versions:
             self._version(version)
-        moved, content_files = self._manifests(list(unique.values()))
+        moved = self._manifests(list(unique.values()))
         for snapshot, manifests in zip(snapshots, lists, strict=True):
             listed = [moved[m.manifest_path] for m in manifests]
             self.plan.add(*self.mover.rewrite_manifest_list(snapshot, listed))
         for path, m in unique.items():
             if self._listed(m):
                 self.plan.add(self.mover.staging_path(path), moved[path].manifest_path)
-        for pair in content_files:
-            self.plan.add(*pair)
 
     def _manifest_list(self, snapshot: Snapshot, end: str) -> list[ManifestFile]:
         try:
@@ -274,11 +289,10 @@ class _Rewrite:
         for old_file, new_file in partition:
             self.plan.add(old_file.statistics_path, new_file.statistics_path)
 
-    def _manifests(
-        self, manifests: list[ManifestFile]
-    ) -> tuple[dict[str, ManifestFile], list[tuple[str, str]]]:
-        """Stage every manifest (delete manifests after their position delete files): the
-        moved manifest-list entry of each by old path, and the content files to list."""
+    def _manifests(self, manifests: list[ManifestFile]) -> dict[str, ManifestFile]:
+        """Stage every manifest (delete manifests after their position delete files) and
+        list the content files they add: the moved manifest-list entry of each by old
+        path."""
         deletes = [m for m in manifests if m.content == ManifestContent.DELETES]
         entries = dict(
             zip(
@@ -304,14 +318,14 @@ class _Rewrite:
             return moved, self._content_files(m, found) if self._listed(m) else []
 
         by_path: dict[str, ManifestFile] = {}
-        content_files: list[tuple[str, str]] = []
         # as many at once as there are cores: decoding is CPU-bound, and each manifest in
         # flight holds its entries (8 at once held 774 MB on a 100,000-file table)
         at_once = manifests_at_once(manifests)
         for m, (moved, pairs) in zip(manifests, parallel_map(one, manifests, at_once), strict=True):
             by_path[m.manifest_path] = moved
-            content_files += pairs
-        return by_path, content_files
+            for pair in pairs:
+                self.plan.add(*pair)
+        return by_path
 
     def _content_files(
         self, manifest: ManifestFile, entries: Iterable[ManifestEntry]
@@ -371,7 +385,7 @@ def rewrite_table_path(
     try:
         rewrite.run(versions)
         mover.written.append(file_list)
-        io.new_output(file_list).write_bytes(rewrite.plan.text().encode("utf-8"), overwrite=True)
+        rewrite.plan.write(io, file_list)
     except BaseException:
         for path in mover.written:
             io.delete_quietly(path)
@@ -379,6 +393,8 @@ def rewrite_table_path(
             with contextlib.suppress(Exception):  # cleaning up after the failure raised
                 io.delete_prefix(staging)
         raise
+    finally:
+        rewrite.plan.close()
     return RewriteTablePathResult(
         latest_version=file_name(end),
         file_list_location=file_list,
