@@ -269,3 +269,38 @@ def test_write_stream_into_a_sorted_table_writes_each_batch_sorted(
         assert chosen is expected, (options, path)
     plain = plain.set_properties({"write.spark.fanout.enabled": "false"})  # the table's choice
     assert not queries._through_data_source(plain, sink_options({}), "auto")
+
+
+def test_write_stream_in_complete_mode_replaces_the_rows_each_batch(
+    connect_spark: Any, catalog: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An aggregate in complete mode through the data source's writer, into a partitioned
+    table (the aggregate's rows spread by partition): the last batch's whole result."""
+    from pyspark.sql import functions as F
+
+    routes = _routes(monkeypatch)
+    counts = catalog.create_table(
+        "db.counts",
+        pa.schema([pa.field("p", pa.int32()), pa.field("n", pa.int64())]),
+        partition_by=["p"],
+    )
+    source = tmp_path / "in"
+    _json_input(source, [list(range(0, 6)), list(range(6, 9))])
+    agg = (
+        connect_spark.readStream.schema("id long, p int")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(source))
+        .groupBy("p")
+        .agg(F.count("*").alias("n"))
+    )
+    query = ispark.write_stream(
+        agg, counts, mode="complete", checkpoint_location=str(tmp_path / "chk"),
+        trigger={"availableNow": True},
+    )  # fmt: skip
+    query.awaitTermination(300)
+    assert query.exception() is None
+    assert routes == ["data source"]
+    rows = sorted(tuple(r.values()) for r in counts.refresh().scan().to_arrow().to_pylist())
+    assert rows == [(0, 3), (1, 3), (2, 3)]  # the last batch's full result, not a sum
+    assert [e for _, e in _summaries(counts)] == ["0", "1"]
+    assert counts.current_snapshot().summary["operation"] == "overwrite"
