@@ -350,10 +350,13 @@ _INTERRUPTIONS = (
     "java.io.InterruptedIOException",
     "java.nio.channels.ClosedByInterruptException",
 )
+_SPARK_EXCEPTION = "org.apache.spark.SparkException"
+_JOB_GROUP_LOCAL_PROPERTY = "spark.jobGroup.id"  # SparkContext.SPARK_JOB_GROUP_ID
 
 
 class BatchInterruptedError(IceparkError):
-    """A micro-batch's write was interrupted, as it is when its query is stopped mid-batch.
+    """A micro-batch's write was interrupted (or its job cancelled), as it is when its query
+    is stopped mid-batch.
 
     Spark tells a stop from a failure of a Python ``foreachBatch`` function by a pattern over
     the error's text, which names the interrupted Py4J call; over the text of the Py4J error
@@ -364,9 +367,16 @@ class BatchInterruptedError(IceparkError):
     """
 
 
-def _interruption(error: BaseException) -> str | None:
+def _interruption(error: BaseException, job_group: str | None = None) -> str | None:
     """The Java class of an interruption in the chain of causes of ``error`` (a Py4J error,
-    which carries its Java exception), if any."""
+    which carries its Java exception), if any.
+
+    A stopped query's jobs are cancelled before its thread is interrupted, so its batch's
+    write can fail with the cancellation instead: a ``SparkException`` without a cause that
+    says "cancelled" and names the query's job group (``job_group``, Spark's
+    ``spark.jobGroup.id``). Spark takes that for an interruption too
+    (``StreamExecution.isInterruptionException``), and so does this: it is reported as an
+    ``InterruptedException``, the name Spark's pattern looks for."""
     cause = getattr(error, "java_exception", None)
     for _ in range(16):
         if cause is None:
@@ -374,7 +384,12 @@ def _interruption(error: BaseException) -> str | None:
         name = str(cause.getClass().getName())
         if name in _INTERRUPTIONS:
             return name
-        cause = cause.getCause()
+        following = cause.getCause()
+        if job_group and name == _SPARK_EXCEPTION and following is None:
+            text = str(cause.getMessage() or "")
+            if "cancelled" in text and job_group in text:
+                return f"{_INTERRUPTIONS[0]} (the write's job was cancelled: the query stopped)"
+        cause = following
     return None
 
 
@@ -434,7 +449,10 @@ class BatchCommitter:
         try:
             self._commit(df, batch_id)
         except Exception as exc:
-            interruption = _interruption(exc)
+            group = None
+            if getattr(exc, "java_exception", None) is not None:  # a Py4J error
+                group = local_property(df.sparkSession, _JOB_GROUP_LOCAL_PROPERTY)
+            interruption = _interruption(exc, group)
             if interruption is None:
                 raise
             message = (
