@@ -224,17 +224,20 @@ def _equality_deletes(
     """Equality delete files for ``rows``: one set partitioned by the current spec, and one
     by each older spec that still has live data files on ``branch``. A delete applies only
     to data files of its own spec and partition (the spec's rule), so after a partition
-    change the rows of files written under the old spec would otherwise stay."""
-    specs = {metadata.default_spec_id}
+    change the rows of files written under the old spec would otherwise stay. A delete of
+    an unpartitioned spec applies to every file, so where one of those specs is
+    unpartitioned, its set alone is written."""
+    ids_found = {metadata.default_spec_id}
     for manifest in manifests_of(io, metadata.branch_head(branch), ManifestContent.DATA):
         if manifest.has_added_files or manifest.has_existing_files:
-            specs.add(manifest.partition_spec_id)
+            ids_found.add(manifest.partition_spec_id)
+    ordered = sorted(ids_found, key=lambda s: s != metadata.default_spec_id)
+    specs = [spec for s in ordered if (spec := metadata.spec_by_id(s)) is not None]
+    specs = [spec for spec in specs if spec.is_unpartitioned][:1] or specs
     written: list[DataFile] = []
     try:
-        for spec_id in sorted(specs, key=lambda s: s != metadata.default_spec_id):
-            spec = metadata.spec_by_id(spec_id)
-            if spec is not None:
-                written += write_equality_delete_files(io, metadata, rows, ids, spec)
+        for spec in specs:
+            written += write_equality_delete_files(io, metadata, rows, ids, spec)
     except BaseException:
         _remove(io, [f.file_path for f in written])
         raise
