@@ -41,6 +41,7 @@ from icepark.spark.write.writer import (
     fanout_enabled,
     python_partition_columns,
 )
+from icepark.spec.metadata import TableMetadata
 from icepark.spec.snapshots import MAIN_BRANCH
 from icepark.table import Table
 
@@ -170,8 +171,9 @@ def write_stream(
     # the server starts with its workers' interpreter (BatchCommitter.__setstate__)
     prepare_session(df.sparkSession)
 
-    if is_connect(df) and _through_data_source(resolved, parsed, path):
-        writer = _data_source_writer(df, resolved, opts, mode, checkpoint_location)
+    stream_metadata = with_write_properties(resolved.metadata, parsed.properties)
+    if is_connect(df) and _through_data_source(stream_metadata, parsed.fanout, path):
+        writer = _data_source_writer(df, stream_metadata, resolved, opts, mode, checkpoint_location)
     else:
         writer = _batch_writer(df, resolved, parsed, mode, path, checkpoint_location, query_name)
     if query_name:
@@ -181,7 +183,7 @@ def write_stream(
     return _start(writer, resolved.name) if is_connect(df) else writer.start()
 
 
-def _through_data_source(table: Table, parsed: SinkOptions, path: WritePath) -> bool:
+def _through_data_source(metadata: TableMetadata, fanout: bool | None, path: WritePath) -> bool:
     """Whether a Connect session's :func:`write_stream` writes through the ``icepark`` data
     source's stream writer (icepark's Arrow writer in the server's Python workers) rather
     than a ``foreachBatch`` function: unless ``path`` is ``native``, the table has a sort
@@ -189,16 +191,17 @@ def _through_data_source(table: Table, parsed: SinkOptions, path: WritePath) -> 
 
     A Connect server starts a Python process of its own for each ``foreachBatch`` query,
     about 2 s of every start here; the data source's writer needs none (bench/README.md,
-    "Spark Connect")."""
+    "Spark Connect"). ``metadata`` is the table's with the stream's write properties,
+    ``fanout`` the stream's option (None: the table's choice)."""
     if path == "native":
         return False
-    metadata = with_write_properties(table.metadata, parsed.properties)
-    fanout = parsed.fanout if parsed.fanout is not None else fanout_enabled(metadata)
-    return fanout and metadata.sort_order().is_unsorted
+    fans_out = fanout if fanout is not None else fanout_enabled(metadata)
+    return fans_out and metadata.sort_order().is_unsorted
 
 
 def _data_source_writer(
     df: DataFrame,
+    metadata: TableMetadata,
     table: Table,
     options: Mapping[str, str],
     mode: OutputMode,
@@ -209,7 +212,6 @@ def _data_source_writer(
     stream writer (:class:`~icepark.spark.streaming.sink.IcebergStreamWriter`)."""
     spark = df.sparkSession
     register(spark)  # the data source, carrying this session's application
-    metadata = with_write_properties(table.metadata, sink_options(options).properties)
     schema = metadata.schema()
     aligned = align_to_schema(df, schema, with_ids=False)
     spread = distribute(aligned, metadata, python_partition_columns(schema, metadata.spec()), [])

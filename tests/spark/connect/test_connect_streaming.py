@@ -236,7 +236,6 @@ def test_write_stream_into_a_sorted_table_writes_each_batch_sorted(
     a write with fan-out off, or the native path) is written by a ``foreachBatch``
     function, which sorts each batch as the batch write does."""
     from icepark.spark.streaming import queries
-    from icepark.spark.streaming.sink import sink_options
 
     routes = _routes(monkeypatch)
     source = tmp_path / "in"
@@ -259,16 +258,16 @@ def test_write_stream_into_a_sorted_table_writes_each_batch_sorted(
     assert sorted(table.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3, 5, 7, 8, 9]
     # a table without a sort order: the data source, unless fan-out is off or path native
     plain = catalog.create_table("db.plain", SCHEMA)
-    for options, path, expected in (
-        ({}, "auto", True),
-        ({}, "python", True),
-        ({"fanout-enabled": "false"}, "auto", False),
-        ({}, "native", False),
+    for fanout, path, expected in (
+        (None, "auto", True),
+        (None, "python", True),
+        (False, "auto", False),
+        (None, "native", False),
     ):
-        chosen = queries._through_data_source(plain, sink_options(options), path)  # type: ignore[arg-type]
-        assert chosen is expected, (options, path)
+        chosen = queries._through_data_source(plain.metadata, fanout, path)  # type: ignore[arg-type]
+        assert chosen is expected, (fanout, path)
     plain = plain.set_properties({"write.spark.fanout.enabled": "false"})  # the table's choice
-    assert not queries._through_data_source(plain, sink_options({}), "auto")
+    assert not queries._through_data_source(plain.metadata, None, "auto")
 
 
 def test_write_stream_in_complete_mode_replaces_the_rows_each_batch(
