@@ -374,6 +374,11 @@ class DataScan:
             NoSuchFileError: the task's file or a delete file is missing.
             StorageError: storage refused a read (naming the file).
         """
+        return self._read_task(task, self.projected_schema, batch_size)
+
+    def _read_task(
+        self, task: FileScanTask, projected: Schema, batch_size: int | None
+    ) -> Iterator[pa.RecordBatch]:
         from icepark.arrow.deletes import read_task
         from icepark.arrow.reader import DEFAULT_BATCH_SIZE
 
@@ -383,7 +388,7 @@ class DataScan:
         yield from read_task(
             self.io,
             task,
-            projected_schema=self.projected_schema,
+            projected_schema=projected,
             table_schema=self.schema,
             partition_spec=self.metadata.spec_by_id(task.spec_id),
             row_filter=residual,
@@ -484,8 +489,12 @@ class DataScan:
             else:
                 to_read.append(task)
 
+        # the files read for their residual or deletes are read for no column: the reader
+        # reads the filter's and the equality deletes' columns alone and keeps the row count
+        nothing = Schema(schema_id=self.schema.schema_id)
+
         def rows(task: FileScanTask) -> int:
-            return sum(b.num_rows for b in self.read_task(task))
+            return sum(b.num_rows for b in self._read_task(task, nothing, None))
 
         return total + sum(parallel_map(rows, to_read, self._files_at_once(read_ahead)))
 
