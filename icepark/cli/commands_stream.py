@@ -9,6 +9,9 @@ snapshot appends, with its id, until interrupted (Ctrl-C), from :meth:`Table.fol
 from __future__ import annotations
 
 import json
+import signal
+import time
+from typing import Any
 
 import click
 
@@ -16,6 +19,7 @@ from icepark.cli.commands_scan import _cell, _json_value
 from icepark.cli.commands_table import open_table
 from icepark.cli.context import CliContext, pass_cli
 from icepark.cli.output import add_row, json_option, make_console, new_table
+from icepark.table.incremental.follow import follow
 
 __all__ = ["changes_command", "follow_command"]
 
@@ -109,15 +113,19 @@ def follow_command(
     table = open_table(cli, table_name)
     as_json = cli.wants_json(json_output)
     console = make_console()
-    stream = table.follow(
-        start_snapshot_id=start_snapshot_id,
-        start_timestamp=start_timestamp,
-        interval=interval,
-        filter=row_filter,
-        columns=_columns(columns),
+    stop = _StopOnSignal()
+    stream = follow(
+        table,
+        start_snapshot_id,
+        start_timestamp,
+        interval,
+        row_filter,
+        _columns(columns),
         branch=branch,
+        sleep=stop.sleep,
     )
     try:
+        stop.install()
         for item in stream:
             names = item.batch.schema.names
             rows = item.batch.to_pylist()
@@ -131,5 +139,47 @@ def follow_command(
             for row in rows:
                 add_row(table_out, str(item.snapshot_id), *(_cell(row[k]) for k in names))
             console.print(table_out)
-    except KeyboardInterrupt:
+            if stop.requested:
+                break
+    except (KeyboardInterrupt, _Stopped):
         pass
+    finally:
+        stop.uninstall()
+
+
+class _Stopped(Exception):
+    """Ctrl-C (or SIGTERM) arrived while ``follow`` waited between polls."""
+
+
+class _StopOnSignal:
+    """SIGINT and SIGTERM stop ``follow`` at its next wait (or after the snapshot being
+    printed) rather than as a ``KeyboardInterrupt`` raised wherever the interpreter happens
+    to be: one that lands in a weak reference's callback or a ``__del__`` is printed as
+    "Exception ignored" and lost, and the loop would poll on forever. The handler only sets
+    a flag (nothing in it can block), and the waits are short sleeps that look at it; a
+    second signal raises ``KeyboardInterrupt`` at once (a poll stuck on storage)."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.requested:  # asked twice: stop wherever it is
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def uninstall(self) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous.clear()
+
+    def sleep(self, seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while not self.requested and (left := deadline - time.monotonic()) > 0:
+            time.sleep(min(left, 0.05))
+        if self.requested:
+            raise _Stopped

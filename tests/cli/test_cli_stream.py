@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 from click.testing import CliRunner
 
 from icepark.catalog import load_catalog
@@ -52,7 +53,8 @@ def test_changes(tmp_path: Path) -> None:
     assert result.exit_code == 2  # --from is required
 
 
-def test_follow_prints_new_rows_until_interrupted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
+def test_follow_prints_new_rows_until_interrupted(tmp_path: Path, stop_signal: int) -> None:
     warehouse = str(tmp_path / "wh")
     catalog = load_catalog("cli_follow", type="filesystem", warehouse=warehouse)
     catalog.create_namespace("db")
@@ -83,7 +85,7 @@ def test_follow_prints_new_rows_until_interrupted(tmp_path: Path) -> None:
         assert proc.stdout is not None
         lines = [proc.stdout.readline() for _ in range(4)]
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(stop_signal)
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     rows = [json.loads(line) for line in lines]
