@@ -109,7 +109,7 @@ def follow_command(
     branch: str,
     json_output: bool,
 ) -> None:
-    """Print the rows new snapshots of TABLE append, as they land (Ctrl-C to stop)."""
+    """Print the rows new snapshots of TABLE append, as they land (Ctrl-C or SIGTERM stops it)."""
     table = open_table(cli, table_name)
     as_json = cli.wants_json(json_output)
     console = make_console()
