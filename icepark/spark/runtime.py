@@ -59,6 +59,7 @@ __all__ = [
     "default_parallelism",
     "is_connect",
     "local_property",
+    "session_settings",
     "server_key",
     "set_log_level",
     "task_frame",
@@ -201,6 +202,16 @@ def arrow_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return spark.createDataFrame([], from_arrow_schema(table.schema))
+
+
+def session_settings(spark: SparkSession, keys: Sequence[str]) -> dict[str, str | None]:
+    """The values of the Spark settings ``keys`` set on ``spark`` (None for one not set). On
+    Spark Connect each ``spark.conf.get`` is a round trip to the server (about 5 ms here),
+    so they are read together there, from the one answer of ``spark.conf.getAll``."""
+    if not is_connect(spark):
+        return {key: spark.conf.get(key, None) for key in keys}
+    every = spark.conf.getAll
+    return {key: every.get(key) for key in keys}
 
 
 def local_property(spark: SparkSession, key: str) -> str | None:

@@ -50,7 +50,13 @@ from icepark.io import FileIO
 from icepark.manifest import ManifestFile
 from icepark.planning.distributed import ManifestWork, RemotePlanning
 from icepark.planning.planner import PlannedFiles
-from icepark.spark.runtime import TASK_INDEX, TASK_PAYLOAD, default_parallelism, task_frame
+from icepark.spark.runtime import (
+    TASK_INDEX,
+    TASK_PAYLOAD,
+    default_parallelism,
+    session_settings,
+    task_frame,
+)
 from icepark.spec import properties as P
 from icepark.spec.metadata import TableMetadata
 from icepark.table.scan import DataScan
@@ -110,12 +116,13 @@ def remote_planning(spark: SparkSession, scan: DataScan) -> RemotePlanning | Non
     if scan.planner is not None:  # a REST catalog's server-side planning
         return None
     props = scan.metadata.properties
-    data = _mode(spark, DATA_PLANNING_MODE_CONF, P.DATA_PLANNING_MODE, props)
-    deletes = _mode(spark, DELETE_PLANNING_MODE_CONF, P.DELETE_PLANNING_MODE, props)
+    conf = session_settings(spark, [DATA_PLANNING_MODE_CONF, DELETE_PLANNING_MODE_CONF, _TASK_CPUS])
+    data = _mode(conf, DATA_PLANNING_MODE_CONF, P.DATA_PLANNING_MODE, props)
+    deletes = _mode(conf, DELETE_PLANNING_MODE_CONF, P.DELETE_PLANNING_MODE, props)
     if data == "local" and deletes == "local":
         return None
     runner = SparkRunner(spark, spill=(scan.io, spill_folder(scan.metadata)))
-    return RemotePlanning(runner, data, deletes, remote_workers=_task_cpus(spark))
+    return RemotePlanning(runner, data, deletes, remote_workers=_task_cpus(conf))
 
 
 def spill_folder(metadata: TableMetadata) -> str:
@@ -125,8 +132,10 @@ def spill_folder(metadata: TableMetadata) -> str:
     return f"{base}/planning-{uuid.uuid4().hex}"
 
 
-def _mode(spark: SparkSession, conf: str, prop: P.Property[str], props: dict[str, str]) -> str:
-    raw = spark.conf.get(conf, None)
+def _mode(
+    settings: dict[str, str | None], conf: str, prop: P.Property[str], props: dict[str, str]
+) -> str:
+    raw = settings.get(conf)
     if raw is None or not str(raw).strip():
         return prop.get(props)
     value = str(raw).strip().lower()
@@ -137,8 +146,11 @@ def _mode(spark: SparkSession, conf: str, prop: P.Property[str], props: dict[str
     return value
 
 
-def _task_cpus(spark: SparkSession) -> int:
-    raw = spark.conf.get("spark.task.cpus", "1")
+_TASK_CPUS = "spark.task.cpus"
+
+
+def _task_cpus(settings: dict[str, str | None]) -> int:
+    raw = settings.get(_TASK_CPUS) or "1"
     return int(raw) if raw and str(raw).strip().isdigit() else 1
 
 

@@ -241,3 +241,39 @@ def test_planning_in_spark_tasks(connect_spark: Any, catalog: Any) -> None:
     assert list(planning.plan_scan(connect_spark, scan)) == list(scan.plan_files())
     df = ispark.read(connect_spark, table, filter="id < 70")
     assert _ids(df) == [i for i in range(70) if i not in (1, 60)]
+
+
+def test_planning_settings_in_one_round_trip(
+    connect_spark: Any, catalog: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The planning modes and ``spark.task.cpus`` are read from one answer of the server
+    (each ``conf.get`` is a round trip on Connect), and the session's settings still win
+    over the table's properties."""
+    from icepark.spark.read import planning
+
+    schema = pa.schema([("id", pa.int64())])
+    table = catalog.create_table(
+        "db.settings", schema, properties={"read.data-planning-mode": "distributed"}
+    )
+    table.append(pa.table({"id": [1, 2, 3]}, schema=schema))
+    scan = table.refresh().scan()
+    client = connect_spark.client
+    asked: list[Any] = []
+    real = client.config
+
+    def counted(operation: Any) -> Any:
+        asked.append(operation)
+        return real(operation)
+
+    monkeypatch.setattr(client, "config", counted)
+    first = planning.remote_planning(connect_spark, scan)
+    assert first is not None and first.data_mode == "distributed"  # the table's mode
+    assert len(asked) == 1
+    connect_spark.conf.set(planning.DATA_PLANNING_MODE_CONF, "local")
+    try:
+        asked.clear()
+        second = planning.remote_planning(connect_spark, scan)
+        assert second is None or second.data_mode == "local"  # the session's mode
+        assert len(asked) == 1
+    finally:
+        connect_spark.conf.unset(planning.DATA_PLANNING_MODE_CONF)
