@@ -208,6 +208,8 @@ def session_settings(spark: SparkSession, keys: Sequence[str]) -> dict[str, str 
     """The values of the Spark settings ``keys`` set on ``spark`` (None for one not set). On
     Spark Connect each ``spark.conf.get`` is a round trip to the server (about 5 ms here),
     so they are read together there, from the one answer of ``spark.conf.getAll``."""
+    if not keys:
+        return {}
     if not is_connect(spark):
         return {key: spark.conf.get(key, None) for key in keys}
     every = spark.conf.getAll

@@ -37,7 +37,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from icepark.errors import IceparkError
-from icepark.spark.runtime import is_connect, server_key
+from icepark.spark.runtime import is_connect, server_key, session_settings
 
 __all__ = ["SparkSetupError", "check_python_workers", "prepare_session", "temporary_conf"]
 
@@ -192,15 +192,16 @@ def prepare_session(spark: SparkSession) -> None:
             interpreter they run and what to set).
     """
     check_python_workers(spark)
+    current = session_settings(spark, list(SESSION_CONF))
     for key, value in SESSION_CONF.items():
-        if spark.conf.get(key, None) != value:
+        if current[key] != value:
             spark.conf.set(key, value)
 
 
 @contextlib.contextmanager
 def temporary_conf(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
     """Session settings changed for the duration of a block (for eager actions only)."""
-    previous = {key: spark.conf.get(key, None) for key in settings}
+    previous = session_settings(spark, list(settings))
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:

@@ -150,8 +150,8 @@ _TASK_CPUS = "spark.task.cpus"
 
 
 def _task_cpus(settings: dict[str, str | None]) -> int:
-    raw = settings.get(_TASK_CPUS) or "1"
-    return int(raw) if raw and str(raw).strip().isdigit() else 1
+    raw = str(settings.get(_TASK_CPUS) or "1").strip()
+    return int(raw) if raw.isdigit() else 1
 
 
 class SparkRunner:

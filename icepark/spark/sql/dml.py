@@ -35,6 +35,7 @@ from sqlglot import exp
 
 from icepark.errors import ValidationError
 from icepark.expressions import BooleanExpression, and_, col
+from icepark.spark.runtime import session_settings
 from icepark.spark.sql.context import SqlContext
 from icepark.spark.sql.errors import UnsupportedSqlError
 from icepark.spark.sql.identifiers import Resolved
@@ -288,8 +289,8 @@ def _write_ref(ctx: SqlContext, resolved: Resolved) -> tuple[str, str | None]:
     assert resolved.table is not None
     if not P.WRITE_AUDIT_PUBLISH_ENABLED.get(resolved.table.metadata.properties):
         return branch, None
-    wap_id = ctx.spark.conf.get(_WAP_ID, None) or None
-    wap_branch = ctx.spark.conf.get(WAP_BRANCH, None) or None
+    conf = session_settings(ctx.spark, [_WAP_ID, WAP_BRANCH])
+    wap_id, wap_branch = conf[_WAP_ID] or None, conf[WAP_BRANCH] or None
     if wap_id is not None and wap_branch is not None:
         raise ValidationError(
             f"Cannot set both WAP ID and branch, but got ID [{wap_id}] and branch "

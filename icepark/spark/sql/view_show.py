@@ -16,6 +16,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
+from icepark.spark.runtime import session_settings
 from icepark.spark.sql.context import SqlContext
 from icepark.spark.types import to_spark_schema
 
@@ -74,10 +75,9 @@ def show_view_properties(ctx: SqlContext, view: Any, key: str | None) -> DataFra
 def _redact(ctx: SqlContext, props: dict[str, str]) -> dict[str, str]:
     """Spark's ``redactOptions``: a value whose key or value matches the session's redaction
     patterns is replaced."""
-    patterns = [
-        ctx.spark.conf.get("spark.sql.redaction.options.regex", None) or _DEFAULT_REDACTION[0],
-        ctx.spark.conf.get("spark.redaction.regex", None) or _DEFAULT_REDACTION[1],
-    ]
+    keys = ["spark.sql.redaction.options.regex", "spark.redaction.regex"]
+    conf = session_settings(ctx.spark, keys)
+    patterns = [conf[key] or default for key, default in zip(keys, _DEFAULT_REDACTION, strict=True)]
     out = dict(props)
     for pattern in patterns:
         rx = re.compile(pattern)

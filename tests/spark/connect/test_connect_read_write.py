@@ -277,3 +277,16 @@ def test_planning_settings_in_one_round_trip(
         assert len(asked) == 1
     finally:
         connect_spark.conf.unset(planning.DATA_PLANNING_MODE_CONF)
+    # the settings read together agree with asking each (set when the server started, set
+    # on the session, not set), and asking for none asks the server nothing
+    from icepark.spark.runtime import session_settings
+
+    keys = ["spark.master", "spark.sql.session.timeZone", "spark.icepark.test.never-set"]
+    asked.clear()
+    assert session_settings(connect_spark, keys) == {
+        key: connect_spark.conf.get(key, None) for key in keys
+    }
+    assert len(asked) == 1 + len(keys)
+    asked.clear()
+    assert session_settings(connect_spark, []) == {}
+    assert asked == []
