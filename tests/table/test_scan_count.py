@@ -1,5 +1,6 @@
 """``DataScan.count()``: files it must read (a residual, deletes) are read for no column, in
-every data file format, and the count equals the rows a full read returns."""
+every data file format; the count equals the rows a full read returns and the reference
+engine's ``count(*)``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from refengine import RefEngine
 
 import icepark.arrow.deletes as deletes_module
 from icepark.catalog import SqlCatalog
@@ -53,6 +55,9 @@ def table(tmp_path: Path, request: pytest.FixtureRequest) -> Table:
     return table.upsert(_rows(range(590, 620)), on=["id"])
 
 
+FILTERS = [None, "value > 1234", "note like 'n5%'", "category = 'a' and value < 3000"]
+
+
 def test_count_reads_no_column_and_equals_a_full_read(
     table: Table, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -64,12 +69,26 @@ def test_count_reads_no_column_and_equals_a_full_read(
         return real(*args, **kw)
 
     assert any(t.delete_files for t in table.scan().plan_files())
-    filters = [None, "value > 1234", "note like 'n5%'", "category = 'a' and value < 3000"]
     expected = [
-        (table.scan(filter=f) if f else table.scan()).to_arrow().num_rows for f in filters
+        (table.scan(filter=f) if f else table.scan()).to_arrow().num_rows for f in FILTERS
     ]
     monkeypatch.setattr(deletes_module, "read_task", spy)
-    counts = [(table.scan(filter=f) if f else table.scan()).count() for f in filters]
+    counts = [(table.scan(filter=f) if f else table.scan()).count() for f in FILTERS]
     assert counts == expected
     assert expected[0] == len((set(range(600)) - set(range(0, 600, 7))) | set(range(590, 620)))
     assert projected and set(projected) == {0}
+
+
+@pytest.mark.interop
+def test_counts_equal_the_reference_engine(table: Table, refspark: RefEngine) -> None:
+    """Java's ``count(*)`` of each filter (its own pruning and delete application, one
+    query) against icepark's ``count()``, on every data file format."""
+    union = " UNION ALL ".join(
+        f"SELECT {i} AS k, count(*) AS n FROM t" + (f" WHERE {f}" if f else "")
+        for i, f in enumerate(FILTERS)
+    )
+    java = refspark.rows(
+        f"SELECT n FROM ({union}) ORDER BY k", views={"t": table.metadata_location}
+    )
+    ours = [(table.scan(filter=f) if f else table.scan()).count() for f in FILTERS]
+    assert [r[0] for r in java] == ours
