@@ -83,7 +83,8 @@ class _Builder:
         mask = nulls if nulls.any() else None
         if kind in ("int", "long"):
             t = pa.int32() if kind == "int" else pa.int64()
-            return pa.array(vals.astype(np.int32) if kind == "int" else vals, t, mask=mask)
+            # a copy either way: a view would keep the decode's whole item array alive
+            return pa.array(vals.astype(np.int32 if kind == "int" else np.int64), t, mask=mask)
         if kind in ("float", "double", "boolean"):
             width = {"float": 4, "double": 8, "boolean": 1}[kind]
             picked = self.raw[np.where(nulls, 0, vals)[:, None] + np.arange(width)]

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from icepark.avro.arrow_nulls import null_array
 from icepark.avro.blocks import AvroBlocks, UnsupportedAvroError, read_avro_blocks
 from icepark.avro.columnar import ColumnarDecoder, avro_arrow_type
 from icepark.avro.compiled import (
@@ -349,7 +350,7 @@ def _convert(
     seq_columns = []
     for field_id in (3, 4):
         found = _child(raw, top.get(field_id))
-        column = pa.nulls(n, pa.int64()) if found is None else found.cast(pa.int64())
+        column = null_array(n, pa.int64()) if found is None else found.cast(pa.int64())
         fill = pc.and_(pc.is_null(column), may_inherit)
         seq_columns.append(pc.if_else(fill, inherited_seq, column))
 
@@ -375,10 +376,8 @@ def _convert(
             found = field(field_id)
             if found is not None:
                 children[name] = found
-    for name, field_id in _MAPS.items():
-        found = field(field_id)
-        if found is not None:
-            children[name] = _to_map(found)
+    maps = {name: field(field_id) for name, field_id in _MAPS.items()}
+    children.update(_sharing_keys({k: _to_map(v) for k, v in maps.items() if v is not None}))
     partition_field = data_file_struct.field(PARTITION_FIELD_ID)
     if partition_field is not None:
         children["partition"] = _partition(
@@ -388,7 +387,7 @@ def _convert(
     for f in data_file_type:
         found = children.get(f.name)
         if found is None:
-            arrays.append(pa.nulls(n, f.type))
+            arrays.append(null_array(n, f.type))
         elif not found.type.equals(f.type):
             arrays.append(found.cast(f.type))
         else:
@@ -403,7 +402,7 @@ def _convert(
             "data_file": data_file,
         }
     )
-    if live_only:
+    if live_only and pc.any(pc.equal(status, int(ManifestEntryStatus.DELETED))).as_py():
         live = pc.not_equal(status, int(ManifestEntryStatus.DELETED))
         keep = live.to_numpy(zero_copy_only=False)
         owner = np.repeat(np.arange(len(decoded)), rows)
@@ -423,7 +422,7 @@ def _first_row_ids(
     """v3 row lineage: live data files without a first row id take their manifest's
     ``first_row_id`` plus the record counts of the files before them that had none."""
     n = int(rows.sum())
-    existing = pa.nulls(n, pa.int64()) if column is None else column.cast(pa.int64())
+    existing = null_array(n, pa.int64()) if column is None else column.cast(pa.int64())
     bases: list[int | None] = []
     for d in decoded:
         m = d.source.manifest
@@ -465,6 +464,30 @@ def _to_map(column: pa.Array) -> pa.Array:
     return pa.MapArray.from_arrays(
         column.offsets, items.field("key"), items.field("value"), mask=mask
     )
+
+
+def _sharing_keys(maps: dict[str, pa.MapArray]) -> dict[str, pa.MapArray]:
+    """``maps`` with one copy of the offsets and keys they have in common: a table's files
+    mostly keep metrics for the same columns in every map, so the column sizes, value and
+    null counts and both bounds of a file have the same keys (a third of a million files'
+    metric maps, as memory)."""
+    out: dict[str, pa.MapArray] = {}
+    kept: list[pa.MapArray] = []
+    for name, column in maps.items():
+        for other in kept:
+            if (
+                column.offset == other.offset == 0
+                and len(column) == len(other)
+                and column.null_count == other.null_count == 0
+                and column.offsets.equals(other.offsets)
+                and column.keys.equals(other.keys)
+            ):
+                column = pa.MapArray.from_arrays(other.offsets, other.keys, column.items)
+                break
+        else:
+            kept.append(column)
+        out[name] = column
+    return out
 
 
 def _partition(

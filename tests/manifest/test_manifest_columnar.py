@@ -155,3 +155,45 @@ def test_fallback_reads_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert [r["data_file"]["first_row_id"] for r in fast] == [1000, 1010, 1021, 1033, 1046]
     assert fast[0]["data_file"]["partition"]["ts_day"] == dt.date(2022, 1, 8)
     assert fast[0]["data_file"]["partition"]["other"] is None
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_metric_maps_with_the_same_keys_share_them(tmp_path: Path, compiled: bool) -> None:
+    """Maps whose offsets and keys are equal share one copy (the metric maps of a table's
+    files mostly have the same columns); a map with other keys keeps its own; every value
+    stays as the object reader reads it, deleted entries dropped or not."""
+    if compiled and not kernel_available():
+        pytest.skip("no compiled decoder here")
+    keys = {1: 10, 2: 20, 3: 30}
+    files = [
+        (status, False, DataFile(FileContent.DATA, f"/d/{i}.parquet", FileFormat.PARQUET,
+                                 ("a", 19000, None, None, 1), 10 + i, 100,
+                                 column_sizes={k: v + i for k, v in keys.items()},
+                                 value_counts={k: v * i for k, v in keys.items()},
+                                 null_value_counts=dict.fromkeys(keys, i),
+                                 nan_value_counts={2: i},
+                                 lower_bounds={k: bytes([i % 256, k]) for k in keys},
+                                 upper_bounds={k: bytes([k] * (i % 7)) for k in keys},
+                                 spec_id=SPEC.spec_id))
+        for i, status in zip(range(300), [1, 1, 2] * 100, strict=True)
+    ]  # fmt: skip
+    manifests = [_write(tmp_path, "m.avro", 2, False, "deflate", files)]
+    saved = columnar.COMPILED_MIN_RECORDS
+    columnar.COMPILED_MIN_RECORDS = 0 if compiled else 10**9
+    try:
+        every = _read(manifests)
+        live = _read(manifests, live_only=True)
+    finally:
+        columnar.COMPILED_MIN_RECORDS = saved
+    expected = [r for m in manifests for r in _expected(m)]
+    assert _rows(every) == expected
+    assert _rows(live) == [r for r in expected if r["status"] != 2]
+    data_file = every.column("data_file").chunk(0)
+
+    def key_buffer(name: str) -> int:
+        return int(data_file.field(name).keys.buffers()[1].address)
+
+    shared = {key_buffer(n) for n in ("column_sizes", "value_counts", "null_value_counts")}
+    shared |= {key_buffer("lower_bounds"), key_buffer("upper_bounds")}
+    assert len(shared) == 1
+    assert key_buffer("nan_value_counts") not in shared

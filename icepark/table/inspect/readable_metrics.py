@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from icepark.avro.arrow_nulls import null_array
 from icepark.spec.conversions import from_bytes
 from icepark.spec.types import (
     BooleanType,
@@ -81,7 +82,7 @@ class _MapIndex:
 def _scatter(rows: np.ndarray, values: pa.Array, n: int, arrow_type: pa.DataType) -> pa.Array:
     """``values`` placed at ``rows`` of an array of ``n`` (null elsewhere)."""
     if len(values) == 0:
-        return pa.nulls(n, arrow_type)
+        return null_array(n, arrow_type)
     position = np.full(n, -1, dtype=np.int64)
     position[rows] = np.arange(rows.size)
     return values.take(pa.array(position, mask=position < 0))
