@@ -194,7 +194,12 @@ def compile_program(
     outside arrays at a path ``marked`` accepts, where it starts in the buffer is stored too
     (under ``(*path, MARK)``), whether the value itself is kept or not."""
     compiler = _Compiler(named, keep, keyed, marked)
-    compiler.emit(writer_schema, (), 0)
+    try:
+        compiler.emit(writer_schema, (), 0)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        # a schema no Avro writer writes (a field without a name, a size that is not a
+        # number): the caller reads the file another way, which names what is wrong
+        raise UnsupportedAvroError(f"malformed writer schema: {exc!r}") from exc
     if not compiler.ops:
         raise UnsupportedAvroError("empty record")
     ops = np.array(compiler.ops, dtype=np.int64)
