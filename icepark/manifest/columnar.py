@@ -386,7 +386,7 @@ def _convert(
     arrays = []
     for f in data_file_type:
         found = children.get(f.name)
-        if found is None:
+        if found is None or (n and found.null_count == n):  # a field no entry has
             arrays.append(null_array(n, f.type))
         elif not found.type.equals(f.type):
             arrays.append(found.cast(f.type))
