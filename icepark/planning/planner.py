@@ -135,16 +135,16 @@ class PlannedFiles(Sequence[FileScanTask]):
     def __iter__(self) -> Iterator[FileScanTask]:
         if self._tasks is not None:
             return iter(self._tasks)
-        # each task passes through ``chain`` (in C), not a generator frame of its own
-        return chain.from_iterable(self._stream())
+        return self._stream()
 
-    def _stream(self) -> Iterator[Iterable[FileScanTask]]:
-        """The one source of an iteration, chosen when the iteration is first advanced (a
-        generator's body starts then), so that ``list(plan)`` (which takes an iterator, then
-        asks the length, which keeps the list) plans once, from the list kept if there is one
-        by then. Dropping the iteration stops the plan (it closes the generators it holds)."""
+    def _stream(self) -> Iterator[FileScanTask]:
+        """An iteration that plans when first advanced (a generator's body starts then), so
+        that ``list(plan)`` (which takes an iterator, then asks the length, which keeps the
+        list) plans once, from the list kept if there is one by then. Closing it stops the
+        plan (the planner's own stream is an ``itertools.chain``, which has no ``close``:
+        dropping it closes the generators it holds)."""
         kept = self._tasks
-        yield kept if kept is not None else self._start()
+        yield from (kept if kept is not None else self._start())
 
     def _start(self) -> Iterator[FileScanTask]:
         """A new plan (the one started when the plan was asked for, if still unread)."""
