@@ -811,7 +811,10 @@ class EntryColumns:
                 ]
             except UnicodeDecodeError as exc:
                 raise self._fail(f"a {name} is not UTF-8 ({exc.reason})") from None
-        return [None if n < -1 else v for v, n in zip(vals.tolist(), lens.tolist(), strict=True)]
+        nulls = lens < -1
+        if not nulls.any():
+            return vals.tolist()  # (the sizes of a whole plan: a loop in C)
+        return [None if n else v for v, n in zip(vals.tolist(), nulls.tolist(), strict=True)]
 
     def _list(self, path: Path, row: int) -> tuple[int, ...] | None:
         count = int(self.slots.lens[row, self.program.slots[path]])
