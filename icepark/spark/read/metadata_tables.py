@@ -41,6 +41,7 @@ from icepark.table.inspect import (
     METADATA_TABLES,
     InspectContext,
     check_time_travel,
+    metadata_batches,
     metadata_table,
     metadata_table_schema,
 )
@@ -226,7 +227,8 @@ class _Whole(InputPartition):
 
 class MetadataTableReader(DataSourceReader):
     """Reads a metadata table in one task, which loads the table and computes the rows (so
-    a view over it shows the table as it is when queried)."""
+    a view over it shows the table as it is when queried), as batches: the files and
+    entries tables a part of their manifests at a time."""
 
     def __init__(self, options: Mapping[str, str], schema: SparkStructType) -> None:
         self.options = dict(options)
@@ -244,8 +246,16 @@ class MetadataTableReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         source = metadata_source(self.options)
         assert source is not None
-        rows, _ = _spark_arrow(source.table, source.name, _at(self.options))
+        at = _at(self.options)
         target = spark_arrow_schema(self.schema)
-        for batch in rows.to_batches():
+        # a part of the manifests at a time for the files and entries tables: the task of
+        # a table of a million files holds about 300 MB, not the whole table's 1 GB
+        for batch in metadata_batches(
+            _context(source.table),
+            source.name,
+            at["snapshot_id"],
+            ref=at["ref"],
+            as_of=at["as_of"],
+        ):
             if batch.num_rows:
                 yield cast_to_spark_arrow(batch, target)

@@ -172,3 +172,44 @@ def test_a_table_named_like_a_metadata_table_is_read_as_itself(spark: Any, tmp_p
     assert [r.x for r in read(spark, "db.t.files", catalog=catalog).collect()] == [7]
     snapshots = read(spark, "db.t.snapshots", catalog=catalog)
     assert snapshots.count() == 1 and "snapshot_id" in snapshots.columns
+
+
+def test_the_data_source_task_reads_files_and_entries_a_part_at_a_time(
+    warehouse: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The data source's task streams the files and entries tables (a part of the manifests
+    per batch) instead of building the whole table first: the same files as ``inspect``, in
+    more than one batch, with the whole-table builder out of reach."""
+    import importlib
+
+    import icepark.planning.walk as walk
+
+    mt = importlib.import_module("icepark.spark.read.metadata_tables")
+    table = FileSystemCatalog("fs", warehouse=str(warehouse)).load_table("db.t")
+    tag = table.metadata.refs["t1"].snapshot_id
+
+    def paths(rows: pa.Table) -> list[str]:
+        if "data_file" in rows.column_names:
+            return sorted(f["file_path"] for f in rows.column("data_file").to_pylist())
+        return sorted(rows.column("file_path").to_pylist())
+
+    expected = {
+        "files": paths(table.inspect.files()),
+        "entries": paths(table.inspect.entries(tag)),
+        "all_data_files": paths(table.inspect.all_data_files()),
+    }
+
+    def whole(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the whole table was built")
+
+    monkeypatch.setattr(mt, "metadata_table", whole)
+    monkeypatch.setattr(walk, "ENTRIES_PER_PART", 1)  # a manifest per part
+    for name, wanted in expected.items():
+        options = {"table": f"db.t.{name}", **_catalog(warehouse)}
+        if name == "entries":
+            options["snapshot-id"] = str(tag)
+        reader = mt.MetadataTableReader(options, mt.metadata_spark_schema(table, name))
+        (part,) = reader.partitions()
+        batches = list(reader.read(part))
+        assert len(batches) > 1, name
+        assert paths(pa.Table.from_batches(batches)) == wanted != [], name
