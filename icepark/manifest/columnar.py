@@ -402,8 +402,9 @@ def _convert(
             "data_file": data_file,
         }
     )
-    if live_only and pc.any(pc.equal(status, int(ManifestEntryStatus.DELETED))).as_py():
-        live = pc.not_equal(status, int(ManifestEntryStatus.DELETED))
+    deleted = pc.equal(status, int(ManifestEntryStatus.DELETED)) if live_only else None
+    if deleted is not None and pc.any(deleted).as_py():  # no copy when nothing is deleted
+        live = pc.invert(deleted)
         keep = live.to_numpy(zero_copy_only=False)
         owner = np.repeat(np.arange(len(decoded)), rows)
         rows = np.bincount(owner[keep], minlength=len(decoded))
