@@ -122,6 +122,17 @@ def test_readme_spark_example(
         .option("table", "db.events.snapshots").load()
     )  # fmt: skip
     assert snapshots.count() == len(table.snapshots())
+    # the files and entries tables stream from the data source's task, on the server's side
+    for name, paths in (
+        ("files", table.inspect.files().column("file_path").to_pylist()),
+        ("entries", [f["file_path"] for f in table.inspect.entries().column("data_file").to_pylist()]),
+    ):
+        df = (
+            spark.read.format("icepark").options(**catalog_options)
+            .option("table", f"db.events.{name}").load()
+        )  # fmt: skip
+        column = "file_path" if name == "files" else "data_file.file_path"
+        assert sorted(r[0] for r in df.select(column).collect()) == sorted(paths), name
 
 
 def test_equality_deletes_and_the_python_write_path(connect_spark: Any, catalog: Any) -> None:
