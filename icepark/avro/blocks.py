@@ -31,7 +31,7 @@ from typing import Any
 
 import fastavro
 
-from icepark.avro.codecs import decompress_block, file_budget
+from icepark.avro.codecs import decompress_block, decompress_blocks, file_budget
 from icepark.avro.file import (
     _HEADER_SCHEMA,
     _metadata_strings,
@@ -274,7 +274,9 @@ class _Block:
 
 @dataclass(frozen=True)
 class AvroBlocks:
-    """An Avro file split into its blocks, with what is needed to decode any of them.
+    """An Avro file's blocks decompressed, with what is needed to decode any of them: the
+    records of every block one after another in :attr:`data`, and each block's record count
+    and where its records end there in :attr:`spans`.
 
     ``writer_schema`` and ``named`` are shared by every file with the same schema text:
     treat them as read-only."""
@@ -284,7 +286,28 @@ class AvroBlocks:
     named: dict[str, Any]
     metadata: dict[str, str]
     raw_header: dict[str, Any]  # as read
-    blocks: tuple[_Block, ...]
+    data: bytes
+    spans: tuple[tuple[int, int], ...]  # (record count, end in data) of each block
+
+    @cached_property
+    def blocks(self) -> tuple[_Block, ...]:
+        """Each block: its record count and its records (copied out of :attr:`data` when
+        first asked for)."""
+        start = 0
+        out = []
+        for count, end in self.spans:
+            out.append(_Block(count, self.data[start:end]))
+            start = end
+        return tuple(out)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the decompressed records held: :attr:`data`, and the blocks' own
+        copies once :attr:`blocks` made them."""
+        held = len(self.data)
+        if "blocks" in self.__dict__ and len(self.spans) > 1:
+            held *= 2
+        return held
 
     def block_data(self) -> Sequence[tuple[int, bytes]]:
         """Each block's record count and decompressed records."""
@@ -292,9 +315,7 @@ class AvroBlocks:
 
     def records(self) -> tuple[bytes, int]:
         """Every block's decompressed records in one buffer, and how many records it holds."""
-        parts = [b.data for b in self.blocks]
-        count = sum(b.count for b in self.blocks)
-        return (parts[0] if len(parts) == 1 else b"".join(parts)), count
+        return self.data, sum(count for count, _ in self.spans)
 
     @cached_property
     def plain_header(self) -> bytes:
@@ -327,8 +348,9 @@ def parse_schema_text(text: bytes) -> tuple[Any, dict[str, Any]]:
     return _schema(bytes(text))
 
 
-def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
-    """Split the bytes of an Avro file into decompressed blocks."""
+def read_avro_blocks(location: str, data: bytes, *, compiled: bool = False) -> AvroBlocks:
+    """Split the bytes of an Avro file into decompressed blocks (with ``compiled``, inflated
+    by compiled code: see :func:`~icepark.avro.codecs.decompress_blocks`)."""
     stream = io.BytesIO(data)
     header = _read_header(location, stream)
     text = header["meta"].get("avro.schema")
@@ -341,8 +363,8 @@ def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
     codec = bytes(header["meta"].get("avro.codec", b"null")).decode("utf-8", errors="replace")
     sync: bytes = header["sync"]
     pos = stream.tell()
-    blocks: list[_Block] = []
-    budget = file_budget(len(data))
+    counts: list[int] = []
+    payloads: list[tuple[int, int]] = []
     try:
         while pos < len(data):
             count, pos = read_long(data, pos)
@@ -350,10 +372,12 @@ def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
             end = pos + size
             if count < 0 or size < 0 or data[end : end + 16] != sync:
                 raise InvalidAvroFileError(f"Cannot read Avro file {location}: corrupt block")
-            block = decompress_block(codec, data[pos:end], budget)
-            budget -= len(block)
-            blocks.append(_Block(count, block))
+            counts.append(count)
+            payloads.append((pos, end))
             pos = end + 16
+        records, ends = decompress_blocks(
+            codec, data, payloads, file_budget(len(data)), compiled=compiled
+        )
     except InvalidAvroFileError:
         raise
     except (IndexError, ValueError) as exc:
@@ -367,7 +391,8 @@ def read_avro_blocks(location: str, data: bytes) -> AvroBlocks:
         named,
         metadata,
         header,
-        tuple(blocks),
+        records,
+        tuple(zip(counts, ends, strict=True)),
     )
 
 

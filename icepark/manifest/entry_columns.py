@@ -142,7 +142,7 @@ def read_entry_columns(
     does not handle (the caller reads it another way) and
     :class:`~icepark.errors.InvalidAvroFileError` naming ``location`` for one that is not a
     readable manifest."""
-    blocks = read_avro_blocks(location, data)
+    blocks = read_avro_blocks(location, data, compiled=True)
     text = bytes(blocks.raw_header["meta"].get("avro.schema", b""))
     origin = EntryOrigin(
         location,

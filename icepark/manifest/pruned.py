@@ -275,7 +275,7 @@ class _Scanned:
         scanned entry and ten times the Avro bytes of each decoded one (its ``DataFile``, metric
         maps and all: 3.7 KB from 380 bytes on a table of 7 columns, growing with the
         columns as its record does)."""
-        data = sum(len(b.data) for b in self.blocks.blocks)
+        data = self.blocks.nbytes
         # a copy of the values: another thread may be adding a scan of other field ids
         entries = sum(len(r) for scan in list(self.records.values()) for r in scan)
         return len(self.raw) + data + 1024 * entries + 10 * self.decoded_bytes
