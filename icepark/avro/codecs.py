@@ -211,6 +211,8 @@ def _inflate_all(
     if status == compiled.TOO_BIG:
         taken = int(out_ends[block - 1]) if block else 0
         _check_size(budget + 1, min(int(limits[block]), budget - taken), "deflate")
+    if status == compiled.SETUP:  # zlib-ng could not allocate its state
+        raise MemoryError("zlib-ng could not start an inflate stream")
     if status != compiled.OK:
         raise ValueError("corrupt deflate block (incomplete or truncated stream)")
     total = int(out_ends[-1]) if len(spans) else 0
