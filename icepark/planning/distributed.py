@@ -16,7 +16,10 @@ How it flows (:func:`iter_plan_files`, for a :class:`RemotePlanning`):
   (:func:`~icepark.planning.walk.use_columns`, made once for the whole plan); only the
   entries kept come back, as their Avro records
   (:class:`~icepark.manifest.kept_entries.KeptEntries`, a chunk of at most
-  :data:`ENTRIES_PER_PART`) or, off the compiled path, as entries;
+  :data:`ENTRIES_PER_PART`) or, off the compiled path, as entries. A manifest that keeps at
+  least :data:`MOST_KEPT` of its entries sends only which ones (:class:`KeptRows`): the
+  driver reads that manifest itself, as a local plan does, rather than taking all its
+  records back through Spark (a whole-table plan of 10,000,000 files sent 3 GB of them);
 * the driver decodes the records again by the same compiled reader and makes the tasks with
   :class:`~icepark.planning.planner.TaskBuilder` (residuals, strict metrics, delete files),
   in manifest order: the tasks of a local plan, task for task.
@@ -69,6 +72,8 @@ from icepark.spec.snapshots import Snapshot
 __all__ = [
     "AUTO_MIN_BYTES_PER_CORE",
     "ENTRIES_PER_PART",
+    "KeptRows",
+    "MOST_KEPT",
     "ManifestRunner",
     "ManifestWork",
     "LiveFiles",
@@ -85,6 +90,10 @@ T = TypeVar("T")
 ENTRIES_PER_PART = 20_000
 """Most entries a remote task sends back in one part (some 6 MB of records, about a fifth
 of that compressed): parts are decoded and made into tasks one at a time on the driver."""
+
+MOST_KEPT = 0.5
+"""A remote task sends a manifest's kept entries as row numbers (:class:`KeptRows`) when it
+keeps at least this share of them, and as records otherwise."""
 
 AUTO_MIN_BYTES_PER_CORE = 32 * 1024 * 1024
 """``auto`` plans remotely only when the manifests (as stored) hold at least this many bytes
@@ -205,9 +214,45 @@ class _DataManifests(_Reading):
                 if scanned[1]:
                     yield i, scanned[1]
                 continue
-            _, columns, rows = scanned
+            manifest, columns, rows = scanned
+            by_rows = _kept_rows(manifest, columns, rows)
+            if by_rows is not None:
+                yield i, by_rows
+                continue
             for start in range(0, len(rows), ENTRIES_PER_PART):
                 yield i, keep(columns, rows[start : start + ENTRIES_PER_PART])
+
+
+@dataclass(frozen=True)
+class KeptRows:
+    """The entries a remote task kept of one data manifest, by their row numbers in it (None:
+    every live entry), and the metrics its decode read: the driver decodes the manifest
+    itself (:meth:`columns`) when most of it is kept, which costs it what a local plan
+    costs, where taking the records back costs Spark's results as much again."""
+
+    manifest: ManifestFile
+    metrics_of: frozenset[int] | None
+    rows: Any  # np.ndarray | None
+
+    def columns(self, io: FileIO) -> tuple[Any, Any]:
+        """The manifest decoded as a local plan decodes it, and the rows kept."""
+        import numpy as np
+
+        from icepark.manifest.entry_columns import read_entry_columns
+
+        path = self.manifest.manifest_path
+        data = io.new_input(path).read_bytes()
+        columns = read_entry_columns(path, data, self.manifest, metrics_of=self.metrics_of)
+        rows = np.flatnonzero(columns.live) if self.rows is None else self.rows
+        return columns, rows
+
+
+def _kept_rows(manifest: ManifestFile, columns: Any, rows: Any) -> KeptRows | None:
+    """``rows`` of ``columns`` as a :class:`KeptRows`, when they are most of the manifest."""
+    if columns.origin is None or len(rows) < MOST_KEPT * max(columns.count, 1):
+        return None
+    every_live = len(rows) == int(columns.live.sum())  # rows are live rows, each once
+    return KeptRows(manifest, columns.origin.metrics_of, None if every_live else rows)
 
 
 @dataclass(frozen=True)
@@ -258,34 +303,40 @@ def iter_plan_files(
         builder,
         remote.runner.run(_DataManifests(*reading, use_columns(manifests)), manifests, "data"),
         deletes,
+        io,
     )
 
 
 def _tasks_of_parts(
-    builder: TaskBuilder, parts: Iterator[Any], deletes: DeleteFileIndex
+    builder: TaskBuilder, parts: Iterator[Any], deletes: DeleteFileIndex, io: FileIO
 ) -> Iterator[FileScanTask]:
     import numpy as np
 
     from icepark.manifest.entry_columns import EntryColumns
 
-    for part in _decoded(parts):
+    for part in _decoded(parts, io):
         if isinstance(part, EntryColumns):
             rows = np.arange(part.count, dtype=np.int64)
             yield from builder.tasks_of(part, rows, deletes)
+        elif isinstance(part, tuple):  # a manifest read here, and the rows kept of it
+            yield from builder.tasks_of(part[0], part[1], deletes)
         else:
             entries: list[ManifestEntry] = part
             yield from (builder.task(e, deletes) for e in entries)
 
 
-def _decoded(parts: Iterator[Any]) -> Iterator[Any]:
-    """``parts`` with their kept entries decoded into arrays, the next part decoded on a
-    thread while the caller makes the tasks of this one (the compiled decoder runs without
-    the GIL)."""
+def _decoded(parts: Iterator[Any], io: FileIO) -> Iterator[Any]:
+    """``parts`` with their kept entries decoded into arrays (a :class:`KeptRows` as its
+    manifest's arrays and the rows kept, the manifest read with ``io``), the next part
+    decoded on a thread while the caller makes the tasks of this one (the compiled decoder
+    runs without the GIL)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from icepark.manifest.kept_entries import KeptEntries
 
     def decode(part: Any) -> Any:
+        if isinstance(part, KeptRows):
+            return part.columns(io)
         return part.columns() if isinstance(part, KeptEntries) else part
 
     with ThreadPoolExecutor(1, thread_name_prefix="icepark-decode") as pool:
