@@ -67,6 +67,7 @@ def _c_call(with_int: bool) -> Any:
 
         return signature, codegen
 
+    # numba reads an intrinsic's parameters from its signature: one function for each arity
     if with_int:
 
         def call_with_int(typingctx: Any, function: Any, stream: Any, value: Any) -> Any:
