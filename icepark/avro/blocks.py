@@ -31,7 +31,7 @@ from typing import Any
 
 import fastavro
 
-from icepark.avro.codecs import decompress_block, decompress_blocks, file_budget
+from icepark.avro.codecs import decompress_block, decompress_parts, file_budget
 from icepark.avro.file import (
     _HEADER_SCHEMA,
     _metadata_strings,
@@ -275,8 +275,9 @@ class _Block:
 @dataclass(frozen=True)
 class AvroBlocks:
     """An Avro file's blocks decompressed, with what is needed to decode any of them: the
-    records of every block one after another in :attr:`data`, and each block's record count
-    and where its records end there in :attr:`spans`.
+    records of every block one after another in :attr:`parts` (one buffer per block, or one
+    buffer for them all when they were inflated at once), and each block's record count and
+    where its records end (in the parts laid end to end) in :attr:`spans`.
 
     ``writer_schema`` and ``named`` are shared by every file with the same schema text:
     treat them as read-only."""
@@ -286,13 +287,26 @@ class AvroBlocks:
     named: dict[str, Any]
     metadata: dict[str, str]
     raw_header: dict[str, Any]  # as read
-    data: bytes
+    parts: tuple[bytes, ...]
     spans: tuple[tuple[int, int], ...]  # (record count, end in data) of each block
 
     @cached_property
+    def data(self) -> bytes:
+        """The records of every block in one buffer (joined when first asked for, if the
+        blocks were decompressed one at a time)."""
+        return self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
+
+    @property
+    def count(self) -> int:
+        """How many records the blocks hold."""
+        return sum(count for count, _ in self.spans)
+
+    @cached_property
     def blocks(self) -> tuple[_Block, ...]:
-        """Each block: its record count and its records (copied out of :attr:`data` when
-        first asked for)."""
+        """Each block: its record count and its records (the block's own part, or copied
+        out of the one buffer when first asked for)."""
+        if len(self.parts) == len(self.spans):
+            return tuple(_Block(c, p) for (c, _), p in zip(self.spans, self.parts, strict=True))
         start = 0
         out = []
         for count, end in self.spans:
@@ -302,12 +316,15 @@ class AvroBlocks:
 
     @property
     def nbytes(self) -> int:
-        """The bytes of the decompressed records held: :attr:`data`, and the blocks' own
-        copies once :attr:`blocks` made them."""
-        held = len(self.data)
-        if "blocks" in self.__dict__ and len(self.spans) > 1:
-            held *= 2
-        return held
+        """The bytes of the decompressed records held: :attr:`parts`, and the copies that
+        :attr:`data` or :attr:`blocks` made of them once asked for."""
+        held = sum(len(p) for p in self.parts)
+        copies = 0
+        if "data" in self.__dict__ and len(self.parts) > 1:
+            copies += 1
+        if "blocks" in self.__dict__ and len(self.parts) == 1 and len(self.spans) > 1:
+            copies += 1
+        return held * (1 + copies)
 
     def block_data(self) -> Sequence[tuple[int, bytes]]:
         """Each block's record count and decompressed records."""
@@ -315,7 +332,7 @@ class AvroBlocks:
 
     def records(self) -> tuple[bytes, int]:
         """Every block's decompressed records in one buffer, and how many records it holds."""
-        return self.data, sum(count for count, _ in self.spans)
+        return self.data, self.count
 
     @cached_property
     def plain_header(self) -> bytes:
@@ -375,7 +392,7 @@ def read_avro_blocks(location: str, data: bytes, *, compiled: bool = False) -> A
             counts.append(count)
             payloads.append((pos, end))
             pos = end + 16
-        records, ends = decompress_blocks(
+        parts, ends = decompress_parts(
             codec, data, payloads, file_budget(len(data)), compiled=compiled
         )
     except InvalidAvroFileError:
@@ -391,7 +408,7 @@ def read_avro_blocks(location: str, data: bytes, *, compiled: bool = False) -> A
         named,
         metadata,
         header,
-        records,
+        tuple(parts),
         tuple(zip(counts, ends, strict=True)),
     )
 

@@ -33,6 +33,7 @@ __all__ = [
     "block_limit",
     "decompress_block",
     "decompress_blocks",
+    "decompress_parts",
     "file_budget",
     "inflater",
     "Inflater",
@@ -111,18 +112,34 @@ def decompress_blocks(
     call, no GIL taken back between blocks. For callers that decode with compiled code
     anyway: the first compiled call in a process costs a quarter of a second (numba's
     start), after which the inflater's own first call costs 10 ms."""
+    parts, ends = decompress_parts(codec, data, spans, budget, compiled=compiled)
+    return (parts[0] if len(parts) == 1 else b"".join(parts)), ends
+
+
+def decompress_parts(
+    codec: str,
+    data: bytes,
+    spans: Sequence[tuple[int, int]],
+    budget: int,
+    *,
+    compiled: bool = False,
+) -> tuple[list[bytes], list[int]]:
+    """:func:`decompress_blocks` without joining what was decompressed a block at a time:
+    one buffer per block, or a single buffer of them all where the compiled inflater ran
+    (``ends`` says where each block's bytes end in the buffers laid end to end)."""
     run = inflater() if compiled and codec == "deflate" else None
-    if run is None:
-        parts: list[bytes] = []
-        ends: list[int] = []
-        size = 0
-        for start, end in spans:
-            part = decompress_block(codec, data[start:end], budget - size)
-            size += len(part)
-            parts.append(part)
-            ends.append(size)
-        return (parts[0] if len(parts) == 1 else b"".join(parts)), ends
-    return run(data, spans, budget)
+    if run is not None:
+        records, ends = run(data, spans, budget)
+        return [records], ends
+    parts: list[bytes] = []
+    ends = []
+    size = 0
+    for start, end in spans:
+        part = decompress_block(codec, data[start:end], budget - size)
+        size += len(part)
+        parts.append(part)
+        ends.append(size)
+    return parts, ends
 
 
 Inflater = Callable[[bytes, Sequence[tuple[int, int]], int], tuple[bytes, list[int]]]

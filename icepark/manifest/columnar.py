@@ -208,7 +208,7 @@ def _read_group(
                 _Decoded(
                     manifests[i],
                     _entry_decoder(manifests[i], ab.writer_schema, ab.metadata, specs, ab.named),
-                    sum(c for c, _ in ab.block_data()),
+                    ab.count,
                 )
                 for i, ab in members
             ]
@@ -234,7 +234,7 @@ def _compiled(
     :data:`~icepark.avro.compiled.COMPILED_MIN_RECORDS` records) and it can run here; None
     otherwise (the numpy decoder starts faster on small files)."""
     if compiled is None:
-        compiled = sum(b.count for ab in members for b in ab.blocks) >= COMPILED_MIN_RECORDS
+        compiled = sum(ab.count for ab in members) >= COMPILED_MIN_RECORDS
     if not compiled or not kernel_available():
         return None
     program = compile_program(first.writer_schema, first.named)
