@@ -1,4 +1,4 @@
-"""The compiled loop behind :func:`icepark.avro.codecs.decompress_blocks` (imports numba:
+"""The compiled loop behind :func:`icepark.avro.codecs.decompress_parts` (imports numba:
 import this module only through :func:`icepark.avro.codecs.inflater`).
 
 :func:`inflate_blocks` inflates every raw-deflate block of an Avro file, one after another

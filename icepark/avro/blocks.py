@@ -367,7 +367,7 @@ def parse_schema_text(text: bytes) -> tuple[Any, dict[str, Any]]:
 
 def read_avro_blocks(location: str, data: bytes, *, compiled: bool = False) -> AvroBlocks:
     """Split the bytes of an Avro file into decompressed blocks (with ``compiled``, inflated
-    by compiled code: see :func:`~icepark.avro.codecs.decompress_blocks`)."""
+    by compiled code: see :func:`~icepark.avro.codecs.decompress_parts`)."""
     stream = io.BytesIO(data)
     header = _read_header(location, stream)
     text = header["meta"].get("avro.schema")

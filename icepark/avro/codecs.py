@@ -4,7 +4,7 @@ Every reader of Avro blocks (whole files, manifests scanned block by block, data
 streamed) decompresses through :func:`decompress_block`: ``deflate`` with zlib-ng (zlib's
 interface, 40% less time on a manifest's blocks), ``zstandard``
 with the ``zstandard`` package, ``snappy`` with pyarrow (checking Avro's CRC32 of the
-uncompressed bytes). A file read whole goes through :func:`decompress_blocks`, which inflates
+uncompressed bytes). A file read whole goes through :func:`decompress_parts`, which inflates
 all the ``deflate`` blocks of a file in one compiled call that holds no GIL
 (:mod:`icepark.avro._inflate`, zlib-ng's own inflate), where numba is there.
 
@@ -32,7 +32,6 @@ __all__ = [
     "MAX_BLOCK_BYTES",
     "block_limit",
     "decompress_block",
-    "decompress_blocks",
     "decompress_parts",
     "file_budget",
     "inflater",
@@ -95,27 +94,6 @@ _GROWTH_GUESS = 8
 """What the output is first sized to, times the compressed bytes (manifests inflate 6-7x)."""
 
 
-def decompress_blocks(
-    codec: str,
-    data: bytes,
-    spans: Sequence[tuple[int, int]],
-    budget: int,
-    *,
-    compiled: bool = False,
-) -> tuple[bytes, list[int]]:
-    """The blocks of one file (``data[start:end]`` for each span, compressed with ``codec``)
-    decompressed one after another into one buffer, and where each block's bytes end in it.
-    Each block is held to :func:`block_limit` of its size and all of them to ``budget``, as
-    by :func:`decompress_block` (``ValueError`` otherwise).
-
-    With ``compiled``, ``deflate`` blocks go through :func:`inflater` where it is there: one
-    call, no GIL taken back between blocks. For callers that decode with compiled code
-    anyway: the first compiled call in a process costs a quarter of a second (numba's
-    start), after which the inflater's own first call costs 10 ms."""
-    parts, ends = decompress_parts(codec, data, spans, budget, compiled=compiled)
-    return (parts[0] if len(parts) == 1 else b"".join(parts)), ends
-
-
 def decompress_parts(
     codec: str,
     data: bytes,
@@ -124,9 +102,16 @@ def decompress_parts(
     *,
     compiled: bool = False,
 ) -> tuple[list[bytes], list[int]]:
-    """:func:`decompress_blocks` without joining what was decompressed a block at a time:
-    one buffer per block, or a single buffer of them all where the compiled inflater ran
-    (``ends`` says where each block's bytes end in the buffers laid end to end)."""
+    """The blocks of one file (``data[start:end]`` for each span, compressed with ``codec``)
+    decompressed: one buffer per block, or one buffer of them all where the compiled
+    inflater ran; and where each block's bytes end in those buffers laid end to end. Each
+    block is held to :func:`block_limit` of its size and all of them to ``budget``, as by
+    :func:`decompress_block` (``ValueError`` otherwise).
+
+    With ``compiled``, ``deflate`` blocks go through :func:`inflater` where it is there: one
+    call, no GIL taken back between blocks. For callers that decode with compiled code
+    anyway: the first compiled call in a process costs a quarter of a second (numba's
+    start), after which the inflater's own first call costs 10 ms."""
     run = inflater() if compiled and codec == "deflate" else None
     if run is not None:
         records, ends = run(data, spans, budget)
@@ -143,12 +128,13 @@ def decompress_parts(
 
 
 Inflater = Callable[[bytes, Sequence[tuple[int, int]], int], tuple[bytes, list[int]]]
-"""``(data, spans, budget) -> (records, ends)``, as :func:`decompress_blocks`."""
+"""``(data, spans, budget) -> (records, ends)``: :func:`decompress_parts` of deflate blocks
+into one buffer."""
 
 
 @cache
 def inflater() -> Inflater | None:
-    """The bulk inflate of :func:`decompress_blocks`, or None where it cannot run: numba not
+    """The bulk inflate of :func:`decompress_parts`, or None where it cannot run: numba not
     importable, the compiled paths turned off (``ICEPARK_COMPILED_AVRO=0``), or a zlib-ng
     without its native inflate symbols or whose stream is not laid out as this expects (a
     few blocks inflated both ways must agree)."""
@@ -203,7 +189,7 @@ def _inflate_all(
     spans: Sequence[tuple[int, int]],
     budget: int,
 ) -> tuple[bytes, list[int]]:
-    """:func:`decompress_blocks` of deflate blocks by ``compiled.inflate_blocks``, growing
+    """:func:`decompress_parts` of deflate blocks by ``compiled.inflate_blocks``, growing
     the output when it runs out of room."""
     src = np.frombuffer(data, dtype=np.uint8)
     bounds = np.array(spans, dtype=np.int64).reshape(-1, 2)
